@@ -1,0 +1,42 @@
+"""privfair: declarative private fair optimization with proven differential privacy.
+
+State a constrained group-objective problem — minimize f(ℓ) subject to g(ℓ) ≤ 0 over the
+per-group statistics ℓ of a decision — and let privfair check it, derive its constants and
+sensitivities, and solve it with a differentially private backend.
+
+Examples
+--------
+>>> import privfair as pf
+>>> data = pf.datasets.load_adult("train").subsample(2000, rng=0)
+>>> r = pf.rates(pf.LinearClassifier(data.n_features, radius=1.0), data,
+...              surrogate="logistic", group_mass_bound=0.02)
+>>> prob = pf.Problem(pf.minimize(r.error()),
+...                   [pf.lse(pf.abs(r.fpr["Female"] - r.fpr["Male"]),
+...                           pf.abs(r.tpr["Female"] - r.tpr["Male"]), eta=50) <= 0.02])
+>>> prob.analyze(pf.DP(1.0, 1e-6)).is_convex
+True
+"""
+
+from __future__ import annotations
+
+from . import datasets, errors, metrics, privacy
+from .compiler import Analysis, analyze
+from .data import Dataset
+from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
+from .expr import (Constant, Constraint, Expression, Variable, abs, gmean, hmean, hstack, lse,
+                   maximum, norm1, norm2, norm_inf, pos, smax, square, sum)
+from .privacy.spec import DP
+from .problem import Minimize, Problem, maximize, minimize
+from .stats import Rates, estimate_group_mass_bound, rates
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DP", "Dataset", "datasets", "errors", "metrics", "privacy",
+    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier",
+    "rates", "Rates", "estimate_group_mass_bound",
+    "Expression", "Variable", "Constant", "Constraint",
+    "abs", "maximum", "pos", "sum", "norm1", "norm2", "norm_inf", "square", "lse", "smax",
+    "gmean", "hmean", "hstack",
+    "Problem", "Minimize", "minimize", "maximize", "Analysis", "analyze",
+]

@@ -1,0 +1,405 @@
+"""Datasets: numeric features, labels and one or more sensitive attributes.
+
+A :class:`Dataset` is the private input of every privfair problem.  It validates once, at
+construction, everything the privacy proofs rely on (finite numeric features, labels in the
+declared set, one sensitive value per row), and stores
+
+* ``X``     -- float64 features, shape ``(n, d)``;
+* ``y``     -- integer label codes ``0 .. L-1`` (``label_values[y]`` gives the original label);
+* ``group`` -- integer group index per row into ``groups`` (the names of the groups).
+
+The list of groups and the label set are treated as the *public schema*: sensitivities are
+computed for neighbours that move a row between these groups and labels.  Declare them with
+``group_names`` / ``labels`` when they are known in advance, so that they do not depend on
+which values happen to occur in the data.  All arrays are read-only, so a dataset can be shared
+(e.g. cached by :mod:`privfair.datasets`) without copies.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import DataError, InvalidInputError
+
+__all__ = ["Dataset"]
+
+
+def _is_pandas(obj, kind):
+    mod = type(obj).__module__
+    return mod.startswith("pandas") and type(obj).__name__ == kind
+
+
+def _as_features(X, feature_names):
+    """Return (float64 array (n, d), names) or raise DataError naming the bad column."""
+    names = None
+    if _is_pandas(X, "DataFrame"):
+        names = [str(c) for c in X.columns]
+        for c in X.columns:
+            kind = X[c].dtype.kind
+            if kind not in "biuf":  # bool, int, unsigned, float only: no silent category codes
+                raise DataError(f"X[{c!r}]", str(X[c].dtype),
+                                "features must be numeric; one-hot encode categorical columns "
+                                "(e.g. pandas.get_dummies) before building the Dataset")
+        try:
+            X = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise DataError("X", "DataFrame", "features must convert to float64") from None
+    elif _is_pandas(X, "Series"):
+        raise DataError("X", "pandas.Series", "pass a 2-D array or a DataFrame, e.g. X.to_frame()")
+    else:
+        arr = np.asarray(X)
+        if arr.dtype.kind not in "biuf":
+            raise DataError("X", f"dtype {arr.dtype}",
+                            "features must be numeric; one-hot encode categorical columns first")
+        X = arr.astype(np.float64, copy=True)
+    if X.ndim != 2:
+        raise DataError("X", f"shape {X.shape}",
+                        "pass a 2-D array of shape (n_rows, n_features); reshape(-1, 1) for one feature")
+    bad = ~np.isfinite(X)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        col = names[j] if names else j
+        raise DataError(f"X[:, {col!r}]", float(X[i, j]),
+                        f"{int(bad.sum())} NaN or infinite feature values (first at row {i}); "
+                        "impute or drop them before building the Dataset")
+    if feature_names is not None:
+        names = [str(c) for c in feature_names]
+        if len(names) != X.shape[1]:
+            raise DataError("feature_names", f"{len(names)} names",
+                            f"give exactly one name per column of X ({X.shape[1]})")
+    if names is None:
+        names = [f"x{j}" for j in range(X.shape[1])]
+    return X, names
+
+
+def _as_labels(y, n, labels):
+    """Return (codes int64 (n,), label_values list)."""
+    if _is_pandas(y, "Series") or _is_pandas(y, "DataFrame"):
+        y = y.to_numpy()
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
+    if y.ndim != 1 or y.shape[0] != n:
+        raise DataError("y", f"shape {y.shape}", f"pass one label per row of X ({n} labels)")
+    uniq, inverse = _factorize(y)
+    if labels is None:
+        if any(isinstance(v, float) and not np.isfinite(v) for v in uniq):
+            raise DataError("y", "NaN or infinite label", "drop rows without a label")
+        try:
+            uniq_sorted = sorted(uniq)
+        except TypeError:
+            raise DataError("y", "mixed label types",
+                            "labels must be mutually comparable, or declare labels=[...]") from None
+        # A binary problem whose sample shows one class only is still binary.
+        labels = [0, 1] if set(uniq_sorted) <= {0, 1} else uniq_sorted
+    labels = list(labels)
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise DataError("labels", labels, "declare at least two distinct labels, e.g. labels=[0, 1]")
+    lookup = {v: k for k, v in enumerate(labels)}
+    missing = [v for v in uniq if v not in lookup]
+    if missing:
+        row = int(np.flatnonzero(inverse == uniq.index(missing[0]))[0])
+        raise DataError("y", missing[0], f"row {row} has a label outside the declared set "
+                                         f"{labels}; fix the label or declare labels=[...] "
+                                         "including it")
+    codes = np.asarray([lookup[v] for v in uniq], dtype=np.int64)[inverse]
+    return codes, labels
+
+
+def _as_sensitive(sensitive, n, sensitive_names):
+    """Return (raw values: (n,) or (n, k) object array, list of k attribute names)."""
+    names = None
+    if _is_pandas(sensitive, "DataFrame"):
+        names = [str(c) for c in sensitive.columns]
+        raw = sensitive.to_numpy(dtype=object)
+    elif _is_pandas(sensitive, "Series"):
+        names = [str(sensitive.name) if sensitive.name is not None else "sensitive"]
+        raw = sensitive.to_numpy(dtype=object)
+    elif (isinstance(sensitive, (list, tuple)) and len(sensitive) > 0
+          and all(hasattr(a, "__len__") and not isinstance(a, str) for a in sensitive)
+          and all(len(a) == n for a in sensitive)):
+        # A list of k attribute columns, each of length n.
+        cols = []
+        for a in sensitive:
+            cols.append(a.to_numpy(dtype=object) if _is_pandas(a, "Series")
+                        else np.asarray(a, dtype=object))
+        if any(c.ndim != 1 for c in cols):
+            raise DataError("sensitive", "nested columns", "pass 1-D columns, one per attribute")
+        names = [str(getattr(a, "name", None) or f"a{j}") for j, a in enumerate(sensitive)]
+        raw = np.stack(cols, axis=1) if len(cols) > 1 else cols[0]
+    else:
+        try:
+            raw = np.asarray(sensitive)
+        except ValueError:  # ragged nesting
+            raise DataError("sensitive", type(sensitive).__name__,
+                            "pass a 1-D array, an (n, k) array, a DataFrame or a list of "
+                            "k columns of length n") from None
+    if raw.ndim == 2 and raw.shape[1] == 1:
+        raw = raw[:, 0]
+    if raw.ndim not in (1, 2) or raw.shape[0] != n:
+        raise DataError("sensitive", f"shape {np.shape(raw)}",
+                        f"pass one sensitive value per row of X ({n} rows)")
+    k = 1 if raw.ndim == 1 else raw.shape[1]
+    if sensitive_names is not None:
+        names = [str(s) for s in sensitive_names]
+    if names is None:
+        names = ["sensitive"] if k == 1 else [f"a{j}" for j in range(k)]
+    if len(names) != k:
+        raise DataError("sensitive_names", names, f"give one name per sensitive attribute ({k})")
+    import pandas as pd
+
+    if pd.isna(np.asarray(raw, dtype=object)).any():
+        raise DataError("sensitive", "missing value", "every row needs a sensitive value; drop "
+                                                      "or fill missing values (e.g. 'Unknown')")
+    return raw, names
+
+
+def _factorize(values):
+    """(list of distinct values, int64 code per entry), in a single hashing pass."""
+    import pandas as pd  # core dependency; its hash-based factorize is O(n) on object arrays
+
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    return list(uniques), codes.astype(np.int64)
+
+
+def _group_keys(raw):
+    """(distinct group names, code per row): str(value), or 'v1|v2|...' for several attributes."""
+    if raw.ndim == 1:
+        uniq, codes = _factorize(raw)
+        return [str(v) for v in uniq], codes
+    combined = np.zeros(raw.shape[0], dtype=np.int64)
+    parts = []
+    for j in range(raw.shape[1]):
+        uniq, codes = _factorize(raw[:, j])
+        parts.append(uniq)
+        combined = combined * len(uniq) + codes
+    first, codes = np.unique(combined, return_index=True, return_inverse=True)[1:]
+    names = ["|".join(str(v) for v in raw[i].tolist()) for i in first]
+    return names, codes.astype(np.int64).ravel()
+
+
+class Dataset:
+    """A dataset of numeric features, labels and sensitive attributes.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or pandas.DataFrame
+        Numeric features.  DataFrame columns become ``feature_names``.  NaN, infinite or
+        non-numeric values raise :class:`~privfair.errors.DataError`.
+    y : array-like of shape (n,)
+        Labels, binary or multi-class.  Stored as integer codes ``0 .. L-1`` in the order of
+        ``labels``; for binary problems code 1 is the positive class (``labels[1]``).
+    sensitive : array-like of shape (n,), (n, k), pandas.Series / DataFrame, or list of k columns
+        One or several sensitive attributes of any hashable values.  Several attributes form
+        intersectional groups named ``"Female|White"``.
+    labels : sequence, optional
+        The declared (public) label set.  Default: the sorted unique labels, or ``[0, 1]`` when
+        every label is 0 or 1.
+    feature_names : sequence of str, optional
+    group_names : sequence of str, optional
+        The declared (public) list of groups, in the order ℓ will use.  Every row's group must
+        be in it and every declared group must be non-empty.  Default: the sorted group names
+        found in the data.
+    sensitive_names : sequence of str, optional
+        Names of the sensitive attributes (default: DataFrame/Series names, else ``a0, a1``).
+
+    Attributes
+    ----------
+    X, y, group : numpy.ndarray (read-only)
+    sensitive : numpy.ndarray -- the raw values as given, 1-D for one attribute.
+    groups : list of str
+    label_values : list
+    n, n_features, n_labels, n_groups : int
+    feature_names, sensitive_names : list of str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privfair.data import Dataset
+    >>> d = Dataset(np.eye(4), [0, 1, 1, 0], ["F", "M", "F", "M"])
+    >>> d.n, d.n_features, d.groups, d.group.tolist()
+    (4, 4, ['F', 'M'], [0, 1, 0, 1])
+    >>> Dataset(np.eye(2), [0, 1], [["F", "M"], ["W", "B"]]).groups
+    ['F|W', 'M|B']
+    """
+
+    def __init__(self, X, y, sensitive, *, labels=None, feature_names=None, group_names=None,
+                 sensitive_names=None):
+        X, fnames = _as_features(X, feature_names)
+        n = X.shape[0]
+        if n == 0:
+            raise DataError("X", "0 rows", "a dataset needs at least one row")
+        codes, label_values = _as_labels(y, n, labels)
+        raw, snames = _as_sensitive(sensitive, n, sensitive_names)
+        keys, key_codes = _group_keys(raw)
+        if group_names is None:
+            groups = sorted(set(keys))
+        else:
+            groups = [str(g) for g in group_names]
+            if len(set(groups)) != len(groups):
+                raise DataError("group_names", groups, "group names must be distinct")
+        index = {g: k for k, g in enumerate(groups)}
+        unknown = [key for key in keys if key not in index]
+        if unknown:
+            row = int(np.flatnonzero(key_codes == keys.index(unknown[0]))[0])
+            raise DataError("sensitive", unknown[0], f"row {row} is in a group not among "
+                                                     f"group_names {groups}; add it to group_names")
+        group = np.asarray([index[key] for key in keys], dtype=np.int64)[key_codes]
+        counts = np.bincount(group, minlength=len(groups))
+        if (counts == 0).any():
+            empty = [g for g, c in zip(groups, counts) if c == 0]
+            raise DataError("group_names", empty, "these declared groups have no rows; remove "
+                                                  "them or supply data for them")
+        self._set(X, codes, raw, group, groups, label_values, fnames, snames)
+        first = np.zeros(len(groups), dtype=np.int64)
+        first[group[::-1]] = np.arange(n - 1, -1, -1)    # first row of every group
+        self._group_raw = {k: raw[first[k]] for k in range(len(groups))}
+
+    # -- construction helpers -----------------------------------------------------------
+    def _set(self, X, y, raw, group, groups, label_values, fnames, snames):
+        for a in (X, y, raw, group):
+            a.setflags(write=False)
+        self.X, self.y, self.sensitive, self.group = X, y, raw, group
+        self.groups, self.label_values = list(groups), list(label_values)
+        self.feature_names, self.sensitive_names = list(fnames), list(snames)
+
+    def take(self, rows) -> "Dataset":
+        """The dataset restricted to ``rows`` (indices or boolean mask), same schema.
+
+        The groups and labels of the result are those of ``self`` (the public schema), even
+        when some of them have no rows left.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data import Dataset
+        >>> Dataset(np.eye(3), [0, 1, 0], ["a", "b", "a"]).take([0, 1]).n
+        2
+        """
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64)
+        if rows.size == 0:
+            raise DataError("rows", "empty selection", "select at least one row")
+        new = object.__new__(Dataset)
+        new._set(self.X[rows], self.y[rows], self.sensitive[rows], self.group[rows],
+                 self.groups, self.label_values, self.feature_names, self.sensitive_names)
+        new._group_raw = self._group_raw
+        return new
+
+    def with_row(self, i: int, *, x=None, group=None, label=None) -> "Dataset":
+        """A neighbouring dataset: row ``i`` with new features, group and/or label.
+
+        Changing only ``group`` gives a neighbour under the "sensitive" relation; changing any
+        of the three, one under the "row" relation.  The schema is kept, so groups may become
+        empty (neighbours of a valid dataset need not be valid inputs).  Used by audits and by
+        the brute-force sensitivity tests.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data import Dataset
+        >>> d = Dataset(np.zeros((2, 1)), [0, 1], ["a", "b"])
+        >>> d2 = d.with_row(1, group="a")
+        >>> d2.group.tolist(), d2.groups, d2.sensitive.tolist()
+        ([0, 0], ['a', 'b'], ['a', 'a'])
+        """
+        if not isinstance(i, numbers.Integral) or not 0 <= i < self.n:
+            raise InvalidInputError("i", i, f"pass a row index in [0, {self.n})")
+        X, y, g = self.X.copy(), self.y.copy(), self.group.copy()
+        raw = self.sensitive.copy()   # a group's raw value came from this array, so it fits
+        if x is not None:
+            row = _as_features(np.reshape(x, (1, -1)), None)[0][0]   # checks finite, numeric
+            if row.shape != (self.n_features,):
+                raise DataError("x", f"length {row.shape[0]}", f"pass {self.n_features} features")
+            X[i] = row
+        if label is not None:
+            if label not in self.label_values:
+                raise DataError("label", label, f"choose one of {self.label_values}")
+            y[i] = self.label_values.index(label)
+        if group is not None:
+            if group not in self.groups:
+                raise DataError("group", group, f"choose one of {self.groups}")
+            g[i] = self.groups.index(group)
+            raw[i] = self._group_raw[g[i]]
+        new = object.__new__(Dataset)
+        new._set(X, y, raw, g, self.groups, self.label_values, self.feature_names,
+                 self.sensitive_names)
+        new._group_raw = self._group_raw
+        return new
+
+    def subsample(self, m: int, rng=None) -> "Dataset":
+        """A uniform random subsample of ``m`` distinct rows (same schema).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data import Dataset
+        >>> d = Dataset(np.zeros((10, 1)), [0, 1] * 5, ["a", "b"] * 5)
+        >>> d.subsample(4, rng=0).n
+        4
+        """
+        if not isinstance(m, numbers.Integral) or not 1 <= m <= self.n:
+            raise InvalidInputError("m", m, f"pass an integer between 1 and n={self.n}")
+        rng = np.random.default_rng(rng)
+        return self.take(np.sort(rng.choice(self.n, size=int(m), replace=False)))
+
+    def split(self, test_size: float = 0.25, rng=None) -> "tuple[Dataset, Dataset]":
+        """A random (train, test) split; ``test_size`` is a fraction in (0, 1).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data import Dataset
+        >>> d = Dataset(np.zeros((8, 1)), [0, 1] * 4, ["a", "b"] * 4)
+        >>> [part.n for part in d.split(0.25, rng=0)]
+        [6, 2]
+        """
+        if not (isinstance(test_size, numbers.Real) and 0 < test_size < 1):
+            raise InvalidInputError("test_size", test_size, "pass a fraction in (0, 1), e.g. 0.25")
+        n_test = int(round(test_size * self.n))
+        if not 1 <= n_test <= self.n - 1:
+            raise InvalidInputError("test_size", test_size,
+                                    f"leaves an empty part with n={self.n}; choose another size")
+        perm = np.random.default_rng(rng).permutation(self.n)
+        return self.take(np.sort(perm[n_test:])), self.take(np.sort(perm[:n_test]))
+
+    # -- shape ----------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.X.shape[0])
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def n_features(self) -> int:
+        """Number of feature columns d."""
+        return int(self.X.shape[1])
+
+    @property
+    def n_labels(self) -> int:
+        """Size L of the declared label set."""
+        return len(self.label_values)
+
+    @property
+    def n_groups(self) -> int:
+        """Number of declared groups."""
+        return len(self.groups)
+
+    def counts(self) -> np.ndarray:
+        """Rows per (group, label): an int array of shape (n_groups, n_labels).
+
+        These counts are private; use them for non-private reference runs and tests only.
+        """
+        flat = self.group * self.n_labels + self.y
+        return np.bincount(flat, minlength=self.n_groups * self.n_labels).reshape(
+            self.n_groups, self.n_labels)
+
+    def __repr__(self) -> str:
+        return (f"Dataset(n={self.n}, n_features={self.n_features}, labels={self.label_values}, "
+                f"groups={self.groups})")

@@ -1,0 +1,94 @@
+"""Typed errors of privfair.
+
+Every error privfair raises on bad input derives from :class:`PrivfairError` and says three
+things: the *field* at fault, the *value* it had, and the *fix*.  Errors raised before a
+solve draws any randomness guarantee that no privacy budget was spent.
+
+Examples
+--------
+>>> from privfair.errors import InvalidPrivacyError
+>>> raise InvalidPrivacyError("epsilon", -1.0, "pass a positive finite epsilon, e.g. epsilon=1.0")
+Traceback (most recent call last):
+...
+privfair.errors.InvalidPrivacyError: epsilon=-1.0 is invalid: pass a positive finite epsilon, e.g. epsilon=1.0
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PrivfairError",
+    "InvalidInputError",
+    "DataError",
+    "InvalidPrivacyError",
+    "ModelingError",
+    "CurvatureError",
+    "UnknownConstantError",
+    "GroupMassError",
+    "BackendRefusedError",
+    "BudgetExceededError",
+]
+
+
+class PrivfairError(Exception):
+    """Base of every error privfair raises on purpose.
+
+    Parameters
+    ----------
+    field : str
+        The argument, column or expression at fault.
+    value : object
+        The offending value (shortened in the message when long).
+    fix : str
+        What the user should change.
+    """
+
+    def __init__(self, field: str, value=None, fix: str = ""):
+        self.field = field
+        self.value = value
+        self.fix = fix
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        msg = f"{field}={shown} is invalid"
+        if fix:
+            msg += f": {fix}"
+        super().__init__(msg)
+
+
+class InvalidInputError(PrivfairError, ValueError):
+    """An argument has the wrong type, shape or value."""
+
+
+class DataError(InvalidInputError):
+    """A dataset is malformed: NaN or infinite features, labels outside the declared set,
+    columns of the wrong length, empty groups."""
+
+
+class InvalidPrivacyError(InvalidInputError):
+    """A privacy parameter (epsilon, delta, sensitivity, noise scale, relation) is invalid."""
+
+
+class ModelingError(PrivfairError, TypeError):
+    """An expression, constraint or problem is ill-formed (wrong shape, unknown atom
+    argument, non-scalar objective)."""
+
+
+class CurvatureError(ModelingError):
+    """A backend needs convexity (or concavity) that the compiler could not prove."""
+
+
+class UnknownConstantError(ModelingError):
+    """A backend needs a Lipschitz or smoothness constant that is unknown for some atom."""
+
+
+class GroupMassError(PrivfairError, ValueError):
+    """Conditional rates were used without a public or privately estimated lower bound on
+    the group mass."""
+
+
+class BackendRefusedError(PrivfairError, ValueError):
+    """A backend's theorem does not apply to the analysed problem; nothing was spent."""
+
+
+class BudgetExceededError(PrivfairError, RuntimeError):
+    """A release would overspend the dataset's privacy budget; nothing was spent."""

@@ -1,0 +1,445 @@
+"""Linear atoms: y ↦ M y for a constant matrix M over the concatenated arguments.
+
+``+``, unary ``-``, ``*`` and ``/`` by constants, ``@`` by a constant matrix, :func:`sum`,
+indexing and :func:`hstack`.  Each declares only its matrix M; curvature (linear: both convex
+and concave, non-decreasing where M ≥ 0), G = |M|, β_φ = 0 and the range follow.  When every
+argument is affine the node is affine and its facts are exact: e = Aℓ + b with A = M·A_args.
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import numpy as np
+
+from ..errors import InvalidInputError, ModelingError
+from ._numeric import fmt_const, fmt_num
+from .atom import Atom
+from .expression import PREC_ADD, PREC_MUL, Expression, as_expression, pad_columns
+
+
+class LinearAtom(Atom):
+    """Base of the linear atoms; subclasses define ``_matrix()`` of shape (m, n_in)."""
+
+    def _matrix(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _M(self):
+        return self._cached("M", lambda: np.asarray(self._matrix(), dtype=float))
+
+    def is_atom_convex(self):
+        return True
+
+    def is_atom_concave(self):
+        return True
+
+    def _dependency(self):
+        return self._M() != 0
+
+    def _local_mono(self, lo, hi):
+        return np.sign(self._M())
+
+    def _local_gbound(self, lo, hi):
+        return np.abs(self._M())
+
+    def _local_smooth(self, p, lo, hi):
+        return np.zeros(self.size)
+
+    def _atom_bounds(self, lo, hi):
+        M = self._M()
+        return np.maximum(M, 0) @ lo + np.minimum(M, 0) @ hi, np.maximum(M, 0) @ hi + np.minimum(M, 0) @ lo
+
+    def _compute_affine(self):
+        affs = [a._affine() for a in self.args]
+        if any(x is None for x in affs):
+            return None
+        K = self.K
+        A = np.vstack([pad_columns(x[0], K) for x in affs])
+        b = np.concatenate([x[1] for x in affs])
+        M = self._M()
+        return M @ A, M @ b
+
+    def _atom_forward(self, xp, y, Jy):
+        M = xp.asarray(self._M(), like=y)
+        return y @ M.T, self._chain(xp, M, Jy)
+
+
+def _broadcast_size(shapes, field):
+    sizes = {s[0] for s in shapes if s}
+    if len(sizes) > 1:
+        raise ModelingError(field, [tuple(s) for s in shapes],
+                            "vector operands must have the same length (scalars broadcast)")
+    return (sizes.pop(),) if sizes else ()
+
+
+def _block_to(size_in, size_out):
+    """Matrix mapping an argument of ``size_in`` entries to ``size_out`` (broadcasting scalars)."""
+    return np.eye(size_out) if size_in == size_out else np.ones((size_out, 1))
+
+
+class Add(LinearAtom):
+    """Sum of expressions, with scalars broadcast against vectors: ``a + b - c``."""
+
+    _prec = PREC_ADD
+    name = "add"
+
+    def __init__(self, *args):
+        args = [as_expression(a) for a in args]
+        super().__init__(args, _broadcast_size([a.shape for a in args], "operands of +"))
+
+    def _matrix(self):
+        return np.hstack([_block_to(a.size, self.size) for a in self.args])
+
+    def _compute_cvx(self, x, memo):
+        return builtins.sum((a._cvx(x, memo) for a in self.args[1:]), self.args[0]._cvx(x, memo))
+
+    def _repr(self):
+        parts = [repr(self.args[0])]
+        for a in self.args[1:]:
+            if isinstance(a, Neg):
+                parts.append(f"- {self._wrap(a.args[0], PREC_MUL)}")
+            elif type(a).__name__ == "Constant" and not a.shape and float(a.data) < 0:
+                parts.append(f"- {fmt_num(-float(a.data))}")
+            else:
+                parts.append(f"+ {a!r}")
+        return " ".join(parts)
+
+
+class Neg(LinearAtom):
+    """Negation ``-a``."""
+
+    _prec = PREC_MUL
+    name = "neg"
+
+    def __init__(self, arg):
+        super().__init__([as_expression(arg)], as_expression(arg).shape)
+
+    def _matrix(self):
+        return -np.eye(self.size)
+
+    def _compute_cvx(self, x, memo):
+        return -self.args[0]._cvx(x, memo)
+
+    def _repr(self):
+        return f"-{self._wrap(self.args[0], PREC_MUL + 1)}"
+
+
+def _as_coef(c, field):
+    if isinstance(c, Expression):
+        if c.variable is not None:
+            raise ModelingError(field, c, "multiply or divide only by constants (numbers or numpy "
+                                          "arrays); a product of two statistics is not supported — "
+                                          "rewrite it, e.g. with pf.gmean for a geometric mean")
+        c = c.value(np.zeros(0))
+    if isinstance(c, bool):
+        raise ModelingError(field, c, "pass a number or a numpy array")
+    try:
+        arr = np.array(c, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelingError(field, c, "multiply or divide only by a number or a numpy array") from None
+    if arr.ndim > 1:
+        raise ModelingError(field, f"array of shape {arr.shape}", "use @ for a matrix product")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(field, c, "constants must be finite")
+    return arr
+
+
+class Mul(LinearAtom):
+    """Elementwise product with a constant ``coef`` (number or 1-D array): ``2 * a``."""
+
+    _prec = PREC_MUL
+    name = "mul"
+
+    def __init__(self, arg, coef):
+        arg = as_expression(arg)
+        self.coef = _as_coef(coef, "coefficient")
+        super().__init__([arg], _broadcast_size([arg.shape, self.coef.shape], "operands of *"))
+
+    def _params(self):
+        return {"coef": self.coef}
+
+    def _factor(self):
+        return self.coef
+
+    def _matrix(self):
+        f = np.broadcast_to(self._factor(), (self.size,))
+        return f[:, None] * _block_to(self.args[0].size, self.size)
+
+    def _compute_cvx(self, x, memo):
+        import cvxpy as cp
+
+        a = self.args[0]._cvx(x, memo)
+        return float(self.coef) * a if self.coef.ndim == 0 else cp.multiply(self.coef, a)
+
+    def _repr(self):
+        return f"{fmt_const(self.coef)} * {self._wrap(self.args[0], PREC_MUL + 1)}"
+
+
+class Div(Mul):
+    """Division by a non-zero constant ``a / c`` (stored as ``divisor``)."""
+
+    name = "div"
+
+    def __init__(self, arg, divisor):
+        d = _as_coef(divisor, "divisor")
+        if np.any(d == 0):
+            raise InvalidInputError("divisor", divisor, "divide only by non-zero constants")
+        self.divisor = d
+        super().__init__(arg, 1.0 / d)
+
+    def _params(self):
+        return {"divisor": self.divisor}
+
+    def _compute_cvx(self, x, memo):
+        a = self.args[0]._cvx(x, memo)
+        return a / (float(self.divisor) if self.divisor.ndim == 0 else self.divisor)
+
+    def _repr(self):
+        return f"{self._wrap(self.args[0], PREC_MUL)} / {fmt_const(self.divisor)}"
+
+
+class MatMul(LinearAtom):
+    """Product with a constant matrix ``C @ a`` (C of shape (r, m)) or vector ``c @ a``."""
+
+    name = "matmul"
+
+    def __init__(self, arg, matrix):
+        arg = as_expression(arg)
+        C = np.array(matrix, dtype=float)
+        if C.ndim not in (1, 2) or C.shape[-1] != arg.size or not arg.shape:
+            raise ModelingError("matrix", f"shape {C.shape} @ expression of shape {arg.shape}",
+                                "use a constant of shape (r, m) or (m,) with a vector expression "
+                                "of length m")
+        if not np.all(np.isfinite(C)):
+            raise InvalidInputError("matrix", matrix, "constants must be finite")
+        self.matrix = C
+        super().__init__([arg], (C.shape[0],) if C.ndim == 2 else ())
+
+    def _params(self):
+        return {"matrix": self.matrix}
+
+    def _matrix(self):
+        return np.atleast_2d(self.matrix)
+
+    def _compute_cvx(self, x, memo):
+        return self.matrix @ self.args[0]._cvx(x, memo)
+
+    def _repr(self):
+        return f"matmul({fmt_const(self.matrix) if self.matrix.ndim == 1 else 'C'}, {self.args[0]!r})"
+
+
+class Sum(LinearAtom):
+    """Sum of the entries of a vector expression (a scalar stays itself)."""
+
+    name = "sum"
+
+    def __init__(self, arg):
+        super().__init__([as_expression(arg)], ())
+
+    def _matrix(self):
+        return np.ones((1, self.n_in))
+
+    def _compute_cvx(self, x, memo):
+        import cvxpy as cp
+
+        return cp.sum(self.args[0]._cvx(x, memo))
+
+    def _repr(self):
+        return f"sum({self.args[0]!r})"
+
+
+class HStack(LinearAtom):
+    """Concatenation of scalar and vector expressions into one vector."""
+
+    name = "hstack"
+
+    def __init__(self, *args):
+        args = [as_expression(a) for a in args]
+        if not args:
+            raise ModelingError("hstack", "no arguments", "pass at least one expression")
+        super().__init__(args, (builtins.sum(a.size for a in args),))
+
+    def _matrix(self):
+        return np.eye(self.n_in)
+
+    def _compute_cvx(self, x, memo):
+        return cvx_concat([a._cvx(x, memo) for a in self.args])
+
+    def _repr(self):
+        return f"hstack({self._args_repr()})"
+
+
+def cvx_concat(exprs):
+    """cvxpy: flatten each expression to 1-D and concatenate."""
+    import cvxpy as cp
+
+    return cp.hstack([cp.reshape(e, (e.size,), order="C") for e in exprs])
+
+
+class Index(LinearAtom):
+    """Entries of a vector expression: ``v[i]`` (scalar), ``v[[i, j]]``, ``v[a:b]``, ``v["name"]``."""
+
+    name = "index"
+
+    def __init__(self, arg, key):
+        arg = as_expression(arg)
+        if not arg.shape:
+            raise ModelingError("index", key, "a scalar expression cannot be indexed")
+        self.key = key
+        self.indices, scalar = _normalise_key(arg, key)
+        super().__init__([arg], () if scalar else (len(self.indices),))
+
+    def _params(self):
+        return {"key": self.key}
+
+    def __getitem__(self, key):
+        # index of an index: select from the underlying expression directly
+        if not self.shape:
+            raise ModelingError("index", key, "a scalar expression cannot be indexed")
+        idx, scalar = _normalise_key(self, key)
+        base = self.indices[idx]
+        return Index(self.args[0], int(base[0]) if scalar else base)
+
+    def _matrix(self):
+        M = np.zeros((len(self.indices), self.n_in))
+        M[np.arange(len(self.indices)), self.indices] = 1.0
+        return M
+
+    def _compute_affine(self):
+        from .leaf import Variable
+
+        if isinstance(self.args[0], Variable):  # never materialise the K×K identity of ℓ
+            return self._M(), np.zeros(self.size)
+        return super()._compute_affine()
+
+    def _compute_cvx(self, x, memo):
+        a = self.args[0]._cvx(x, memo)
+        return a[int(self.indices[0])] if not self.shape else a[self.indices]
+
+    def _repr(self):
+        arg = self.args[0]
+        from .leaf import Variable
+
+        if isinstance(arg, Variable):
+            names = [arg.coordinate_name(int(k)) for k in self.indices]
+            if not self.shape:
+                return names[0]
+            if arg.names:
+                return "[" + ", ".join(names) + "]"
+        inner = self._wrap(arg, PREC_MUL + 1)
+        if not self.shape:
+            return f"{inner}[{int(self.indices[0])}]"
+        if isinstance(self.key, slice):
+            s = self.key
+            return f"{inner}[{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}" \
+                   f"{'' if s.step is None else ':' + str(s.step)}]"
+        return f"{inner}[{[int(k) for k in self.indices]}]"
+
+
+def _normalise_key(arg, key):
+    m = arg.size
+    fix = f"use indices in [-{m}, {m}) for an expression of length {m}"
+    if isinstance(key, str):
+        var = arg.variable
+        if arg is not var:
+            raise InvalidInputError("index", key, "index by name only on the Variable itself")
+        return np.array([var.index_of(key)]), True
+    if isinstance(key, tuple):
+        raise InvalidInputError("index", key, "expressions are 1-D; use a single index, slice or list")
+    if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
+        k = int(key)
+        if not -m <= k < m:
+            raise InvalidInputError("index", key, fix)
+        return np.array([k % m]), True
+    if isinstance(key, slice):
+        idx = np.arange(m)[key]
+        if idx.size == 0:
+            raise InvalidInputError("index", key, "the slice selects no entry; " + fix)
+        return idx, False
+    try:
+        arr = np.asarray(key)
+    except (TypeError, ValueError):
+        arr = np.asarray([], dtype=object)
+    if arr.dtype == bool and arr.shape == (m,):
+        idx = np.nonzero(arr)[0]
+    elif arr.ndim == 1 and arr.size and np.issubdtype(arr.dtype, np.integer):
+        if np.any(arr < -m) or np.any(arr >= m):
+            raise InvalidInputError("index", key, fix)
+        idx = arr % m
+    elif arr.ndim == 1 and arr.size and arr.dtype.kind in "UO" and all(isinstance(k, str) for k in arr):
+        var = arg.variable
+        if arg is not var:
+            raise InvalidInputError("index", key, "index by name only on the Variable itself")
+        idx = np.array([var.index_of(k) for k in arr])
+    else:
+        raise InvalidInputError("index", key, "use an int, a slice, a list of ints, a boolean mask "
+                                              "of length m, or coordinate names")
+    if idx.size == 0:
+        raise InvalidInputError("index", key, "the index selects no entry")
+    return idx.astype(int), False
+
+
+# ---------------------------------------------------------------------- user-facing builders
+def add(*args) -> Expression:
+    """Sum of expressions (flattening nested sums; adding a scalar 0 is a no-op)."""
+    flat = []
+    for a in args:
+        a = as_expression(a)
+        flat.extend(a.args if isinstance(a, Add) else [a])
+    shape = _broadcast_size([a.shape for a in flat], "operands of +")
+    kept = [a for a in flat if not (type(a).__name__ == "Constant" and not a.shape and float(a.data) == 0)]
+    if kept and _broadcast_size([a.shape for a in kept], "operands of +") == shape:
+        flat = kept
+    return flat[0] if len(flat) == 1 else Add(*flat)
+
+
+def multiply(expr, other) -> Expression:
+    """``expr * other`` where one side is a constant.
+
+    Raises
+    ------
+    ModelingError
+        Both sides depend on ℓ (a product of statistics is not supported).
+    """
+    if isinstance(other, Expression) and other.variable is not None and expr.variable is None:
+        expr, other = other, expr
+    if isinstance(other, Expression) and other.variable is not None:
+        raise ModelingError("product", f"({expr!r}) * ({other!r})",
+                            "multiply only by constants (numbers or numpy arrays); a product of two "
+                            "statistics is not supported")
+    return Mul(expr, other)
+
+
+def divide(expr, other) -> Expression:
+    """``expr / other`` for a non-zero constant ``other``."""
+    if isinstance(other, Expression) and other.variable is not None:
+        raise ModelingError("divisor", other, "divide only by non-zero constants; a statistic in a "
+                                              "denominator is not supported")
+    return Div(expr, other)
+
+
+def matmul(matrix, expr, left=True) -> Expression:
+    """``matrix @ expr`` (left) or ``expr @ vector`` (right) with a constant."""
+    if isinstance(matrix, Expression):
+        raise ModelingError("matmul", matrix, "one side of @ must be a constant numpy array")
+    C = np.asarray(matrix, dtype=float)
+    if not left:
+        if C.ndim != 1:
+            raise ModelingError("matmul", f"expression @ array of shape {C.shape}",
+                                "write C @ expr for a matrix; expr @ c needs a vector c")
+    return MatMul(expr, C)
+
+
+def sum(expr) -> Expression:  # noqa: A001 - mirrors cvxpy's name
+    """Sum of the entries of an expression; a list or tuple of expressions is stacked first."""
+    if isinstance(expr, (list, tuple)):
+        expr = HStack(*expr)
+    return Sum(as_expression(expr, "sum"))
+
+
+def hstack(*args) -> Expression:
+    """Concatenate scalar and vector expressions into one vector expression."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    return HStack(*args)

@@ -1,0 +1,495 @@
+"""The base class of every node of the expression language over the statistic vector ℓ.
+
+An :class:`Expression` is a scalar (shape ``()``) or a 1-D vector (shape ``(m,)``) function of
+ℓ ∈ [0,1]^K.  This module holds what every node shares: the public API (evaluation, analysis,
+cvxpy export), operator overloading and caching.  What a node *is* lives in its class:
+leaves in :mod:`.leaf`, affine maps in :mod:`.affine`, atoms in their own modules, and the
+composition rules (DCP curvature, monotonicity, ranges, Lipschitz and smoothness constants)
+once, in :class:`privfair.expr.atom.Atom`.
+
+Internally every node is a vector of ``m = size`` *entries*, and keeps per-entry facts valid
+on the input box ℓ ∈ [0,1]^K:
+
+* ``_bounds()``   — (lo, hi), each of shape (m,): the range of every entry;
+* ``_gbound()``   — U of shape (m, K): |e_i(ℓ) − e_i(ℓ')| ≤ Σ_k U_ik |ℓ_k − ℓ'_k| on the box
+  (for differentiable entries: |∂e_i/∂ℓ_k| ≤ U_ik);
+* ``_lip(q)``     — L of shape (m,): |e_i(ℓ) − e_i(ℓ')| ≤ L_i ‖ℓ − ℓ'‖_q;
+* ``_smooth(q)``  — β of shape (m,): ‖∇e_i(ℓ) − ∇e_i(ℓ')‖_{q*} ≤ β_i ‖ℓ − ℓ'‖_q;
+* ``_mono()``     — signs of shape (m, K): +1, −1, 0, or NaN (unknown);
+* ``_affine()``   — (A, b) with e(ℓ) = Aℓ + b exactly, or None.
+
+``inf`` in a constant means unknown; the public methods return ``None`` for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInputError, ModelingError
+from . import _xp
+from ._numeric import check_norm, dual
+
+PREC_ADD, PREC_MUL, PREC_ATOM = 1, 2, 3
+
+
+def as_expression(value, field: str = "operand") -> Expression:
+    """Return ``value`` as an :class:`Expression` (numbers and arrays become constants).
+
+    Raises
+    ------
+    ModelingError
+        ``value`` is neither an expression nor a number / 1-D array of numbers.
+    """
+    if isinstance(value, Expression):
+        return value
+    from .leaf import Constant
+
+    if isinstance(value, (int, float, np.number, np.ndarray, list, tuple)) and not isinstance(value, bool):
+        return Constant(value)
+    raise ModelingError(field, value, "use an expression over ℓ (e.g. r.fpr['a']), a number or a 1-D "
+                                      "numpy array")
+
+
+def pad_columns(mat, K: int):
+    """Give a (rows, 0) matrix of a constant node K zero columns; leave others unchanged."""
+    mat = np.asarray(mat, dtype=float)
+    if mat.shape[1] == K:
+        return mat
+    if mat.shape[1] == 0:
+        return np.zeros((mat.shape[0], K))
+    raise ModelingError("expression", mat.shape, "all parts must be built over the same ℓ")
+
+
+def common_variable(args):
+    """The Variable all ``args`` are written over (None if all are constant).
+
+    Raises
+    ------
+    ModelingError
+        Two different Variables (e.g. of different sizes) are mixed.
+    """
+    found = None
+    for a in args:
+        v = a.variable
+        if v is None:
+            continue
+        if found is None:
+            found = v
+        elif v is not found:
+            detail = (f"sizes {found.size} and {v.size}" if v.size != found.size
+                      else "two different Variables of the same size")
+            raise ModelingError("variable", detail,
+                                "write every expression over one statistic vector ℓ "
+                                "(the r.vector of a single pf.rates(...) call)")
+    return found
+
+
+class Expression:
+    """A scalar or 1-D vector function of the statistic vector ℓ ∈ [0,1]^K.
+
+    Build expressions from a :class:`~privfair.expr.Variable` with indexing, ``+ - * /`` (by
+    constants) and atoms such as :func:`~privfair.expr.lse`.  ``==`` is identity (expressions are
+    hashable); equality constraints are not supported — write two inequalities.
+
+    Attributes
+    ----------
+    args : tuple of Expression
+        The children of this node (empty for leaves); walk the tree through them.
+    shape : tuple
+        ``()`` for a scalar, ``(m,)`` for a vector.
+    variable : Variable or None
+        The statistic vector this expression reads (None for a constant expression).
+    """
+
+    __array_ufunc__ = None  # numpy defers to our reflected operators (array * expr)
+    __array_priority__ = 1000
+    _prec = PREC_ATOM
+
+    def __init__(self, args=(), shape=()):
+        self.args = tuple(args)
+        self.shape = tuple(shape)
+        self._cache = {}
+        self.variable = common_variable(self.args)
+
+    # ------------------------------------------------------------------ basic facts
+    @property
+    def size(self) -> int:
+        """Number of entries (1 for a scalar)."""
+        return int(self.shape[0]) if self.shape else 1
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def K(self) -> int:
+        """Length of ℓ (0 for a constant expression)."""
+        return self.variable.size if self.variable is not None else 0
+
+    def _cached(self, key, compute):
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def with_args(self, args) -> Expression:
+        """A copy of this node with new children (same parameters); leaves return self."""
+        return self
+
+    # ------------------------------------------------------------------ evaluation
+    def _prepare(self, l):
+        if _xp.is_torch(l):
+            xp, lb = _xp.namespace(l), l
+            if not lb.is_floating_point():
+                lb = lb.double()
+        else:
+            xp = _xp.NUMPY
+            try:
+                lb = np.asarray(l, dtype=float)
+            except (TypeError, ValueError):
+                raise InvalidInputError("l", l, "pass a numeric vector of length K (the statistic "
+                                                 "vector ℓ)") from None
+        if lb.ndim not in (1, 2):
+            raise InvalidInputError("l", f"array of shape {tuple(lb.shape)}",
+                                    "pass a vector of shape (K,) or a batch of shape (N, K)")
+        if self.K and lb.shape[-1] != self.K:
+            raise InvalidInputError("l", f"array of shape {tuple(lb.shape)}",
+                                    f"pass a vector of length K={self.K} (the length of ℓ)")
+        batched = lb.ndim == 2
+        return (lb if batched else lb[None, :]), xp, batched
+
+    def value(self, l):
+        """Evaluate at ℓ.
+
+        Parameters
+        ----------
+        l : array_like or torch.Tensor
+            Shape (K,), or (N, K) for a batch of N statistic vectors.
+
+        Returns
+        -------
+        float, numpy.ndarray or torch.Tensor
+            A float (0-d tensor for torch) for a scalar expression at one ℓ; shape (m,) for a
+            vector expression; a leading batch axis N when ``l`` is a batch.
+        """
+        lb, xp, batched = self._prepare(l)
+        with np.errstate(all="ignore"):
+            val, _ = self._fwd(lb, xp, {}, False)
+        out = val if batched else val[0]
+        if not self.shape:
+            out = out[..., 0]
+        if xp is _xp.NUMPY and not batched and not self.shape:
+            return float(out)
+        return out
+
+    def grad(self, l):
+        """Gradient (scalar expressions, shape (K,)) or Jacobian (vectors, shape (m, K)) at ℓ.
+
+        At points where an atom is not differentiable (``abs`` at 0, ties in ``maximum``) a
+        subgradient is returned.  A batch ``l`` of shape (N, K) adds a leading axis N.
+        """
+        lb, xp, batched = self._prepare(l)
+        with np.errstate(all="ignore"):
+            _, jac = self._fwd(lb, xp, {}, True)
+        out = jac if batched else jac[0]
+        if not self.shape:
+            out = out[..., 0, :]
+        return out
+
+    def _fwd(self, lb, xp, memo, need_jac):
+        """(value (B, m), Jacobian (B, m, K) or None) at the batch lb, memoised per call."""
+        key = id(self)
+        if key in memo:
+            return memo[key]
+        aff = self._affine()
+        if aff is not None:
+            A, b = aff
+            B, Kl = lb.shape
+            A = A if A.shape[1] == Kl else np.zeros((A.shape[0], Kl))
+            At, bt = xp.asarray(A, like=lb), xp.asarray(b, like=lb)
+            val = lb @ At.T + bt if Kl else xp.broadcast_to(bt, (B, self.size))
+            jac = xp.broadcast_to(At, (B,) + tuple(At.shape)) if need_jac else None
+            out = (val, jac)
+        else:
+            out = self._compute_forward(lb, xp, memo, need_jac)
+        memo[key] = out
+        return out
+
+    def _compute_forward(self, lb, xp, memo, need_jac):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ analysis (public)
+    @property
+    def curvature(self) -> str:
+        """One of "constant", "affine", "convex", "concave", "unknown" (DCP rules, on the box)."""
+        return self._cached("curvature", self._compute_curvature)
+
+    def is_constant(self) -> bool:
+        return self.curvature == "constant"
+
+    def is_affine(self) -> bool:
+        return self.curvature in ("constant", "affine")
+
+    def is_convex(self) -> bool:
+        return self.curvature in ("constant", "affine", "convex")
+
+    def is_concave(self) -> bool:
+        return self.curvature in ("constant", "affine", "concave")
+
+    def range(self):
+        """Interval bounds over the box ℓ ∈ [0,1]^K: floats (lo, hi) for a scalar, arrays for a
+        vector.  Sound (the true range is inside) and exact for affine expressions."""
+        lo, hi = self._bounds()
+        if not self.shape:
+            return float(lo[0]), float(hi[0])
+        return lo.copy(), hi.copy()
+
+    def lipschitz(self, norm: str = "l2"):
+        """A bound L with |e(ℓ) − e(ℓ')| ≤ L ‖ℓ − ℓ'‖_norm on the box, i.e. sup ‖∇e‖ in the dual
+        norm; for a vector expression the largest over its entries.  None when unknown.
+
+        Parameters
+        ----------
+        norm : {"l1", "l2", "linf"}
+            The norm measuring the input ℓ.
+        """
+        return _public_constant(self._lip(check_norm(norm)))
+
+    def smoothness(self, norm: str = "l2"):
+        """A bound β with ‖∇e(ℓ) − ∇e(ℓ')‖_dual ≤ β ‖ℓ − ℓ'‖_norm on the box (0 for affine
+        expressions); for a vector the largest over its entries.  None when unknown (e.g. the
+        expression is not differentiable)."""
+        return _public_constant(self._smooth(check_norm(norm)))
+
+    def monotonicity(self) -> list:
+        """Per coordinate k of ℓ: +1 (non-decreasing in ℓ_k), −1 (non-increasing), 0 (independent)
+        or None (unknown), on the box.  For a vector expression, the direction shared by all
+        entries (None if they differ)."""
+        M = self._mono()
+        out = []
+        for col in M.T:
+            if np.any(np.isnan(col)) or (np.any(col > 0) and np.any(col < 0)):
+                out.append(None)
+            else:
+                out.append(1 if np.any(col > 0) else (-1 if np.any(col < 0) else 0))
+        return out
+
+    def support(self) -> frozenset:
+        """The coordinates of ℓ this expression depends on (those it reads, less any the range
+        analysis proves irrelevant, e.g. an argument of ``maximum`` that can never be the max)."""
+        U = self._gbound()
+        return frozenset(int(k) for k in np.nonzero(np.any(U > 0, axis=0))[0])
+
+    def to_cvxpy(self, x):
+        """The same expression over a cvxpy variable (or expression) ``x`` of length K.
+
+        Raises
+        ------
+        ModelingError
+            An atom has no cvxpy equivalent (``smax``), or ``x`` has the wrong size.
+        """
+        if self.variable is not None and getattr(x, "size", None) != self.K:
+            raise ModelingError("x", x, f"pass a cvxpy Variable of length K={self.K}")
+        return self._cvx(x, {})
+
+    def _cvx(self, x, memo):
+        key = id(self)
+        if key not in memo:
+            memo[key] = self._compute_cvx(x, memo)
+        return memo[key]
+
+    def unknown_reasons(self, prop: str = "curvature", norm: str = "linf") -> list:
+        """Readable reasons, one per responsible atom, why ``prop`` is unknown (empty if known).
+
+        Parameters
+        ----------
+        prop : {"curvature", "lipschitz", "smoothness", "monotonicity"}
+        norm : {"l1", "l2", "linf"}, default "linf"
+            The input norm for "lipschitz" / "smoothness".
+        """
+        props = ("curvature", "lipschitz", "smoothness", "monotonicity")
+        if prop not in props:
+            raise InvalidInputError("prop", prop, f"choose one of {list(props)}")
+        q = check_norm(norm)
+        out, seen = [], set()
+
+        def walk(e):
+            if id(e) in seen or not e._is_unknown(prop, q):
+                return
+            seen.add(id(e))
+            bad = [a for a in e.args if a._is_unknown(prop, q)]
+            if not bad or (prop == "curvature" and e._blames_itself()):
+                out.append(f"{e!r}: {e._unknown_reason(prop, q)}")
+            for a in bad:
+                walk(a)
+
+        walk(self)
+        return out
+
+    def _is_unknown(self, prop, q) -> bool:
+        if prop == "curvature":
+            return self.curvature == "unknown"
+        if prop == "monotonicity":
+            return bool(np.any(np.isnan(self._mono())))
+        vals = self._lip(q) if prop == "lipschitz" else self._smooth(q)
+        return not np.all(np.isfinite(vals))
+
+    def _blames_itself(self) -> bool:
+        return False
+
+    def _unknown_reason(self, prop, q) -> str:
+        return f"{prop} is unknown"
+
+    # ------------------------------------------------------------------ internal facts
+    def _affine(self):
+        return self._cached("affine", self._compute_affine)
+
+    def _compute_affine(self):
+        return None
+
+    def _bounds(self):
+        def compute():
+            aff = self._affine()
+            if aff is not None:
+                A, b = aff
+                return b + np.minimum(A, 0).sum(axis=1), b + np.maximum(A, 0).sum(axis=1)
+            return self._compute_bounds()
+        return self._cached("bounds", compute)
+
+    def _gbound(self):
+        def compute():
+            aff = self._affine()
+            return np.abs(aff[0]) if aff is not None else self._compute_gbound()
+        return self._cached("gbound", compute)
+
+    def _lip(self, q):
+        def compute():
+            aff = self._affine()
+            if aff is not None:
+                qs = dual(q)
+                A = np.abs(aff[0])
+                if A.shape[1] == 0:
+                    return np.zeros(self.size)
+                return np.linalg.norm(A, ord=qs, axis=1) if qs != 1.0 else A.sum(axis=1)
+            return self._compute_lip(q)
+        return self._cached(("lip", q), compute)
+
+    def _smooth(self, q):
+        def compute():
+            if self._affine() is not None:
+                return np.zeros(self.size)
+            return self._compute_smooth(q)
+        return self._cached(("smooth", q), compute)
+
+    def _mono(self):
+        def compute():
+            aff = self._affine()
+            return np.sign(aff[0]) if aff is not None else self._compute_mono()
+        return self._cached("mono", compute)
+
+    # ------------------------------------------------------------------ operators
+    def __add__(self, other):
+        from .affine import add
+        return add(self, as_expression(other))
+
+    def __radd__(self, other):
+        from .affine import add
+        return add(as_expression(other), self)
+
+    def __sub__(self, other):
+        from .affine import add
+        return add(self, -as_expression(other))
+
+    def __rsub__(self, other):
+        from .affine import add
+        return add(as_expression(other), -self)
+
+    def __neg__(self):
+        from .affine import Neg
+        return Neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __mul__(self, other):
+        from .affine import multiply
+        return multiply(self, other)
+
+    def __rmul__(self, other):
+        from .affine import multiply
+        return multiply(self, other)
+
+    def __truediv__(self, other):
+        from .affine import divide
+        return divide(self, other)
+
+    def __rtruediv__(self, other):
+        raise ModelingError("denominator", self, "divide only by a non-zero constant; a statistic in "
+                                                 "a denominator is not supported")
+
+    def __matmul__(self, other):
+        from .affine import matmul
+        return matmul(other, self, left=False)
+
+    def __rmatmul__(self, other):
+        from .affine import matmul
+        return matmul(other, self, left=True)
+
+    def __pow__(self, power):
+        if isinstance(power, (int, float, np.number)) and float(power) == 2.0:
+            from .elementwise import square
+            return square(self)
+        raise ModelingError("power", power, "only ** 2 (pf.square) is supported")
+
+    def __le__(self, other):
+        from .constraint import Constraint
+        return Constraint(self, other, "<=")
+
+    def __ge__(self, other):
+        from .constraint import Constraint
+        return Constraint(self, other, ">=")
+
+    def __lt__(self, other):
+        raise ModelingError("constraint", "<", "strict inequalities are not supported; use <=")
+
+    def __gt__(self, other):
+        raise ModelingError("constraint", ">", "strict inequalities are not supported; use >=")
+
+    def __getitem__(self, key):
+        from .affine import Index
+        return Index(self, key)
+
+    def __len__(self):
+        if not self.shape:
+            raise ModelingError("len", self, "a scalar expression has no length")
+        return self.size
+
+    def __iter__(self):
+        if not self.shape:
+            raise ModelingError("iter", self, "a scalar expression cannot be iterated")
+        return (self[i] for i in range(self.size))
+
+    def __bool__(self):
+        raise ModelingError("truth value", self, "an expression has no truth value; compare values "
+                                                 "with e.value(l), and write a <= x <= b as two "
+                                                 "constraints")
+
+    def __repr__(self):
+        return self._cached("repr", self._repr)
+
+    __str__ = __repr__
+
+    def _repr(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _wrap(self, arg, prec) -> str:
+        s = repr(arg)
+        return f"({s})" if arg._prec < prec else s
+
+
+def _public_constant(values):
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return 0.0
+    if not np.all(np.isfinite(values)):
+        return None
+    return float(values.max())

@@ -1,0 +1,290 @@
+"""Composition rules: each turns a list of events and a target δ into a valid ε, or says why it
+does not apply.  The accountant runs all that apply and reports the smallest.
+
+=========== ==============================================================================
+rule        result
+=========== ==============================================================================
+basic       ε = Σ ε_i, δ = Σ δ_i (Dwork, Kenthapadi et al. 2006).  Needs every event's (ε_i, δ_i).
+advanced    [A] Lemma A.4 (Dwork, Rothblum & Vadhan 2010) exactly as stated: k releases that
+            are each (ε', δ')-DP are (ε'√(2k ln(1/δ̄)) + kε'(e^{ε'} − 1), kδ' + δ̄)-DP.  With
+            unequal events we use ε' = max ε_i, δ' = max δ_i (each event is also (ε', δ')-DP).
+optimal     The exact optimal composition: the privacy region of k-fold composition is that of
+            k-fold randomized response (Kairouz, Oh & Viswanath 2017, Thm 3.3; for unequal ε_i the
+            product of the RR_{ε_i, δ_i} dominates, and we evaluate its hockey-stick divergence
+            exactly by enumerating the privacy-loss values — Murtagh & Vadhan 2016 — when there
+            are at most 2·10⁶ of them).  δ(ε) = 1 − Π(1 − δ_i)(1 − Σ_{L > ε} P[L](1 − e^{ε − L})).
+gdp         Gaussian events only: μ = (Σ (Δ_i/σ_i)²)^½ and the exact analytic-Gaussian ε
+            (Dong, Roth & Su 2022, Cor. 3.3; Balle & Wang 2018, Thm 8).
+pld         Privacy-loss distributions from dp-accounting (pessimistic discretization, so an
+            upper bound): Laplace (one coordinate), Gaussian, Poisson-subsampled Gaussian under
+            add/remove or substitution, and the randomized-response pair of any declared
+            (ε, δ)-DP event.
+rdp         Rényi DP through dp-accounting's RdpAccountant (Mironov 2017; Mironov, Talwar &
+            Zhang 2019) with its (ε, δ) conversion (Canonne, Kamath & Steinke 2020, Prop. 12).
+            Pure events enter as (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 3.3).  Not available
+            for (ε, δ)-events with δ > 0 or subsampled Gaussians under substitution.
+=========== ==============================================================================
+
+Every function returns ``(epsilon, None)`` or ``(None, reason)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+from scipy import special
+
+from .events import Event
+from .gaussian import gaussian_epsilon
+
+__all__ = [
+    "RULES",
+    "basic_epsilon",
+    "advanced_epsilon",
+    "advanced_composition",
+    "optimal_epsilon",
+    "optimal_delta",
+    "gdp_epsilon",
+    "pld_epsilon",
+    "rdp_epsilon",
+    "group_events",
+]
+
+RULES = {
+    "basic": "basic composition: ε = Σε_i, δ = Σδ_i",
+    "advanced": "advanced composition as in [A] Lemma A.4 (Dwork, Rothblum & Vadhan 2010)",
+    "optimal": "exact optimal composition (Kairouz, Oh & Viswanath 2017, Thm 3.3; "
+               "Murtagh & Vadhan 2016)",
+    "gdp": "exact Gaussian composition, μ = (Σ(Δ_i/σ_i)²)^½ (Dong, Roth & Su 2022, Cor. 3.3; "
+           "Balle & Wang 2018, Thm 8)",
+    "pld": "privacy-loss-distribution accounting (dp-accounting, pessimistic estimate)",
+    "rdp": "Rényi-DP accounting (dp-accounting; conversion of Canonne, Kamath & Steinke 2020)",
+}
+
+_MARGIN = 1e-9
+_MAX_LOSS_VALUES = 2_000_000
+
+
+def group_events(events) -> list[tuple[Event, int]]:
+    """Merge events with the same privacy curve: [(representative, total count)]."""
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for ev in events:
+        k = ev.key()
+        if k in groups:
+            groups[k][1] += ev.count
+        else:
+            groups[k] = [ev, ev.count]
+    return [(ev, n) for ev, n in groups.values()]
+
+
+def _eps_delta_pairs(events):
+    """[(ε_i, δ_i, count)] or None when some event has no (ε, δ) of its own."""
+    pairs = []
+    for ev in events:
+        if ev.epsilon is None:
+            return None
+        pairs.append((float(ev.epsilon), float(ev.delta), int(ev.count)))
+    return pairs
+
+
+# ----------------------------------------------------------------------------------------------
+# basic and advanced
+
+
+def basic_epsilon(events, delta: float):
+    pairs = _eps_delta_pairs(events)
+    if pairs is None:
+        return None, "an event has no (ε, δ) of its own (e.g. a Gaussian given only σ)"
+    total_delta = math.fsum(d * k for _, d, k in pairs)
+    if total_delta > delta:
+        return None, f"the events' δ add up to {total_delta:.3g} > {delta:.3g}"
+    return math.fsum(e * k for e, _, k in pairs), None
+
+
+def advanced_composition(eps_prime: float, k: int, delta_bar: float) -> float:
+    """[A] Lemma A.4: ε̄ = ε'√(2k ln(1/δ̄)) + kε'(e^{ε'} − 1)."""
+    return eps_prime * math.sqrt(2.0 * k * math.log(1.0 / delta_bar)) + \
+        k * eps_prime * math.expm1(eps_prime)
+
+
+def advanced_epsilon(events, delta: float):
+    pairs = _eps_delta_pairs(events)
+    if pairs is None:
+        return None, "an event has no (ε, δ) of its own"
+    if delta <= 0:
+        return None, "advanced composition needs δ > 0"
+    k = sum(n for _, _, n in pairs)
+    eps0 = max(e for e, _, _ in pairs)
+    delta0 = max(d for _, d, _ in pairs)
+    delta_bar = delta - k * delta0
+    if delta_bar <= 0:
+        return None, f"k·δ' = {k * delta0:.3g} leaves no room in δ = {delta:.3g}"
+    return advanced_composition(eps0, k, delta_bar), None
+
+
+# ----------------------------------------------------------------------------------------------
+# optimal (Kairouz et al.)
+
+
+def _loss_distribution(groups):
+    """Privacy-loss values and log-probabilities (under P) of the product of randomized
+    responses RR_ε with the given [(ε, count)]: loss (k − 2l)ε with probability
+    C(k, l) e^{(k−l)ε} / (1 + e^ε)^k."""
+    loss = np.zeros(1)
+    logp = np.zeros(1)
+    for eps, k in groups:
+        l = np.arange(k + 1, dtype=np.float64)
+        g_loss = (k - 2 * l) * eps
+        g_logp = (special.gammaln(k + 1) - special.gammaln(l + 1) - special.gammaln(k - l + 1)
+                  + (k - l) * eps - k * np.logaddexp(0.0, eps))
+        if loss.size * g_loss.size > _MAX_LOSS_VALUES:
+            return None
+        loss = (loss[:, None] + g_loss[None, :]).ravel()
+        logp = (logp[:, None] + g_logp[None, :]).ravel()
+    return loss, logp
+
+
+def _rr_delta(loss, logp, eps: float) -> float:
+    """Σ_{L > ε} P[L](1 − e^{ε − L}) — the hockey-stick divergence at ε."""
+    sel = loss > eps
+    if not sel.any():
+        return 0.0
+    return float(math.fsum(np.exp(logp[sel]) * -np.expm1(eps - loss[sel])))
+
+
+def optimal_delta(epsilon: float, pairs) -> float:
+    """Exact δ(ε) of the composition of (ε_i, δ_i)-DP events [(ε_i, δ_i, count)] (Kairouz et
+    al. 2017): 1 − Π(1 − δ_i)^{count}·(1 − δ_RR(ε)).  Raises ValueError if too many loss values."""
+    groups: dict = {}
+    log_keep = 0.0
+    for e, d, k in pairs:
+        groups[e] = groups.get(e, 0) + k
+        if d > 0:
+            log_keep += k * math.log1p(-d)
+    dist = _loss_distribution(sorted(groups.items()))
+    if dist is None:
+        raise ValueError("too many privacy-loss values for exact optimal composition")
+    rr = _rr_delta(*dist, epsilon)
+    # 1 − e^{log_keep}(1 − rr) = rr + (1 − e^{log_keep})(1 − rr)
+    return rr + (-math.expm1(log_keep)) * (1.0 - rr)
+
+
+def optimal_epsilon(events, delta: float):
+    pairs = _eps_delta_pairs(events)
+    if pairs is None:
+        return None, "an event has no (ε, δ) of its own"
+    groups: dict = {}
+    log_keep = 0.0
+    for e, d, k in pairs:
+        groups[e] = groups.get(e, 0) + k
+        if d > 0:
+            log_keep += k * math.log1p(-d)
+    dist = _loss_distribution(sorted(groups.items()))
+    if dist is None:
+        return None, "more than 2·10⁶ privacy-loss values (use PLD)"
+    floor = -math.expm1(log_keep)
+    target = delta * (1.0 - _MARGIN)
+
+    def delta_at(eps):
+        rr = _rr_delta(*dist, eps)
+        return rr + floor * (1.0 - rr)
+
+    hi = math.fsum(e * k for e, k in groups.items())
+    if delta_at(hi) > target:
+        return None, f"the events' δ leave no room: need δ > {floor:.3g}"
+    lo = 0.0
+    if delta_at(lo) <= target:
+        return 0.0, None
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if delta_at(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi, None
+
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian (exact), PLD and RDP
+
+
+def gdp_epsilon(events, delta: float):
+    if not events or any(ev.kind != "gaussian" for ev in events):
+        return None, "only for compositions of (non-subsampled) Gaussian releases"
+    if delta <= 0:
+        return None, "Gaussian releases need δ > 0"
+    mu = math.sqrt(math.fsum(ev.count * (ev.sensitivity / ev.scale) ** 2 for ev in events))
+    return gaussian_epsilon(delta, mu), None
+
+
+def _event_pld(ev: Event, count: int, disc: float):
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    if ev.kind == "gaussian":
+        out = pld.from_gaussian_mechanism(ev.scale, sensitivity=ev.sensitivity,
+                                          value_discretization_interval=disc)
+    elif ev.kind == "subsampled_gaussian":
+        rel = (NeighboringRelation.REPLACE_ONE if ev.neighbouring == "replace"
+               else NeighboringRelation.ADD_OR_REMOVE_ONE)
+        out = pld.from_gaussian_mechanism(ev.scale, sensitivity=ev.sensitivity,
+                                          sampling_prob=ev.sampling_rate,
+                                          neighboring_relation=rel,
+                                          value_discretization_interval=disc)
+    elif ev.mechanism == "laplace" and (ev.dimension or 1) == 1:
+        out = pld.from_laplace_mechanism(ev.scale, sensitivity=ev.sensitivity,
+                                         value_discretization_interval=disc)
+    else:  # any (ε, δ)-DP release is dominated by randomized response RR_{ε, δ}
+        out = pld.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(ev.epsilon, ev.delta),
+            value_discretization_interval=disc)
+    return out.self_compose(count) if count > 1 else out
+
+
+def pld_epsilon(events, delta: float, discretization: float = 1e-4):
+    if delta <= 0:
+        return None, "PLD accounting is used for δ > 0"
+    total = None
+    for ev, n in group_events(events):
+        p = _event_pld(ev, n, discretization)
+        total = p if total is None else total.compose(p)
+    if total is None:
+        return 0.0, None
+    return float(total.get_epsilon_for_delta(delta)), None
+
+
+def _rdp_event(ev: Event):
+    import dp_accounting as dpa
+
+    if ev.kind == "gaussian":
+        return dpa.GaussianDpEvent(ev.scale / ev.sensitivity)
+    if ev.kind == "subsampled_gaussian":
+        if ev.neighbouring != "add_remove":
+            return None
+        return dpa.PoissonSampledDpEvent(ev.sampling_rate,
+                                         dpa.GaussianDpEvent(ev.scale / ev.sensitivity))
+    if ev.mechanism == "laplace" and (ev.dimension or 1) == 1:
+        return dpa.LaplaceDpEvent(ev.scale / ev.sensitivity)
+    if ev.kind == "pure":
+        return dpa.ZCDpEvent(ev.epsilon ** 2 / 2.0)
+    return None
+
+
+def rdp_epsilon(events, delta: float, orders=None):
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    if delta <= 0:
+        return None, "RDP accounting is used for δ > 0"
+    acc = rdp.RdpAccountant(orders) if orders is not None else rdp.RdpAccountant()
+    for ev, n in group_events(events):
+        dpe = _rdp_event(ev)
+        if dpe is None:
+            return None, (f"no RDP bound for a {ev.mechanism} event"
+                          + (" under substitution" if ev.kind == "subsampled_gaussian" else ""))
+        acc.compose(dpe, n)
+    return float(acc.get_epsilon(delta)), None

@@ -1,0 +1,86 @@
+"""The privacy specification a user asks for: ``DP(epsilon, delta, protect)``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import InvalidPrivacyError
+
+#: The neighbouring relations privfair knows.  The compiler's sensitivities refer to them.
+RELATIONS = {
+    "sensitive": "datasets differ in the sensitive attribute of one row (features and label fixed)",
+    "row": "datasets differ by replacing one whole row (features, label and sensitive attribute)",
+}
+
+
+def _check_epsilon(epsilon, field="epsilon", allow_inf=True) -> float:
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyError(field, epsilon, "pass a positive number, e.g. epsilon=1.0") from None
+    if math.isnan(eps) or eps <= 0:
+        raise InvalidPrivacyError(field, epsilon, "epsilon must be > 0 (e.g. epsilon=1.0)")
+    if math.isinf(eps) and not allow_inf:
+        raise InvalidPrivacyError(field, epsilon, "epsilon must be finite here")
+    return eps
+
+
+def _check_delta(delta, field="delta") -> float:
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyError(field, delta, "pass a number in [0, 1), e.g. delta=1e-6") from None
+    if not (0.0 <= d < 1.0):  # also rejects NaN
+        raise InvalidPrivacyError(field, delta, "delta must lie in [0, 1), e.g. delta=1/n**2")
+    return d
+
+
+@dataclass(frozen=True)
+class DP:
+    """An (epsilon, delta)-differential-privacy requirement under a neighbouring relation.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy loss, > 0.  ``float("inf")`` asks for a non-private reference run; the
+        certificate then says that nothing is protected.
+    delta : float, default 0.0
+        Failure probability in [0, 1).  ``0`` asks for pure epsilon-DP.
+    protect : {"sensitive", "row"}, default "sensitive"
+        ``"sensitive"``: neighbours differ in one row's sensitive attribute (the notion of the
+        private-fair-learning papers).  ``"row"``: neighbours differ by one replaced row.
+
+    Examples
+    --------
+    >>> import privfair as pf
+    >>> pf.DP(1.0, 1e-6)
+    DP(epsilon=1.0, delta=1e-06, protect='sensitive')
+    >>> pf.DP(0)
+    Traceback (most recent call last):
+    ...
+    privfair.errors.InvalidPrivacyError: epsilon=0 is invalid: epsilon must be > 0 (e.g. epsilon=1.0)
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    protect: str = "sensitive"
+
+    def __post_init__(self):
+        eps = _check_epsilon(self.epsilon)
+        d = _check_delta(self.delta)
+        if self.protect not in RELATIONS:
+            raise InvalidPrivacyError(
+                "protect", self.protect, f"choose one of {sorted(RELATIONS)}")
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", d)
+
+    @property
+    def is_private(self) -> bool:
+        """False for the non-private reference (epsilon = inf)."""
+        return math.isfinite(self.epsilon)
+
+    @property
+    def relation(self) -> str:
+        """A sentence describing the neighbouring relation."""
+        return RELATIONS[self.protect]

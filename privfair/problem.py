@@ -1,0 +1,142 @@
+"""Problems: ``Problem(minimize(f), [g <= c, ...])``.
+
+A problem is an objective over the statistic vector ℓ and a list of constraints, all built from
+the same :class:`privfair.expr.Variable` (the ``vector`` of one :class:`privfair.stats.Rates`).
+It is only a description; :meth:`Problem.analyze` runs the compiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ModelingError
+from .expr import Constant, Constraint, Expression
+
+
+@dataclass(frozen=True)
+class Minimize:
+    """The objective ``minimize f(ℓ)``; build it with :func:`minimize`."""
+
+    expr: Expression
+
+
+def _as_expression(value, field):
+    if isinstance(value, Expression):
+        return value
+    try:
+        return Constant(float(value))
+    except (TypeError, ValueError):
+        raise ModelingError(field, value, "pass an expression over r.vector, e.g. r.error()") from None
+
+
+def minimize(expr) -> Minimize:
+    """Objective: minimize a scalar expression of ℓ.
+
+    Examples
+    --------
+    >>> import privfair as pf
+    >>> l = pf.Variable(2)
+    >>> pf.minimize(l[0] + l[1]).expr.curvature
+    'affine'
+    """
+    expr = _as_expression(expr, "objective")
+    if expr.shape != ():
+        raise ModelingError("objective", expr,
+                            f"the objective must be a scalar, got shape {expr.shape}; "
+                            "wrap it in pf.sum(...) or pf.maximum(...)")
+    return Minimize(expr)
+
+
+def maximize(expr) -> Minimize:
+    """Objective: maximize a scalar expression (minimizes its negation)."""
+    return minimize(-_as_expression(expr, "objective"))
+
+
+class Problem:
+    """A constrained group-objective problem: minimize f(ℓ) subject to g_j(ℓ) ≤ 0.
+
+    Parameters
+    ----------
+    objective : Minimize
+        From :func:`minimize` or :func:`maximize`.
+    constraints : list of Constraint, optional
+        Built by comparisons such as ``pf.lse(...) <= 0.02``; each is normalised to g_j(ℓ) ≤ 0.
+
+    Examples
+    --------
+    >>> import numpy as np, privfair as pf
+    >>> rng = np.random.default_rng(0)
+    >>> data = pf.Dataset(rng.normal(size=(40, 2)), rng.integers(0, 2, 40),
+    ...                   sensitive=np.repeat(["a", "b"], 20))
+    >>> r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 5), score=0), data)
+    >>> prob = pf.Problem(pf.minimize(r.error()),
+    ...                   [pf.abs(r.fp["a"] - r.fp["b"]) <= 0.05])
+    >>> prob.analyze(pf.DP(1.0)).curvature["f"]
+    'affine'
+    """
+
+    def __init__(self, objective, constraints=()):
+        if isinstance(objective, Expression):
+            objective = minimize(objective)
+        if not isinstance(objective, Minimize):
+            raise ModelingError("objective", objective, "pass pf.minimize(expr) or pf.maximize(expr)")
+        constraints = list(constraints)
+        for j, c in enumerate(constraints):
+            if not isinstance(c, Constraint):
+                raise ModelingError(f"constraints[{j}]", c,
+                                    "build constraints with comparisons, e.g. expr <= 0.02")
+            if c.expr.shape != ():
+                raise ModelingError(f"constraints[{j}]", c,
+                                    "constraints must be scalar; wrap vectors in pf.maximum(...)")
+        self.objective = objective
+        self.constraints = constraints
+        self.variable = self._single_variable()
+        self.rates = getattr(self.variable, "owner", None)
+
+    def _single_variable(self):
+        found = {}
+        for e in [self.objective.expr] + [c.expr for c in self.constraints]:
+            for v in _variables(e):
+                found[id(v)] = v
+        if len(found) != 1:
+            raise ModelingError(
+                "problem", f"{len(found)} variables",
+                "objective and constraints must be written over the same r.vector (one pf.rates(...) call)")
+        return next(iter(found.values()))
+
+    @property
+    def f(self) -> Expression:
+        """The objective expression f."""
+        return self.objective.expr
+
+    @property
+    def g(self) -> list:
+        """The normalised constraint expressions g_j (feasible when g_j ≤ 0)."""
+        return [c.expr for c in self.constraints]
+
+    def value(self, l):
+        """(f(ℓ), [g_j(ℓ)]) at a statistic vector ℓ."""
+        return float(self.f.value(l)), [float(g.value(l)) for g in self.g]
+
+    def analyze(self, privacy, alpha: float = 0.05):
+        """Compile the problem under a privacy requirement; see :func:`privfair.compiler.analyze`."""
+        from .compiler import analyze
+
+        return analyze(self, privacy, alpha=alpha)
+
+    def __repr__(self):
+        lines = [f"minimize {self.f}"]
+        lines += [f"  subject to {g} <= 0" for g in self.g]
+        return "\n".join(lines)
+
+
+def _variables(expr):
+    from .expr import Variable
+
+    stack, seen = [expr], []
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Variable):
+            seen.append(e)
+        stack.extend(getattr(e, "args", ()))
+    return seen
