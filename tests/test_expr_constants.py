@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import privfair.expr as ex
 
@@ -208,8 +210,6 @@ def test_smax_lipschitz_exceeds_one_and_bound_holds():
 
 
 # ---------------------------------------------------------------- random compositions
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @st.composite

@@ -7,11 +7,12 @@ rules live once in :class:`~privfair.expr.atom.Atom`.  See ``docs/language.md``.
 
 from __future__ import annotations
 
-from .affine import Add, Div, HStack, Index, LinearAtom, MatMul, Mul, Neg, Sum, hstack, sum
+from .affine import Add, Div, HStack, LinearAtom, MatMul, Mul, Neg, Sum, hstack, sum
 from .atom import Atom, Reduction
 from .constraint import Constraint
 from .elementwise import Abs, Pos, Square, abs, pos, square
 from .expression import Expression, as_expression
+from .indexing import Index
 from .leaf import Constant, Variable
 from .maximum import Maximum, maximum
 from .means import GMean, HMean, gmean, hmean

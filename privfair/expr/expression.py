@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import InvalidInputError, ModelingError
 from . import _xp
 from ._numeric import check_norm, dual
+from ._operators import OperatorsMixin
 
 PREC_ADD, PREC_MUL, PREC_ATOM = 1, 2, 3
 
@@ -84,7 +85,7 @@ def common_variable(args):
     return found
 
 
-class Expression:
+class Expression(OperatorsMixin):
     """A scalar or 1-D vector function of the statistic vector ℓ ∈ [0,1]^K.
 
     Build expressions from a :class:`~privfair.expr.Variable` with indexing, ``+ - * /`` (by
@@ -385,93 +386,6 @@ class Expression:
             aff = self._affine()
             return np.sign(aff[0]) if aff is not None else self._compute_mono()
         return self._cached("mono", compute)
-
-    # ------------------------------------------------------------------ operators
-    def __add__(self, other):
-        from .affine import add
-        return add(self, as_expression(other))
-
-    def __radd__(self, other):
-        from .affine import add
-        return add(as_expression(other), self)
-
-    def __sub__(self, other):
-        from .affine import add
-        return add(self, -as_expression(other))
-
-    def __rsub__(self, other):
-        from .affine import add
-        return add(as_expression(other), -self)
-
-    def __neg__(self):
-        from .affine import Neg
-        return Neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __mul__(self, other):
-        from .affine import multiply
-        return multiply(self, other)
-
-    def __rmul__(self, other):
-        from .affine import multiply
-        return multiply(self, other)
-
-    def __truediv__(self, other):
-        from .affine import divide
-        return divide(self, other)
-
-    def __rtruediv__(self, other):
-        raise ModelingError("denominator", self, "divide only by a non-zero constant; a statistic in "
-                                                 "a denominator is not supported")
-
-    def __matmul__(self, other):
-        from .affine import matmul
-        return matmul(other, self, left=False)
-
-    def __rmatmul__(self, other):
-        from .affine import matmul
-        return matmul(other, self, left=True)
-
-    def __pow__(self, power):
-        if isinstance(power, (int, float, np.number)) and float(power) == 2.0:
-            from .elementwise import square
-            return square(self)
-        raise ModelingError("power", power, "only ** 2 (pf.square) is supported")
-
-    def __le__(self, other):
-        from .constraint import Constraint
-        return Constraint(self, other, "<=")
-
-    def __ge__(self, other):
-        from .constraint import Constraint
-        return Constraint(self, other, ">=")
-
-    def __lt__(self, other):
-        raise ModelingError("constraint", "<", "strict inequalities are not supported; use <=")
-
-    def __gt__(self, other):
-        raise ModelingError("constraint", ">", "strict inequalities are not supported; use >=")
-
-    def __getitem__(self, key):
-        from .affine import Index
-        return Index(self, key)
-
-    def __len__(self):
-        if not self.shape:
-            raise ModelingError("len", self, "a scalar expression has no length")
-        return self.size
-
-    def __iter__(self):
-        if not self.shape:
-            raise ModelingError("iter", self, "a scalar expression cannot be iterated")
-        return (self[i] for i in range(self.size))
-
-    def __bool__(self):
-        raise ModelingError("truth value", self, "an expression has no truth value; compare values "
-                                                 "with e.value(l), and write a <= x <= b as two "
-                                                 "constraints")
 
     def __repr__(self):
         return self._cached("repr", self._repr)

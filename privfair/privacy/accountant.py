@@ -183,12 +183,11 @@ class Accountant:
         if not events:
             return Total(0.0, 0.0 if d is None else d, "none")
         if d is None:
-            kinds = {ev.kind for ev in events}
-            if kinds <= {"pure", "approximate"} and all(ev.epsilon is not None for ev in events):
+            if all(ev.epsilon is not None for ev in events):
                 eps, _ = basic_epsilon(events, 1.0)
                 return Total(eps, math.fsum(ev.delta * ev.count for ev in events), "basic")
-            raise InvalidPrivacyError("delta", None, "Gaussian releases have no pure-DP total; "
-                                      "pass a target delta, e.g. total(delta=1e-6)")
+            raise InvalidPrivacyError("delta", None, "releases given by their noise alone (a "
+                                      "Gaussian σ) need a target delta, e.g. total(delta=1e-6)")
         cands = self._candidates(events, d)
         valid = [(eps, rule) for rule, (eps, _) in cands.items() if eps is not None]
         if not valid:
@@ -201,8 +200,8 @@ class Accountant:
     def total(self, delta=None) -> Total:
         """The tightest proven (ε, δ) of everything recorded, and the rule that gives it.
 
-        ``delta`` defaults to the accountant's target; with no target and only ε-DP (or
-        declared (ε, δ)) events it is basic composition's Σδ_i (0 for pure events)."""
+        ``delta`` defaults to the accountant's target; with no target, and every event carrying
+        its own (ε_i, δ_i), it is basic composition (Σε_i, Σδ_i) — (Σε_i, 0) for pure events."""
         return self._total(self._events, self._target_delta(delta))
 
     def certificate(self, delta=None, notes=()) -> Certificate:

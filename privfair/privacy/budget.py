@@ -61,7 +61,7 @@ class BudgetFilter:
     >>> b.spend(0.4)
     >>> b.remaining
     (0.6, 1e-06)
-    >>> b.spend(0.7)
+    >>> b.spend(0.7)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     privfair.errors.BudgetExceededError: epsilon=0.7 is invalid: ...

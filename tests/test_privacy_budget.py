@@ -1,0 +1,135 @@
+"""The budget filter: refuses overspending before any randomness is drawn; a refused or failed
+solve spends nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privfair.privacy as pp
+from privfair.errors import BudgetExceededError, InvalidPrivacyError
+
+
+class RecordingGenerator(np.random.Generator):
+    """A numpy Generator that counts every draw made through it."""
+
+    def __init__(self, seed=0):
+        super().__init__(np.random.PCG64(seed))
+        self.draws = 0
+
+    def integers(self, *args, **kwargs):
+        self.draws += 1
+        return super().integers(*args, **kwargs)
+
+    def standard_normal(self, *args, **kwargs):
+        self.draws += 1
+        return super().standard_normal(*args, **kwargs)
+
+    def laplace(self, *args, **kwargs):
+        self.draws += 1
+        return super().laplace(*args, **kwargs)
+
+
+def test_spend_and_refuse():
+    b = pp.BudgetFilter(1.0, 1e-6, name="adult")
+    b.spend(0.4)
+    b.spend(0.3, 5e-7, label="second solve")
+    assert b.spent == (pytest.approx(0.7), pytest.approx(5e-7))
+    assert b.remaining == (pytest.approx(0.3), pytest.approx(5e-7))
+    with pytest.raises(BudgetExceededError) as info:
+        b.spend(0.31)
+    assert info.value.field == "epsilon" and "adult" in str(info.value)
+    with pytest.raises(BudgetExceededError) as info:
+        b.spend(0.1, 6e-7)
+    assert info.value.field == "delta"
+    assert b.spent == (pytest.approx(0.7), pytest.approx(5e-7))   # refused: nothing spent
+    b.spend(0.3, 5e-7)                                            # exactly the rest fits
+    assert not b.can_spend(1e-9)
+    assert [h[0] for h in b.history] == ["spend", "second solve", "spend"]
+
+
+def test_many_small_spends_do_not_drift():
+    b = pp.BudgetFilter(1.0)
+    for _ in range(10):
+        b.spend(0.1)
+    assert not b.can_spend(0.01)
+
+
+def test_reserve_commits_on_success():
+    b = pp.BudgetFilter(2.0, 1e-6)
+    with b.reserve(1.5, 1e-6, label="solve") as r:
+        assert b.remaining == (pytest.approx(0.5), 0.0)
+        assert not b.can_spend(0.6)                  # the reservation is held
+        pp.laplace_mechanism(0.0, 1.0, 1.0, rng=0, accountant=r.accountant)
+    assert r.state == "committed"
+    assert b.spent == (pytest.approx(1.5), pytest.approx(1e-6))
+    assert b.reserved == (0.0, 0.0)
+
+
+def test_failed_solve_inside_reserve_spends_nothing():
+    b = pp.BudgetFilter(1.0, 1e-6)
+    with pytest.raises(RuntimeError, match="solver diverged"):
+        with b.reserve(0.8, 1e-6) as r:
+            raise RuntimeError("solver diverged")
+    assert r.state == "cancelled"
+    assert b.spent == (0.0, 0.0) and b.reserved == (0.0, 0.0)
+    assert b.can_spend(1.0, 1e-6)
+    # opt-out: code that may fail after releasing something keeps the charge
+    with pytest.raises(RuntimeError):
+        with b.reserve(0.5, refund_on_error=False):
+            raise RuntimeError("late failure")
+    assert b.spent[0] == pytest.approx(0.5)
+
+
+def test_overspend_is_refused_before_any_randomness():
+    b = pp.BudgetFilter(1.0, 1e-6)
+    b.spend(0.9)
+    rng = RecordingGenerator()
+
+    def solve():
+        with b.reserve(0.5, 0.0) as r:        # refused here
+            return pp.laplace_mechanism(np.zeros(3), 1.0, 0.5, rng=rng,
+                                        accountant=r.accountant)
+
+    with pytest.raises(BudgetExceededError):
+        solve()
+    assert rng.draws == 0
+    assert b.spent == (pytest.approx(0.9), 0.0) and b.reserved == (0.0, 0.0)
+
+
+def test_reservation_accountant_caps_the_solve():
+    b = pp.BudgetFilter(1.0, 1e-6)
+    rng = RecordingGenerator()
+    with pytest.raises(BudgetExceededError):
+        with b.reserve(0.5, 0.0) as r:
+            pp.laplace_mechanism(0.0, 1.0, 0.3, rng=rng, accountant=r.accountant)
+            draws = rng.draws
+            pp.laplace_mechanism(0.0, 1.0, 0.3, rng=rng, accountant=r.accountant)  # 0.6 > 0.5
+    assert rng.draws == draws            # the refused release drew nothing
+    assert b.spent == (0.0, 0.0)         # the failed solve is rolled back
+    assert len(r.accountant) == 1
+
+
+def test_reservation_manual_close_and_errors():
+    b = pp.BudgetFilter(1.0)
+    r = b.reserve(0.4)
+    r.cancel()
+    with pytest.raises(BudgetExceededError):
+        r.commit()
+    r = b.reserve(0.4)
+    r.commit()
+    assert b.spent == (pytest.approx(0.4), 0.0)
+    with pytest.raises(InvalidPrivacyError):
+        b.reserve(0.0)
+    with pytest.raises(InvalidPrivacyError) as info:
+        b.spend(-0.1)
+    assert info.value.field == "epsilon"
+    with pytest.raises(InvalidPrivacyError):
+        b.spend(float("nan"))
+    assert "BudgetFilter" in repr(b) and "committed" in repr(r)
+
+
+def test_budget_doctest_behaviour():
+    b = pp.BudgetFilter(1.0, 1e-6)
+    b.spend(0.4)
+    assert b.remaining == (0.6, 1e-06)
