@@ -118,6 +118,55 @@ class Problem:
         """(f(ℓ), [g_j(ℓ)]) at a statistic vector ℓ."""
         return float(self.f.value(l)), [float(g.value(l)) for g in self.g]
 
+    def with_group_mass(self, bound, source: str = "private") -> "Problem":
+        """The same problem with ℓ's conditional rates clamped by a group-mass lower bound.
+
+        Used after a private estimate: the expressions keep their coordinates (the layout of ℓ
+        does not change), only the rates' denominators and sensitivities do.
+        """
+        import copy
+
+        new = copy.copy(self)
+        new.rates = self.rates.with_group_mass_bound(bound, source=source)
+        return new
+
+    def plan(self, privacy, backend: str = "auto", alpha: float = 0.05, **options):
+        """Rank the backends for this problem; ``.explain()`` says why one is chosen.
+
+        See :func:`privfair.planner.plan`.
+        """
+        from .planner import plan
+
+        return plan(self, privacy, backend=backend, alpha=alpha, **options)
+
+    def solve(self, privacy, backend: str = "auto", device: str = "cpu", seed=None,
+              progress: bool = True, alpha: float = 0.05, budget=None, **options):
+        """Solve privately and return a :class:`privfair.result.Result` with its certificate.
+
+        Parameters
+        ----------
+        privacy : privfair.DP
+            The (ε, δ) to spend and the neighbouring relation.  ``epsilon=float("inf")`` gives a
+            non-private reference run.
+        backend : str, default "auto"
+            A name from ``privfair.backends.BACKENDS``, or "auto" (smallest predicted risk).
+        device : {"cpu", "cuda", "torch"}
+            numpy on CPU, torch on GPU, or torch on CPU.
+        seed : int or numpy.random.Generator, optional
+            Reproducible randomness (tests); default draws from the OS entropy source.
+        progress : bool
+            Show a progress bar on long runs.
+        alpha : float
+            Target accuracy: sets G, T and τ.
+        budget : privfair.privacy.BudgetFilter, optional
+            The dataset's running budget; the solve reserves (ε, δ) from it before drawing any
+            noise and spends nothing if it is refused or fails.
+        """
+        from .planner import solve
+
+        return solve(self, privacy, backend=backend, device=device, seed=seed,
+                     progress=progress, alpha=alpha, budget=budget, **options)
+
     def analyze(self, privacy, alpha: float = 0.05):
         """Compile the problem under a privacy requirement; see :func:`privfair.compiler.analyze`."""
         from .compiler import analyze

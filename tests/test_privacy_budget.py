@@ -133,3 +133,22 @@ def test_budget_doctest_behaviour():
     b = pp.BudgetFilter(1.0, 1e-6)
     b.spend(0.4)
     assert b.remaining == (0.6, 1e-06)
+
+
+def test_backend_flow_fits_its_reservation():
+    """A DP-SGD-like backend: calibrate σ for T Poisson-subsampled steps to the reserved
+    (ε, δ), record the planned event (accepted by the reservation), draw idealized noise."""
+    b = pp.BudgetFilter(2.0, 1e-5)
+    T, q, clip = 50, 0.05, 1.0
+    with b.reserve(1.0, 1e-5, label="dp-sgd") as r:
+        sigma = pp.Accountant.calibrate_gaussian(1.0, 1e-5, T=T, sensitivity=clip,
+                                                 sampling_rate=q, pld_discretization=1e-3,
+                                                 rtol=1e-3)
+        r.accountant.pld_discretization = 1e-3
+        r.accountant.record(pp.subsampled_gaussian_event(sigma, clip, q, count=T,
+                                                         sensitivity_source="per-row clip"))
+        noise = pp.gaussian_noise_vector((T, 4), sigma, rng=0)
+        cert = r.accountant.certificate()
+    assert noise.shape == (T, 4)
+    assert cert.epsilon <= 1.0 and cert.delta == 1e-5 and cert.idealized_numerics
+    assert b.spent == (pytest.approx(1.0), pytest.approx(1e-5))

@@ -259,3 +259,15 @@ def test_speed_of_exact_samplers():
     pp.laplace_mechanism(np.zeros(100_000), 1.0, 1.0, rng=0)
     pp.gaussian_mechanism(np.zeros(100_000), 1.0, 1.0, 1e-6, rng=0)
     assert time.perf_counter() - t < 10.0   # ~0.4 s + ~0.8 s here
+
+
+def test_cuda_scores_and_noise():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    scores = torch.arange(100_000, dtype=torch.float32, device="cuda")
+    assert pp.exponential_mechanism(scores, 1.0, 100.0, rng=0) >= 99_990
+    z = pp.gaussian_noise_vector((1000, 100), 1.5, rng=1, namespace="torch", device="cuda")
+    assert z.device.type == "cuda" and abs(float(z.std()) - 1.5) < 0.02
+    out = pp.laplace_mechanism(torch.zeros(3, device="cuda"), 1.0, 1.0, rng=2)
+    assert out.device.type == "cuda"

@@ -19,6 +19,7 @@ from .mechanisms import (exponential_mechanism, exponential_mechanism_probabilit
                          report_noisy_max, score_grid)
 from .randomness import GeneratorSource, RandomSource, SystemSource, as_source
 from .spec import DP, RELATIONS
+from . import testing  # noqa: E402  (the reusable statistical testers)
 
 __all__ = [
     "DP", "RELATIONS",
@@ -37,4 +38,5 @@ __all__ = [
     "BudgetFilter", "Reservation", "Certificate",
     # randomness
     "RandomSource", "SystemSource", "GeneratorSource", "as_source",
+    "testing",
 ]

@@ -203,7 +203,7 @@ def _common(sensitivity_source, label, count):
 
 def laplace_event(sensitivity, epsilon, *, scale=None, dimension=1,
                   sensitivity_source="declared by the caller", label="", count=1,
-                  idealized=False, sampler="exact (lazy-bit Laplace, correctly rounded)") -> Event:
+                  idealized=False, sampler=None) -> Event:
     """Event of ``value + Laplace(b)^d`` with ℓ1 sensitivity Δ and ε = Δ/b.
 
     ``scale`` defaults to Δ/ε; if given it must satisfy Δ/b ≤ ε."""
@@ -214,13 +214,16 @@ def laplace_event(sensitivity, epsilon, *, scale=None, dimension=1,
     if scale is not None and sens / b > eps * (1 + 1e-12):
         raise InvalidPrivacyError("scale", scale, f"Laplace scale must be ≥ Δ/ε = {sens / eps:g}")
     dim = check_count(dimension, "dimension")
+    if sampler is None:
+        sampler = ("float Laplace (idealized)" if idealized
+                   else "exact continuous Laplace, correctly rounded")
     return Event("laplace", eps, 0.0, sens, "l1", sensitivity_source, b, THEOREMS["laplace"],
                  bool(idealized), count, None, "replace", dim, label, sampler)
 
 
 def gaussian_event(sensitivity, sigma, *, epsilon=None, delta=None, dimension=None,
                    sensitivity_source="declared by the caller", label="", count=1,
-                   idealized=False, sampler="exact (Karney normal, correctly rounded)") -> Event:
+                   idealized=False, sampler=None) -> Event:
     """Event of ``value + N(0, σ²I)`` with ℓ2 sensitivity Δ.
 
     ``epsilon``/``delta``, when given, are the target it was calibrated for; they are checked
@@ -239,6 +242,9 @@ def gaussian_event(sensitivity, sigma, *, epsilon=None, delta=None, dimension=No
         raise InvalidPrivacyError("sigma", sigma, f"σ={sig:g} does not give ({eps:g}, {d:g})-DP "
                                   "at this sensitivity; use calibrate_gaussian_sigma")
     dim = None if dimension is None else check_count(dimension, "dimension")
+    if sampler is None:
+        sampler = ("vectorized float Gaussian (idealized)" if idealized
+                   else "exact continuous normal (Karney 2016), correctly rounded")
     return Event("gaussian", eps, d, sens, "l2", sensitivity_source, sig, THEOREMS["gaussian"],
                  bool(idealized), count, None, "replace", dim, label, sampler)
 

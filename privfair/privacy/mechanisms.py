@@ -30,7 +30,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InvalidInputError, InvalidPrivacyError
+from ..errors import InvalidInputError
 from ._exact import (exponential_mechanism_index, exponential_mechanism_indices,
                      gaussian_floats, laplace_floats, permute_and_flip_index,
                      permute_and_flip_indices)

@@ -1,0 +1,101 @@
+"""The backend protocol: ``accepts`` → ``plan`` → ``run``.
+
+A backend is one differentially private algorithm.  It states its theorem and preconditions
+(``theorem``), answers whether an :class:`~privfair.compiler.Analysis` meets them
+(``accepts``, with the reason when not), turns the analysis into a :class:`Plan` whose
+hyper-parameters come from n, ε, δ and α only (never from private data without paying for it),
+with the excess risk its theorem predicts, and finally ``run``s the plan, releasing everything
+through :mod:`privfair.privacy` mechanisms that record their events in the accountant it is given.
+Backends never re-derive constants: they read them from the Analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from privfair.errors import BackendRefusedError
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a backend accepts a problem, and why (not)."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self):
+        return self.ok
+
+
+@dataclass
+class Plan:
+    """A backend's plan for one problem: hyper-parameters, budget split, predicted risk.
+
+    Attributes
+    ----------
+    backend : str
+    privacy : privfair.DP
+        The budget this plan spends (the part left after any group-mass estimate).
+    params : dict
+        Hyper-parameters (T, G, τ, step sizes, grid sizes, ...), each chosen from n, ε, δ, α.
+    budget : list of (str, float, float)
+        The planned releases: (what, ε, δ) — for the explanation; the accountant is the
+        authority on the total.
+    predicted_excess_risk : float
+        The theorem's bound on the excess of h over its minimum (inf when no bound applies).
+    theorem : str
+        The theorem (and paper) the bound and the privacy proof come from.
+    notes : list of str
+    """
+
+    backend: str
+    privacy: object
+    analysis: object
+    problem: object
+    params: dict = field(default_factory=dict)
+    budget: list = field(default_factory=list)
+    predicted_excess_risk: float = math.inf
+    theorem: str = ""
+    notes: list = field(default_factory=list)
+
+    def explain(self) -> str:
+        lines = [f"{self.backend}: predicted excess risk {self.predicted_excess_risk:.4g} "
+                 f"({self.theorem})"]
+        if self.params:
+            lines.append("  parameters: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.params.items()))
+        for what, eps, delta in self.budget:
+            lines.append(f"  spends ε={eps:.4g}, δ={delta:.3g} on {what}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+class Backend:
+    """Base class; subclasses set ``name``, ``theorem`` and implement the three methods."""
+
+    name: str = ""
+    theorem: str = ""
+    #: True when the backend runs without private data (ε = ∞ reference runs only)
+    non_private_only: bool = False
+
+    def accepts(self, problem, analysis) -> Verdict:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def plan(self, problem, analysis, privacy, options: dict) -> Plan:  # pragma: no cover
+        raise NotImplementedError
+
+    def run(self, plan: Plan, *, rng, accountant, device: str = "cpu", progress: bool = True):
+        raise NotImplementedError  # pragma: no cover
+
+    def refuse(self, reason: str):
+        """Raise the typed refusal (nothing has been spent when this is called)."""
+        raise BackendRefusedError(f"backend={self.name!r}", self.name, reason)
+
+    def __repr__(self):
+        return f"<backend {self.name}: {self.theorem}>"

@@ -1,0 +1,144 @@
+"""The planner: which backend, with which hyper-parameters, and why.
+
+Every registered backend answers ``accepts(problem, analysis)`` (with a reason when not) and,
+when it accepts, plans its hyper-parameters from n, ε, δ and α and predicts its excess risk from
+its theorem.  ``backend="auto"`` picks the smallest predicted risk; ``Plans.explain()`` shows the
+ranking.  Nothing here touches private data: conditional rates whose group-mass bound is to be
+estimated privately are ranked with a *planning* bound that depends on the schema only, and the
+estimate itself is made by :func:`solve` inside the budget reservation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .errors import BackendRefusedError, InvalidInputError, InvalidPrivacyError
+from .privacy.spec import DP
+
+#: share of ε spent on the private group-mass estimate when the user declared no public bound
+GROUP_MASS_SHARE = 0.1
+
+
+@dataclass
+class Plans:
+    """The planner's answer: every backend's verdict, the ranking and the choice."""
+
+    chosen: object            # backends.base.Plan, or None
+    ranked: list              # accepted plans, best first
+    refused: dict             # name -> reason
+    analysis: object
+    group_mass_share: float
+
+    def explain(self) -> str:
+        out = []
+        if self.group_mass_share:
+            out.append(f"group-mass bound: estimated privately with {self.group_mass_share:.0%} of ε "
+                       "before the backend runs (Laplace on group-label counts)")
+        out.append("accepted (best first):" if self.ranked else "no backend accepts this problem")
+        for i, p in enumerate(self.ranked):
+            mark = "→" if p is self.chosen else " "
+            out.append(f" {mark} {i + 1}. " + p.explain().replace("\n", "\n      "))
+        if self.refused:
+            out.append("refused:")
+            out += [f"   - {name}: {why}" for name, why in self.refused.items()]
+        return "\n".join(out)
+
+    def __str__(self):
+        return self.explain()
+
+
+def _split_for_group_mass(analysis, privacy):
+    if analysis.group_mass.get("source") == "private" and analysis.group_mass.get("bound") is None:
+        if not privacy.is_private:
+            return 0.0, privacy
+        share = GROUP_MASS_SHARE
+        return share, DP(privacy.epsilon * (1 - share), privacy.delta, privacy.protect)
+    return 0.0, privacy
+
+
+def _planning_analysis(problem, analysis):
+    """For ranking only: a schema-based group-mass guess (1 / (2·#groups·#labels)), never data."""
+    if analysis.group_mass.get("source") == "private" and analysis.group_mass.get("bound") is None:
+        data = problem.rates.data
+        guess = 1.0 / (2 * len(data.groups) * data.n_labels)
+        return analysis.with_group_mass(guess)
+    return analysis
+
+
+def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options) -> Plans:
+    """Rank the backends that accept ``problem`` under ``privacy``; see :class:`Plans`."""
+    from privfair.backends import BACKENDS, get
+
+    if not isinstance(privacy, DP):
+        raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
+    analysis = problem.analyze(privacy, alpha=alpha)
+    share, budget = _split_for_group_mass(analysis, privacy)
+    ranking_analysis = _planning_analysis(problem, analysis)
+    names = list(BACKENDS) if backend == "auto" else [get(backend).name]
+    ranked, refused = [], {}
+    for name in names:
+        b = BACKENDS[name]
+        if b.non_private_only and privacy.is_private and backend == "auto":
+            refused[name] = "reference solver for ε = ∞ only"
+            continue
+        verdict = b.accepts(problem, analysis)
+        if not verdict:
+            refused[name] = verdict.reason
+            continue
+        p = b.plan(problem, ranking_analysis, budget, dict(options))
+        ranked.append(p)
+    ranked.sort(key=lambda p: (p.predicted_excess_risk, names.index(p.backend)))
+    chosen = ranked[0] if ranked else None
+    return Plans(chosen=chosen, ranked=ranked, refused=refused, analysis=analysis,
+                 group_mass_share=share)
+
+
+def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=None,
+          progress: bool = True, alpha: float = 0.05, budget=None, **options):
+    """Plan, reserve the budget, then run; see :meth:`privfair.Problem.solve`."""
+    from privfair.backends import get
+
+    from .privacy import Accountant, BudgetFilter, Certificate
+    from .privacy.randomness import as_source
+    from .stats import estimate_group_mass_bound
+
+    if device not in ("cpu", "cuda", "torch"):
+        raise InvalidInputError("device", device, "choose 'cpu' (numpy), 'cuda' (torch on GPU) or "
+                                "'torch' (torch on CPU)")
+    plans = plan(problem, privacy, backend=backend, alpha=alpha, **options)
+    if plans.chosen is None:
+        reasons = "; ".join(f"{k}: {v}" for k, v in plans.refused.items())
+        raise BackendRefusedError("backend", backend, f"no backend accepts this problem — {reasons}")
+    chosen = plans.chosen
+    b = get(chosen.backend)
+    rng = as_source(seed)
+
+    if not privacy.is_private:
+        result = b.run(b.plan(problem, plans.analysis, privacy, dict(options)), rng=rng,
+                       accountant=None, device=device, progress=progress)
+        result.certificate = Certificate.non_private(privacy.protect)
+        return result
+
+    if budget is None:
+        budget = BudgetFilter(privacy.epsilon, privacy.delta, name="this solve")
+    accountant = Accountant(delta=privacy.delta or None, relation=privacy.protect,
+                            limit=(privacy.epsilon, privacy.delta))
+    with budget.reserve(privacy.epsilon, privacy.delta, label=f"solve with {chosen.backend}"):
+        analysis, notes = plans.analysis, []
+        if plans.group_mass_share:
+            eps_q = privacy.epsilon * plans.group_mass_share
+            bound = estimate_group_mass_bound(problem.rates.data, eps_q, rng=rng,
+                                              accountant=accountant)
+            problem = problem.with_group_mass(bound)
+            analysis = problem.analyze(privacy, alpha=alpha)
+            notes.append(f"group-mass bound estimated privately with ε={eps_q:.3g}")
+        backend_privacy = replace(privacy, epsilon=privacy.epsilon * (1 - plans.group_mass_share))
+        final = b.plan(problem, analysis, backend_privacy, dict(options))
+        result = b.run(final, rng=rng, accountant=accountant, device=device, progress=progress)
+        cert = accountant.certificate(delta=privacy.delta or None, notes=notes + final.notes)
+        if cert.epsilon > privacy.epsilon * (1 + 1e-9) or cert.delta > privacy.delta * (1 + 1e-9) + 1e-15:
+            raise RuntimeError(f"internal error: {chosen.backend} spent ({cert.epsilon}, {cert.delta}) "
+                               f"> ({privacy.epsilon}, {privacy.delta})")
+        result.certificate, result.plan = cert, final
+    return result
