@@ -25,14 +25,16 @@ from .data import Dataset
 from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
 from .expr import (Constant, Constraint, Expression, Variable, abs, gmean, hmean, hstack, lse,
                    maximum, norm1, norm2, norm_inf, pos, smax, square, sum)
+from .privacy import Accountant, BudgetFilter, Certificate
 from .privacy.spec import DP
+from .result import Result
 from .problem import Minimize, Problem, maximize, minimize
 from .stats import Rates, estimate_group_mass_bound, rates
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DP", "Dataset", "datasets", "errors", "metrics", "privacy",
+    "DP", "BudgetFilter", "Accountant", "Certificate", "Result", "Dataset", "datasets", "errors", "metrics", "privacy",
     "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier",
     "rates", "Rates", "estimate_group_mass_bound",
     "Expression", "Variable", "Constant", "Constraint",

@@ -107,6 +107,9 @@ class Analysis:
         For each property that is unknown or unmet: why, naming the atom.
     rewrites : list of str
         Smooth surrogates the compiler substituted (see module docstring).
+    f_smooth, g_smooth : Expression, list of Expression
+        The smooth surrogates themselves (equal to f and g when nothing was rewritten); the
+        ``smoothness`` constants are theirs.  Use :meth:`h_smooth_grad` for ∇h_smooth.
     """
 
     privacy: DP
@@ -124,6 +127,8 @@ class Analysis:
     iterations: dict = field(default_factory=dict)
     reasons: dict = field(default_factory=dict)
     rewrites: list = field(default_factory=list)
+    f_smooth: object = field(default=None, repr=False)
+    g_smooth: list = field(default_factory=list, repr=False)
     _delta: dict = field(default_factory=dict, repr=False)
     _problem: object = field(default=None, repr=False)
 
@@ -173,6 +178,37 @@ class Analysis:
     def is_monotone(self) -> bool:
         """True when f and every g are proven non-decreasing in every coordinate of ℓ."""
         return all(m in ("non-decreasing", "constant") for m in self.monotonicity.values())
+
+    def h_value(self, l):
+        """h(ℓ) = f(ℓ) + G·max(0, max_j g_j(ℓ)) — for one ℓ (K,) or a batch (N, K)."""
+        p = self._problem
+        h = np.asarray(p.f.value(l), dtype=float)
+        if p.g:
+            gmax = np.max(np.stack([np.asarray(g.value(l), dtype=float) for g in p.g]), axis=0)
+            h = h + self.G * np.maximum(0.0, gmax)
+        return h
+
+    def h_smooth_value(self, l):
+        """h_smooth(ℓ) = f̃(ℓ) + G·s·log(1 + e^{g̃(ℓ)/s}) (single constraint; f̃, g̃ surrogates)."""
+        h = np.asarray(self.f_smooth.value(l), dtype=float)
+        for g in self.g_smooth:
+            z = np.asarray(g.value(l), dtype=float) / self.smoothing
+            h = h + self.G * self.smoothing * np.logaddexp(0.0, z)
+        return h
+
+    def h_smooth_grad(self, l):
+        """∇h_smooth(ℓ) (length K): the gradient Frank–Wolfe and LOPT weight the statistics by.
+
+        Its Lipschitz constant is ``smoothness["h_smooth"]`` (one constraint; with several the
+        softplus terms add up and the constant is not proven — see ``reasons``).
+        """
+        from scipy.special import expit
+
+        grad = np.asarray(self.f_smooth.grad(l), dtype=float)
+        for g in self.g_smooth:
+            sig = expit(float(g.value(l)) / self.smoothing)
+            grad = grad + self.G * sig * np.asarray(g.grad(l), dtype=float)
+        return grad
 
     def reason(self, prop: str) -> str | None:
         return self.reasons.get(prop)
@@ -384,4 +420,4 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
                     curvature=curvature, monotonicity=monotonicity, lipschitz=lipschitz,
                     smoothness=smoothness, G=G, smoothing=s, group_mass=group_mass,
                     iterations=iterations, reasons=reasons, rewrites=rewrites,
-                    _delta=delta, _problem=problem)
+                    f_smooth=f_s, g_smooth=g_s, _delta=delta, _problem=problem)

@@ -1,0 +1,154 @@
+"""Exponential sampling backend: utility within its theorem, privacy end to end, refusals."""
+
+import math
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.errors import BackendRefusedError
+from privfair.privacy.testing import check_dp
+
+
+def small_problem(seed=0, n=200, grid=15, q=0.1, data=None):
+    rng = np.random.default_rng(seed)
+    if data is None:
+        a = rng.choice(["a", "b"], n)
+        x = rng.normal(size=n) + 0.8 * (a == "a")
+        y = (x + rng.normal(scale=0.8, size=n) > 0.5).astype(int)
+        data = pf.Dataset(x[:, None], y, sensitive=a, group_names=["a", "b"])
+    ds = pf.Thresholds(np.linspace(-1.5, 2.0, grid), score=0)
+    r = pf.rates(ds, data, group_mass_bound=q)
+    prob = pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
+    return prob, data
+
+
+def test_utility_within_theorem_bound_in_90_percent_of_seeds():
+    prob, _ = small_problem()
+    privacy = pf.DP(2.0)
+    analysis = prob.analyze(privacy, alpha=0.1)
+    h_all = analysis.h_value(prob.rates.evaluate_all())
+    plan = prob.plan(privacy, backend="exponential", alpha=0.1).chosen
+    bound = plan.predicted_excess_risk      # (2Δh/ε) log(|C|/ρ), ρ = 0.05
+    hits = 0
+    for seed in range(40):
+        res = prob.solve(privacy, backend="exponential", seed=seed, alpha=0.1)
+        h = analysis.h_value(prob.rates.evaluate(res.decision))
+        hits += h - h_all.min() <= bound
+    assert hits >= 36
+
+
+def test_non_private_reference_returns_the_argmin():
+    prob, _ = small_problem()
+    analysis = prob.analyze(pf.DP(math.inf))
+    res = prob.solve(pf.DP(math.inf), backend="exponential")
+    h_all = analysis.h_value(prob.rates.evaluate_all())
+    assert analysis.h_value(prob.rates.evaluate(res.decision)) == pytest.approx(h_all.min())
+    assert not res.certificate.is_private
+
+
+def _scores(data, eps):
+    prob, _ = small_problem(data=data, grid=5, q=0.2)
+    an = prob.analyze(pf.DP(eps), alpha=0.2)
+    return -an.h_value(prob.rates.evaluate_all()), an.sensitivity_h, prob
+
+
+def _sample_outputs(data, eps, n_runs, seed, multiplier=1.0):
+    """Run the backend n_runs times; ``multiplier`` > 1 is an under-noised control."""
+    from privfair.backends import get
+    from privfair.privacy.randomness import as_source
+
+    prob, _ = small_problem(data=data, grid=5, q=0.2)
+    b = get("exponential")
+    final = b.plan(prob, prob.analyze(pf.DP(eps * multiplier), alpha=0.2), pf.DP(eps * multiplier), {})
+    # the analysis at ε·multiplier has the same Δh: only the noise shrinks
+    src = as_source(seed)
+    grid = np.asarray(prob.rates.decisions.grid)
+    return np.array([int(np.argmin(np.abs(grid - b.run(final, rng=src, accountant=None).decision)))
+                     for _ in range(n_runs)])
+
+
+def _neighbours_pair():
+    rng = np.random.default_rng(3)
+    n = 12
+    x = rng.normal(size=n)
+    y = (x > 0).astype(int)
+    a = np.array(["a", "b"] * (n // 2))
+    D = pf.Dataset(x[:, None], y, sensitive=a, group_names=["a", "b"])
+    i = int(np.argmax(x))
+    return D, D.with_row(i, group="a" if a[i] == "b" else "b")
+
+
+def test_exact_output_probabilities_satisfy_the_ratio_for_every_neighbour():
+    from privfair.privacy import exponential_mechanism_probabilities
+
+    eps = 0.5
+    D, _ = _neighbours_pair()
+    sD, delta_h, _ = _scores(D, eps)
+    pD = exponential_mechanism_probabilities(sD, delta_h, eps)
+    for i in range(D.n):
+        for g in ("a", "b"):
+            if D.groups[D.group[i]] == g:
+                continue
+            sDp, delta_hp, _ = _scores(D.with_row(i, group=g), eps)
+            assert delta_hp == delta_h               # Δh depends on public quantities only
+            assert np.max(np.abs(sD - sDp)) <= delta_h + 1e-12
+            pDp = exponential_mechanism_probabilities(sDp, delta_h, eps)
+            assert np.all(pD <= np.exp(eps) * pDp * (1 + 1e-9))
+
+
+def test_end_to_end_privacy_with_negative_control():
+    """Neighbouring datasets (one row's group changes): the sampled outputs pass at ε; a control
+    whose noise is shrunk until its *realized* privacy loss is about 3ε is refuted."""
+    from privfair.privacy import exponential_mechanism_probabilities
+
+    eps = 0.5
+    D, Dp = _neighbours_pair()
+    assert check_dp(_sample_outputs(D, eps, 20000, 1), _sample_outputs(Dp, eps, 20000, 2),
+                    eps, bins="discrete").passed
+    # Δh is a worst case over all datasets; on this pair the realized loss is smaller, so the
+    # control must shrink the noise by the measured slack to be a real test of power.
+    sD, delta_h, _ = _scores(D, eps)
+    sDp, _, _ = _scores(Dp, eps)
+    pD = exponential_mechanism_probabilities(sD, delta_h, eps)
+    pDp = exponential_mechanism_probabilities(sDp, delta_h, eps)
+    realized = np.max(np.abs(np.log(pD / pDp)))
+    assert 0 < realized <= eps
+    k = 3 * eps / realized
+    cheat_D = _sample_outputs(D, eps, 20000, 3, multiplier=k)
+    cheat_Dp = _sample_outputs(Dp, eps, 20000, 4, multiplier=k)
+    assert not check_dp(cheat_D, cheat_Dp, eps, bins="discrete").passed
+
+
+def test_refusal_spends_nothing():
+    data = pf.datasets.load_adult("train").subsample(500, rng=0)
+    r = pf.rates(pf.LinearClassifier(data.n_features), data, surrogate="logistic",
+                 group_mass_bound=0.02)
+    prob = pf.Problem(pf.minimize(r.error()))
+    budget = pf.BudgetFilter(1.0, 1e-6)
+    with pytest.raises(BackendRefusedError, match="finite decision set"):
+        prob.solve(pf.DP(1.0, 1e-6), backend="exponential", budget=budget)
+    assert budget.spent == (0.0, 0.0)
+
+
+def test_budget_filter_is_charged_once_per_solve_and_refuses_overspend():
+    prob, _ = small_problem()
+    budget = pf.BudgetFilter(1.5)
+    prob.solve(pf.DP(1.0), backend="exponential", seed=0, budget=budget)
+    assert budget.spent[0] == pytest.approx(1.0)
+    with pytest.raises(pf.errors.BudgetExceededError):
+        prob.solve(pf.DP(1.0), backend="exponential", seed=1, budget=budget)
+    assert budget.spent[0] == pytest.approx(1.0)
+
+
+def test_smax_runs_on_exponential_only():
+    prob, data = small_problem()
+    r = prob.rates
+    nonconvex = pf.Problem(pf.minimize(r.error()),
+                           [pf.smax(r.selection["a"] - r.selection["b"],
+                                    r.selection["b"] - r.selection["a"], eta=20) <= 0.1])
+    plans = nonconvex.plan(pf.DP(1.0))
+    assert plans.chosen.backend == "exponential"
+    res = nonconvex.solve(pf.DP(1.0), seed=0)
+    assert res.certificate.epsilon <= 1.0 + 1e-9
