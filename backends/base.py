@@ -83,6 +83,9 @@ class Backend:
     theorem: str = ""
     #: True when the backend runs without private data (ε = ∞ reference runs only)
     non_private_only: bool = False
+    #: True when the backend's sensitivities use Δℓ, so conditional rates need a group-mass
+    #: bound (the planner then spends a share of ε estimating it when none was declared)
+    needs_group_mass: bool = True
 
     def accepts(self, problem, analysis) -> Verdict:  # pragma: no cover - interface
         raise NotImplementedError

@@ -48,8 +48,10 @@ class Plans:
         return self.explain()
 
 
-def _split_for_group_mass(analysis, privacy):
-    if analysis.group_mass.get("source") == "private" and analysis.group_mass.get("bound") is None:
+def _split_for_group_mass(analysis, privacy, backend):
+    """The share of ε the group-mass estimate takes, for backends whose sensitivities need it."""
+    needs = getattr(backend, "needs_group_mass", True)
+    if needs and analysis.group_mass.get("source") == "private" and analysis.group_mass.get("bound") is None:
         if not privacy.is_private:
             return 0.0, privacy
         share = GROUP_MASS_SHARE
@@ -73,7 +75,6 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
     if not isinstance(privacy, DP):
         raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
     analysis = problem.analyze(privacy, alpha=alpha)
-    share, budget = _split_for_group_mass(analysis, privacy)
     ranking_analysis = _planning_analysis(problem, analysis)
     names = list(BACKENDS) if backend == "auto" else [get(backend).name]
     ranked, refused = [], {}
@@ -86,12 +87,14 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
         if not verdict:
             refused[name] = verdict.reason
             continue
-        p = b.plan(problem, ranking_analysis, budget, dict(options))
+        share, budget = _split_for_group_mass(analysis, privacy, b)
+        p = b.plan(problem, ranking_analysis if share else analysis, budget, dict(options))
+        p.params.setdefault("group_mass_share", share)
         ranked.append(p)
     ranked.sort(key=lambda p: (p.predicted_excess_risk, names.index(p.backend)))
     chosen = ranked[0] if ranked else None
     return Plans(chosen=chosen, ranked=ranked, refused=refused, analysis=analysis,
-                 group_mass_share=share)
+                 group_mass_share=chosen.params["group_mass_share"] if chosen else 0.0)
 
 
 def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=None,
