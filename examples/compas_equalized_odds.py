@@ -1,0 +1,37 @@
+"""COMPAS, equalized odds across every pair of the two largest race groups, ε = 1.
+
+Run: python examples/compas_equalized_odds.py [--subsample N] [--seed S]
+"""
+
+import argparse
+
+import numpy as np
+
+import privfair as pf
+from privfair.demo import public_score
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--subsample", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args(argv)
+    data = pf.datasets.load_compas(race="binary")          # African-American vs Caucasian
+    train, test = data.split(test_size=0.3, rng=0)
+    if args.subsample:
+        train = train.subsample(min(args.subsample, train.n), rng=0)
+    score = public_score(train)                              # from (X, y): public for protect="sensitive"
+    s = score(train.X)
+    r = pf.rates(pf.Thresholds(np.quantile(s, np.linspace(0.05, 0.95, 60)), score=score), train)
+    a, b = train.groups
+    gap = pf.lse(pf.abs(r.fpr[a] - r.fpr[b]), pf.abs(r.tpr[a] - r.tpr[b]), eta=50)
+    prob = pf.Problem(pf.minimize(r.error()), [gap <= 0.05])
+    privacy = pf.DP(1.0, 1.0 / train.n ** 2, protect="sensitive")
+    print(prob.plan(privacy).explain())
+    res = prob.solve(privacy, seed=args.seed)
+    print(res.certificate)
+    print({k: round(v, 4) for k, v in res.metrics(test).items()})
+
+
+if __name__ == "__main__":
+    main()
