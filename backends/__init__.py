@@ -28,5 +28,9 @@ def get(name: str) -> Backend:
 
 # Import order = tie-break order of the planner.
 from . import exponential  # noqa: E402,F401
+from . import frank_wolfe  # noqa: E402,F401
+from . import cells  # noqa: E402,F401
+from . import lopt  # noqa: E402,F401
+from . import postprocessing, oracle_learner  # noqa: E402,F401
 
 __all__ = ["Backend", "Plan", "Verdict", "BACKENDS", "register", "get"]

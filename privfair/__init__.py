@@ -23,6 +23,8 @@ from . import datasets, errors, metrics, privacy
 from .compiler import Analysis, analyze
 from .data import Dataset
 from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
+from .cells import ProxyCells
+from .postprocess import PostProcessed
 from .expr import (Constant, Constraint, Expression, Variable, abs, gmean, hmean, hstack, lse,
                    maximum, norm1, norm2, norm_inf, pos, smax, square, sum)
 from .privacy import Accountant, BudgetFilter, Certificate
@@ -30,15 +32,18 @@ from .privacy.spec import DP
 from .result import Result
 from .problem import Minimize, Problem, maximize, minimize
 from .stats import Rates, estimate_group_mass_bound, rates
+from . import norms, sparse  # noqa: E402
+from .sparse import SparseLinear  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DP", "BudgetFilter", "Accountant", "Certificate", "Result", "Dataset", "datasets", "errors", "metrics", "privacy",
-    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier",
+    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "ProxyCells", "PostProcessed",
     "rates", "Rates", "estimate_group_mass_bound",
     "Expression", "Variable", "Constant", "Constraint",
     "abs", "maximum", "pos", "sum", "norm1", "norm2", "norm_inf", "square", "lse", "smax",
     "gmean", "hmean", "hstack",
     "Problem", "Minimize", "minimize", "maximize", "Analysis", "analyze",
+    "norms", "sparse", "SparseLinear",
 ]

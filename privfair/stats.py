@@ -437,8 +437,13 @@ class Rates:
 
     def _counts(self, decision) -> np.ndarray:
         G, L = self.G, self.L
-        if self.surrogate is not None:
-            s = self._soft(self.decisions._theta(decision))[0]    # mass on ŷ = 1 per row
+        randomized = getattr(self.decisions, "randomized", False) and L == 2
+        if self.surrogate is not None or randomized:
+            if randomized:   # expected counts of a randomized rule (ℓ is linear in each row's mass)
+                s = np.clip(np.asarray(self.decisions.predict_proba(decision, self.data.X),
+                                       dtype=float).reshape(-1), 0.0, 1.0)
+            else:
+                s = self._soft(self.decisions._theta(decision))[0]    # mass on ŷ = 1 per row
             w = np.stack([1.0 - s, s], axis=1)
             flat = np.repeat(self._cell * L, L) + np.tile(np.arange(L), self.n)
             return np.bincount(flat, weights=w.ravel(), minlength=G * L * L).reshape(G, L, L)

@@ -1,0 +1,749 @@
+"""Shared machinery of the row-private ERM backends (output perturbation, objective perturbation,
+dual Frank–Wolfe): the ERM object, a certified solver, the Problem → ERM reduction, budget fitting
+and the private Lagrangian search for one fairness constraint.
+
+The ERM (mean form).  For θ = (w, b) in C = {Ω(w) ≤ ρ, |b| ≤ ρ_b} (a :class:`SparseLinear`)::
+
+    J_D(θ) = Σ_i w_i · l(θᵀu_i, y_i) + (Λ/2)‖θ‖²,     u_i = (x̃_i, 1), ‖x̃_i‖₂ ≤ R (clipped)
+
+with per-row weights w_i ≥ 0 that depend on row i's own (group, label) only (*row-local*) and are
+≤ ω/n for a public ω.  Replacing one row moves ∇J_D by at most 2ζ/n in ℓ2 at every θ, where
+ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|), and the row's Hessian by a rank-one PSD matrix of norm
+≤ β_H = ω·sup l''·‖u‖²_max (sum form).  Every constant is public: it comes from the decision set,
+the declared feature bound, n and the (public) problem weights — never from the data.
+
+From a fairness problem.  With r = ∇f (f affine in ℓ) plus ν·d for a constraint direction d, the
+weighted surrogate error r·ℓ(θ) equals, up to a constant, Σ_i a_{g_i,y_i}·mass_i(θ), the mass a
+row puts on ŷ = 1; a_{g,y} = Δr_joint/n + Δr_rate/(n q_{g,y}) + r_sel/(n q_g) with the *public*
+group-mass bound q in place of the clamped empirical denominators (so the weights are row-local).
+The y = 0 rows' mass is φ̃(z) (convex), the y = 1 rows' is 1 − φ̃(−z) (concave), so the ERM is
+convex iff a_{g,0} ≥ 0 and a_{g,1} ≤ 0; the per-row loss is |a|·φ(∓z)/φ(B), a GLM.
+
+Certified solver.  Accelerated projected gradient with restarts; at θ the gradient mapping
+G = β(θ − Π_C(θ − ∇J(θ)/β)) gives ‖θ − θ*‖ ≤ 2‖G‖/μ for μ-strongly convex, β-smooth J
+(Nesterov 2004, Thm 2.2.7 / Beck 2017, Thm 10.7), so the returned point is within a *public*
+tolerance τ of the exact minimizer whenever the projection is exact (ℓ1, ℓ∞, ℓ2, disjoint groups).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: default certified distance to the exact minimizer, relative to the ℓ2 radius of C
+TAU_REL = 1e-9
+MAX_ITER = 40000
+
+
+# ------------------------------------------------------------------------------------ the ERM
+@dataclass
+class ERM:
+    """A weighted GLM ERM over a :class:`privfair.SparseLinear` set (see the module docstring)."""
+
+    U: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    loss: object
+    decisions: object
+    row_weight_bound: float
+    feature_norm_bound: float
+    label_bound: float = 1.0
+    notes: list = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_arrays(cls, X, y, decisions, loss, *, weights, row_weight_bound, label_bound=1.0):
+        from privfair.sparse import clip_rows
+
+        R = decisions.feature_bound
+        Xc = clip_rows(X, R)
+        U = np.hstack([Xc, np.ones((Xc.shape[0], 1))])
+        ub = math.inf if R is None else math.sqrt(R * R + 1.0)
+        return cls(U, np.asarray(y, float), np.asarray(weights, float), loss, decisions,
+                   float(row_weight_bound), ub, float(label_bound))
+
+    # -- public constants ---------------------------------------------------------------------
+    @property
+    def n(self):
+        return self.U.shape[0]
+
+    @property
+    def P(self):
+        return self.U.shape[1]
+
+    @property
+    def l2(self):
+        return self.decisions.l2
+
+    @property
+    def margin_bound(self):
+        return self.decisions.radius * self.feature_norm_bound
+
+    @property
+    def zeta(self):
+        """Per-row gradient bound (sum form): ω · sup|l'| · ‖u‖_max."""
+        return (self.row_weight_bound * self.loss.lipschitz(self.margin_bound, self.label_bound)
+                * self.feature_norm_bound)
+
+    @property
+    def beta_H(self):
+        """Per-row Hessian bound (sum form, rank one): ω · sup l'' · ‖u‖²_max."""
+        return self.row_weight_bound * self.loss.curvature * self.feature_norm_bound ** 2
+
+    @property
+    def grad_sensitivity(self):
+        """sup_θ ‖∇J_D(θ) − ∇J_D'(θ)‖₂ over row replacements (mean form): 2ζ/n."""
+        return 2.0 * self.zeta / self.n
+
+    @property
+    def total_weight_bound(self):
+        """A public bound on Σ_i w_i (= ω, since every w_i ≤ ω/n)."""
+        return self.row_weight_bound
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def value_and_grad(self, theta, lin=None, ridge=0.0):
+        z = self.U @ theta
+        val, der = self.loss.value_and_deriv(z, self.y)
+        mu = self.l2 + ridge
+        f = float(self.w @ val) + 0.5 * mu * float(theta @ theta)
+        g = self.U.T @ (self.w * der) + mu * theta
+        if lin is not None:
+            f += float(lin @ theta)
+            g = g + lin
+        return f, g
+
+    def objective(self, theta):
+        """J_D(θ) (without any perturbation)."""
+        return self.value_and_grad(np.asarray(theta, float))[0]
+
+    def smoothness(self, ridge=0.0):
+        """β ≥ the Lipschitz constant of ∇J: sup l'' · λ_max(Uᵀ diag(w) U) + Λ + ridge (computed
+        from the data, used only by the solver; the certificate stays valid for any β ≥ true)."""
+        if "lam_max" not in self.meta:
+            M = (self.U * self.w[:, None]).T @ self.U
+            self.meta["lam_max"] = float(np.linalg.eigvalsh(M)[-1]) * (1 + 1e-9) + 1e-300
+        return self.loss.curvature * self.meta["lam_max"] + self.l2 + ridge
+
+
+# ------------------------------------------------------------------------------------ solver
+@dataclass
+class Solution:
+    theta: np.ndarray
+    tau: float            # certified ‖θ − θ*‖₂ bound (inf if not certified)
+    iterations: int
+    certified: bool       # τ is rigorous (exact projection, μ > 0)
+
+
+def tau_target(erm):
+    return TAU_REL * max(1.0, erm.decisions.radius)
+
+
+def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
+    """min_{θ∈C} J_D(θ) + ⟨lin, θ⟩ + (ridge/2)‖θ‖² to a certified distance τ (see module doc)."""
+    C = erm.decisions
+    mu = erm.l2 + ridge
+    beta = erm.smoothness(ridge)
+    tau = tau_target(erm) if tau is None else tau
+    x = C.project(np.zeros(erm.P) if theta0 is None else np.asarray(theta0, float))
+    y, x_prev, t = x.copy(), x.copy(), 1.0
+    q = mu / beta
+    cert, k = math.inf, 0
+    for k in range(1, max_iter + 1):
+        _, g = erm.value_and_grad(y, lin, ridge)
+        x_new = C.project(y - g / beta)
+        # adaptive restart (O'Donoghue & Candès 2015): momentum against the step
+        if float((y - x_new) @ (x_new - x)) > 0:
+            t, y = 1.0, x.copy()
+            continue
+        if q > 0:
+            mom = (1 - math.sqrt(q)) / (1 + math.sqrt(q))
+        else:
+            t_new = 0.5 * (1 + math.sqrt(1 + 4 * t * t))
+            mom, t = (t - 1) / t_new, t_new
+        x_prev, x = x, x_new
+        y = x + mom * (x - x_prev)
+        if k % 5 == 0 or k == max_iter:
+            _, gx = erm.value_and_grad(x, lin, ridge)
+            G = beta * (x - C.project(x - gx / beta))
+            gn = float(np.linalg.norm(G))
+            # rounding in ∇J and Π: a relative 1e-13 of the gradient's scale is added
+            gn += 1e-13 * (float(np.linalg.norm(gx)) + beta * float(np.linalg.norm(x)))
+            cert = 2 * gn / mu if mu > 0 else (math.inf if gn > 1e-12 else 0.0)
+            if cert <= tau or (mu == 0 and gn <= 1e-10):
+                break
+    certified = bool(mu > 0 and cert <= tau and C.exact_projection)
+    return Solution(x, cert, k, certified)
+
+
+def solve_certified(erm, lin=None, ridge=0.0, tau=None, theta0=None):
+    """:func:`solve`, raising when the public tolerance is not reached."""
+    tau = tau_target(erm) if tau is None else tau
+    sol = solve(erm, lin, ridge, tau, theta0)
+    if sol.tau > tau:
+        raise RuntimeError(f"the ERM solver did not certify ‖θ − θ*‖ ≤ {tau:.3g} in {sol.iterations} "
+                           f"iterations (reached {sol.tau:.3g}); increase l2 or the tolerance")
+    return sol
+
+
+# ------------------------------------------------------------------------------------ refusals
+def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_constraint=True):
+    """None, or the reason the row-private ERM backends refuse ``problem``."""
+    from privfair.sparse import LOSSES, SparseLinear
+
+    rates = getattr(problem, "rates", None)
+    ds = getattr(rates, "decisions", None)
+    if not isinstance(ds, SparseLinear):
+        return ("needs a pf.SparseLinear decision set (rates built with pf.rates(pf.SparseLinear"
+                f"(d, norm=..., radius=..., l2=Λ), data, surrogate='logistic')); got "
+                f"{type(ds).__name__}")
+    if rates.surrogate is None:
+        return "needs a convex surrogate: pf.rates(..., surrogate='logistic' or 'smoothed_hinge')"
+    if ds.feature_bound is None or abs(ds.feature_bound - rates.feature_bound) > 1e-12:
+        return (f"SparseLinear(feature_bound={ds.feature_bound}) must equal pf.rates(..., "
+                f"feature_bound={rates.feature_bound}): rows are clipped to that public bound in "
+                "training and prediction (unbounded features have no sensitivity bound)")
+    loss = LOSSES[rates.surrogate]
+    if not loss.smooth:
+        return (f"the '{rates.surrogate}' surrogate is not smooth, so no certified minimizer "
+                "exists for the sensitivity argument; use surrogate='smoothed_hinge' or 'logistic'")
+    if need_c2 and not loss.twice_differentiable:
+        return (f"objective perturbation needs a twice continuously differentiable loss (Chaudhuri "
+                f"et al. 2011; Kifer et al. 2012); '{rates.surrogate}' is not C² — use 'logistic'")
+    if need_strong and not ds.l2 > 0:
+        return ("needs an explicit ℓ2 term Λ > 0 (its sensitivity is 2L/(nΛ) — a sparsity norm "
+                "alone is not strongly convex): pass pf.SparseLinear(..., l2=Λ), e.g. Λ = "
+                f"{suggest_l2(problem):.2g}")
+    if analysis.curvature.get("f") not in ("affine", "constant"):
+        return (f"needs an objective affine in ℓ (a weighted error such as r.error()); f is "
+                f"{analysis.curvature.get('f')}")
+    if problem.g:
+        if not allow_constraint:
+            return "handles unconstrained problems only (use output/objective perturbation)"
+        if len(problem.g) > 1:
+            return ("handles one fairness constraint (a function of one linear statistic, e.g. "
+                    "|sel_F − sel_M| ≤ γ); combine several with pf.lse")
+        if constraint_direction(problem.g[0], problem.variable.size) is None:
+            return ("the constraint must depend on ℓ through one linear statistic d·ℓ (e.g. "
+                    "pf.abs(r.selection['a'] - r.selection['b']) <= γ)")
+    reason = _sign_reason(problem, analysis)
+    if reason:
+        return reason
+    return None
+
+
+def suggest_l2(problem):
+    """A public Λ of the order [K] Thm 1 balances: L·‖u‖/√n in the problem's units."""
+    r = problem.rates
+    n = r.n
+    return math.sqrt(r.feature_bound ** 2 + 1) / r._phiB / math.sqrt(n)
+
+
+def _sign_reason(problem, analysis):
+    r = objective_gradient(problem)
+    if r is None:
+        return "the objective's gradient is not constant (f must be affine in ℓ)"
+    try:
+        a = cell_coefficients(problem.rates, r)
+    except _NeedsMass:
+        return None       # conditional weights: checked once the group-mass bound is known
+    bad = _bad_cells(a)
+    if bad:
+        g, y = bad
+        return (f"the weighted surrogate error is not convex in θ: cell (group "
+                f"{problem.rates.groups[g]!r}, y={y}) gets a {'negative' if y == 0 else 'positive'}"
+                " weight on its mass on ŷ=1; use non-negative weights on errors (fp, fn, fpr, fnr)")
+    return None
+
+
+# ------------------------------------------------------------------------------------ Problem → ERM
+class _NeedsMass(Exception):
+    pass
+
+
+def objective_gradient(problem):
+    """∇f (constant for affine f), or None."""
+    K = problem.variable.size
+    g0 = np.asarray(problem.f.grad(np.full(K, 0.5)), float)
+    g1 = np.asarray(problem.f.grad(np.random.default_rng(0).random(K)), float)
+    return g0 if np.allclose(g0, g1, atol=1e-12) else None
+
+
+def constraint_direction(g, K):
+    """d with ∇g(ℓ) ∥ d at every sampled ℓ (g depends on one linear statistic), or None."""
+    rng = np.random.default_rng(12345)
+    pts = np.vstack([np.full(K, 0.5), rng.random((12, K))])
+    d = None
+    for p in pts:
+        v = np.asarray(g.grad(p), float)
+        nv = np.abs(v).max()
+        if nv == 0:
+            continue
+        v = v / nv
+        if d is None:
+            d = v
+        elif not (np.allclose(v, d, atol=1e-9) or np.allclose(v, -d, atol=1e-9)):
+            return None
+    return d
+
+
+def cell_coefficients(rates, r):
+    """n·a_{g,y}: the weight of a row of cell (g, y) on its mass on ŷ = 1 in n·(r·ℓ), with the
+    public group-mass bound as the conditional denominators.  Shape (G, 2)."""
+    r = np.asarray(r, float)
+    G = rates.G
+    a = np.zeros((G, 2))
+    uses_cond = np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0)
+    q, qg = rates._bound(None)
+    if uses_cond and q is None:
+        raise _NeedsMass()
+    for y in (0, 1):
+        a[:, y] = r[rates._joint[:, y, 1]] - r[rates._joint[:, y, 0]]
+        if uses_cond:
+            a[:, y] += (r[rates._rate[:, y, 1]] - r[rates._rate[:, y, 0]]) / q[:, y] + r[rates._sel] / qg
+    return a
+
+
+def _bad_cells(a, tol=1e-12):
+    for g in range(a.shape[0]):
+        if a[g, 0] < -tol:
+            return g, 0
+        if a[g, 1] > tol:
+            return g, 1
+    return None
+
+
+def multiplier_range(a_f, a_d):
+    """(ν⁻, ν⁺): the convex range of ν for cell weights a_f + ν·a_d (y=0 ≥ 0, y=1 ≤ 0)."""
+    lo, hi = -math.inf, math.inf
+    for g in range(a_f.shape[0]):
+        for y, sgn in ((0, 1.0), (1, -1.0)):     # need sgn·(a_f + ν a_d) ≥ 0
+            af, ad = sgn * a_f[g, y], sgn * a_d[g, y]
+            if ad > 0:
+                lo = max(lo, -af / ad)
+            elif ad < 0:
+                hi = min(hi, af / -ad)
+    return lo * (1 - 1e-9), hi * (1 - 1e-9)
+
+
+def erm_from_problem(problem, r):
+    """The ERM of the weighted surrogate error r·ℓ(θ) (public denominators; see module doc)."""
+    from privfair.sparse import LOSSES
+
+    rates = problem.rates
+    ds = rates.decisions
+    a = cell_coefficients(rates, r)
+    bad = _bad_cells(a, tol=1e-9 * (1 + np.abs(a).max()))
+    if bad:
+        raise ValueError(f"cell {bad} has the wrong sign: the weighted ERM is not convex")
+    g, yv = rates.data.group, rates.data.y
+    coef = np.where(yv == 0, a[g, 0], -a[g, 1])
+    coef = np.maximum(coef, 0.0)
+    scale = 1.0 / rates._phiB
+    n = rates.n
+    U = np.hstack([rates._Xc, np.ones((n, 1))])          # the rates' own clipped rows
+    erm = ERM(U, np.where(yv == 1, 1.0, -1.0), coef * scale / n, LOSSES[rates.surrogate], ds,
+              float(np.abs(a).max()) * scale, math.sqrt(rates.feature_bound ** 2 + 1.0))
+    erm.meta["r"] = np.asarray(r, float)
+    return erm
+
+
+def uses_conditional(problem, r):
+    rates = problem.rates
+    return bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
+
+
+# ------------------------------------------------------------------------------------ budgets
+def fit_scale(make_events, eps_cap, delta_cap, existing=(), hi=None, rules=None):
+    """The largest x in (0, hi] with total(existing + make_events(x)) ≤ (eps_cap, delta_cap),
+    by bisection on log x (monotone: more x, more privacy loss)."""
+    from privfair.privacy import Accountant
+
+    def fits(x):
+        acc = Accountant(delta=delta_cap or None, rules=rules)
+        acc.extend(list(existing) + list(make_events(x)))
+        try:
+            return acc.total(delta_cap or None).epsilon <= eps_cap * (1 - 1e-9)
+        except Exception:  # noqa: BLE001 - no rule proves it: does not fit
+            return False
+    hi = eps_cap if hi is None else hi
+    if fits(hi):
+        return hi
+    lo = hi
+    while not fits(lo):
+        lo /= 4
+        if lo < 1e-12 * hi:
+            raise RuntimeError("no positive budget fits the accountant's limit")
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(26):
+        m = 0.5 * (a + b)
+        a, b = (m, b) if fits(math.exp(m)) else (a, m)
+    return math.exp(a)
+
+
+def existing_events(accountant):
+    return [] if accountant is None else list(accountant.events)
+
+
+def remaining_cap(accountant, privacy):
+    """(ε cap, δ cap) for this backend's releases: the accountant's limit (which already counts
+    earlier releases through ``existing``) or the privacy spec."""
+    if accountant is not None and accountant.limit is not None:
+        return accountant.limit
+    return privacy.epsilon, privacy.delta
+
+
+# ------------------------------------------------------------------------------------ results
+def make_result(name, theta, ds, plan, trace, info):
+    from privfair.result import Result
+
+    return Result(name, [np.asarray(theta, float)], [1.0], ds, plan=plan, trace=trace, info=info)
+
+
+def fit_erm(erm, privacy, method, seed=None, **options):
+    """Run ``method``'s mechanism on a direct :func:`privfair.sparse.glm` ERM (no Problem)."""
+    from privfair.errors import InvalidInputError, InvalidPrivacyError
+    from privfair.privacy import Accountant, Certificate
+    from privfair.privacy.randomness import as_source
+    from privfair.privacy.spec import DP
+
+    from . import get
+
+    if not isinstance(privacy, DP):
+        raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect='row')")
+    b = get(method)
+    if not hasattr(b, "run_erm"):
+        raise InvalidInputError("method", method, "choose output_perturbation, "
+                                "objective_perturbation or dual_frank_wolfe")
+    if privacy.is_private and erm.decisions.feature_bound is None:
+        raise InvalidInputError("feature_bound", None, "row privacy needs bounded features: "
+                                "declare SparseLinear(..., feature_bound=R); rows are clipped to R")
+    why = b.erm_reason(erm, privacy)
+    if why:
+        b.refuse(why)
+    src = as_source(seed)
+    if not privacy.is_private:
+        res = b.run_erm(erm, privacy, rng=src, accountant=None, options=options)
+        res.certificate = Certificate.non_private(privacy.protect)
+        return res
+    acc = Accountant(delta=privacy.delta or None, relation=privacy.protect,
+                     limit=(privacy.epsilon, privacy.delta))
+    res = b.run_erm(erm, privacy, rng=src, accountant=acc, options=options)
+    res.certificate = acc.certificate(delta=privacy.delta or None, notes=res.info.get("notes", ()))
+    return res
+
+
+# ------------------------------------------------------------------------------------ widths
+def primal_width(ds, n_samples=1000):
+    """Gaussian width of C = {Ω(w) ≤ ρ} × [−ρ_b, ρ_b]: ρ·E Ω*(g) + ρ_b·√(2/π) (with its error)."""
+    from privfair.norms import Width
+
+    d = ds.n_features
+    if ds.norm is None:
+        base = Width(math.sqrt(2) * math.exp(math.lgamma((d + 1) / 2) - math.lgamma(d / 2)), 0.0, True)
+    else:
+        cache = ds.norm.__dict__.setdefault("_width_cache", {})
+        if "primal" not in cache:
+            ex = ds.norm.exact_gaussian_width("primal")
+            cache["primal"] = (Width(ex, 0.0, True) if ex is not None else
+                               ds.norm.gaussian_width("primal", n_samples=n_samples, rng=0))
+        base = cache["primal"]
+    return Width(ds.norm_radius * base.value + ds.intercept_bound * math.sqrt(2 / math.pi),
+                 ds.norm_radius * base.stderr, base.exact, base.n_samples)
+
+
+def dual_width(ds, n_samples=2000):
+    """[K]'s G_{|P|(F)} = E Ω(g) (exact where a closed form exists, else Monte Carlo)."""
+    from privfair.norms import Width
+
+    d = ds.n_features
+    if ds.norm is None:
+        return Width(math.sqrt(2) * math.exp(math.lgamma((d + 1) / 2) - math.lgamma(d / 2)), 0.0, True)
+    cache = ds.norm.__dict__.setdefault("_width_cache", {})
+    if "dual" not in cache:
+        ex = ds.norm.exact_gaussian_width("dual")
+        cache["dual"] = (Width(ex, 0.0, True) if ex is not None else
+                         ds.norm.gaussian_width("dual", n_samples=n_samples, rng=0))
+    return cache["dual"]
+
+
+def expected_gaussian_norm(P):
+    return math.sqrt(2) * math.exp(math.lgamma((P + 1) / 2) - math.lgamma(P / 2))
+
+
+def gamma_norm_noise(P, kappa, rng):
+    """b with density ∝ exp(−‖b‖₂/κ) on R^P: κ·Gamma(P, 1) times a uniform direction, built from
+    the privacy core's float Gaussians (idealized numerics): Gamma(P, 1) = Σ_{k≤P} (g²+g'²)/2."""
+    from privfair.privacy import gaussian_noise_vector
+
+    g = gaussian_noise_vector(P, 1.0, rng)
+    e = gaussian_noise_vector(2 * P, 1.0, rng)
+    radius = kappa * 0.5 * float(e @ e)
+    return radius * g / np.linalg.norm(g)
+
+
+# ------------------------------------------------------------------------------------ Lagrangian
+@dataclass
+class LagrangeSetup:
+    """The public data of the multiplier search for one constraint g(ℓ) = φ(d·ℓ) ≤ 0."""
+
+    r_f: np.ndarray
+    d: np.ndarray
+    nu_range: tuple
+    support: np.ndarray
+    delta_l2: float
+    steps: int
+
+
+def lagrange_setup(problem, analysis, steps):
+    """None when q is not yet known (ranking before a private group-mass estimate)."""
+    rates = problem.rates
+    r_f = objective_gradient(problem)
+    g = problem.g[0]
+    d = constraint_direction(g, problem.variable.size)
+    try:
+        a_f, a_d = cell_coefficients(rates, r_f), cell_coefficients(rates, d)
+    except _NeedsMass:
+        return None
+    lo, hi = multiplier_range(a_f, a_d)
+    S = np.asarray(sorted(g.support()), dtype=int)
+    dl2 = float(rates.delta_l("l2", analysis.privacy.protect if analysis.privacy.protect in
+                              ("row", "sensitive") else "row", support=S))
+    return LagrangeSetup(r_f, d, (lo, hi), S, dl2, int(steps))
+
+
+def lagrange_calls(setup):
+    return 2 + setup.steps
+
+
+def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(), release_share=0.3):
+    """Per-call specs for m ERM calls and m releases fitted to the cap by the accountant."""
+    from privfair.privacy import calibrate_gaussian_sigma, gaussian_event
+
+    m = lagrange_calls(setup)
+    dc = delta_cap / (4 * m) if delta_cap > 0 else 0.0
+    dr = delta_cap / (4 * m) if delta_cap > 0 else 0.0
+
+    def events(x):
+        ev = backend.planned_events(erm0, {"epsilon": x, "delta": dc}, count=m)
+        if dr > 0:
+            er = release_share * x
+            ev.append(gaussian_event(1.0, calibrate_gaussian_sigma(1.0, er, dr), epsilon=er,
+                                     delta=dr, count=m))
+        else:
+            from privfair.privacy import laplace_event
+            ev.append(laplace_event(1.0, release_share * x, dimension=2, count=m))
+        return ev
+    x = fit_scale(events, eps_cap, delta_cap, existing, hi=eps_cap)
+    return {"erm": {"epsilon": x, "delta": dc},
+            "release": {"epsilon": release_share * x, "delta": dr}, "calls": m}
+
+
+def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, private, label,
+                 slack=None, options=None):
+    """Private bisection on the multiplier ν of the constraint (see docs/sparsity.md §4).
+
+    ν = 0 first; if the privately released constraint value is infeasible, ν = ν_max on the
+    violated side (the end of the convex range); then ``steps`` bisections for the smallest |ν|
+    whose released constraint value is ≤ −slack.  Every ERM call and every release is a
+    mechanism recorded in the accountant; multipliers and decisions are post-processing."""
+    from privfair.privacy import gaussian_mechanism, laplace_mechanism
+    from privfair.stats import Rates
+
+    rates, g = problem.rates, problem.g[0]
+    ds = rates.decisions
+    hard = Rates(ds, rates.data, None, rates.group_mass_bound, feature_bound=rates.feature_bound,
+                 group_mass_source=rates.group_mass_source)
+    S, trace = setup.support, []
+    rel = budget["release"] if private else None
+    if private:
+        norm = "l2" if rel["delta"] > 0 else "l1"
+        sens = setup.delta_l2 if norm == "l2" else float(rates.delta_l("l1", "row", support=S))
+        from privfair.privacy import calibrate_gaussian_sigma
+        sigma_r = (calibrate_gaussian_sigma(sens, rel["epsilon"], rel["delta"]) if norm == "l2"
+                   else sens / rel["epsilon"] * math.sqrt(2))
+        Lg = analysis.lipschitz.get("g", {}).get("l2") or 1.0
+        slack = Lg * sigma_r * math.sqrt(len(S)) if slack is None else slack
+    else:
+        slack = 0.0 if slack is None else slack
+    calls = {"n": 0}
+
+    def at(nu, theta0=None):
+        calls["n"] += 1
+        erm = erm_from_problem(problem, setup.r_f + nu * setup.d)
+        theta = backend.private_erm(erm, budget["erm"] if private else None, rng=rng,
+                                    accountant=accountant,
+                                    label=f"{label}: ERM at ν={nu:.4g} (call {calls['n']})",
+                                    options=options or {})
+        l_S = hard.evaluate(theta)[S]
+        if private:
+            src = (f"compiler: Δℓ({norm}) of the 0-1 statistics g reads, under "
+                   f"protect={analysis.privacy.protect!r}")
+            if norm == "l2":
+                l_S = gaussian_mechanism(l_S, sens, rel["epsilon"], rel["delta"], rng,
+                                         accountant=accountant, sensitivity_source=src,
+                                         label=f"{label}: constraint statistics at ν={nu:.4g}")
+            else:
+                l_S = laplace_mechanism(l_S, sens, rel["epsilon"], rng, accountant=accountant,
+                                        sensitivity_source=src,
+                                        label=f"{label}: constraint statistics at ν={nu:.4g}")
+        full = np.full(problem.variable.size, 0.5)
+        full[S] = np.asarray(l_S, float)
+        gv = float(g.value(full))
+        side = float(np.asarray(g.grad(full), float) @ setup.d)
+        trace.append({"nu": float(nu), "released_g": gv, "feasible": gv <= -slack})
+        return theta, gv, side
+
+    theta0, g0, side = at(0.0)
+    if g0 <= -slack:
+        return theta0, trace, slack
+    nu_max = setup.nu_range[1] if side >= 0 else setup.nu_range[0]
+    if not math.isfinite(nu_max):
+        nu_max = math.copysign(1.0, side)
+    best, gm, _ = at(nu_max)
+    if gm > -slack:
+        return best, trace, slack
+    lo, hi = 0.0, 1.0
+    for _ in range(setup.steps):
+        mid = 0.5 * (lo + hi)
+        th, gv, _ = at(mid * nu_max)
+        if gv <= -slack:
+            best, hi = th, mid
+        else:
+            lo = mid
+    return best, trace, slack
+
+
+# ------------------------------------------------------------------------------------ backend base
+class ERMBackend:
+    """Mixin of the three row-private ERM backends: the Problem-level ``accepts``/``plan``/``run``
+    around a backend's ``private_erm`` (one private ERM for a budget spec), ``planned_events``
+    (its events, for budget fitting) and ``predicted`` (its theorem's excess risk)."""
+
+    need_strong = True
+    need_c2 = False
+    allow_constraint = True
+    OPTIONS = ("project", "steps", "slack", "release_share")
+
+    def extra_reason(self, problem, analysis):
+        return None
+
+    def erm_reason(self, erm, privacy):
+        if not erm.loss.smooth:
+            return f"the {erm.loss.name} loss is not smooth: use smoothed_hinge or logistic"
+        if self.need_c2 and not erm.loss.twice_differentiable:
+            return f"needs a twice continuously differentiable loss; {erm.loss.name} is not C²"
+        if self.need_strong and not erm.l2 > 0:
+            return "needs an explicit ℓ2 term: SparseLinear(..., l2=Λ) with Λ > 0"
+        return None
+
+    def _opts(self, options):
+        from privfair.errors import InvalidInputError
+
+        bad = [k for k in options if k not in self.OPTIONS]
+        if bad:
+            raise InvalidInputError("options", bad, f"{self.name} takes {list(self.OPTIONS)}")
+        return dict(options)
+
+    def accepts(self, problem, analysis):
+        from .base import Verdict
+
+        why = check_common(problem, analysis, need_strong=self.need_strong, need_c2=self.need_c2,
+                           allow_constraint=self.allow_constraint)
+        why = why or self.extra_reason(problem, analysis)
+        return Verdict(False, why) if why else Verdict(True)
+
+    def plan(self, problem, analysis, privacy, options):
+        from .base import Plan
+
+        opts = self._opts(options)
+        r_f = objective_gradient(problem)
+        try:
+            erm0 = erm_from_problem(problem, r_f)
+        except _NeedsMass:
+            erm0 = None
+        params = {"l2 (Λ)": problem.rates.decisions.l2,
+                  "norm": getattr(problem.rates.decisions.norm, "name", "l2"),
+                  "radius": problem.rates.decisions.norm_radius}
+        notes = list(self.base_notes(problem))
+        if opts:
+            params["options"] = opts
+        if uses_conditional(problem, r_f):
+            notes.append("conditional rates are weighted with the public denominators n·q (q the "
+                         "group-mass bound), not the clamped empirical ones, so that each row's "
+                         "weight is its own (row-local)")
+        risk, budget = math.inf, []
+        if problem.g:
+            setup = lagrange_setup(problem, analysis, opts.get("steps", 4))
+            params["steps"] = opts.get("steps", 4)
+            notes.append("constraint: private bisection on the Lagrange multiplier ν of the "
+                         "constraint's linear statistic (ν = 0, the end of the convex range, then "
+                         "bisection); the constraint is checked on the 0-1 statistics released "
+                         "with Gaussian noise; no proven excess-risk bound")
+            if setup is None:
+                notes.append("multiplier range and budget fixed at solve time (after the "
+                             "group-mass estimate)")
+            else:
+                params.update(nu_range=tuple(float(v) for v in setup.nu_range),
+                              erm_calls=lagrange_calls(setup))
+                if privacy.is_private and erm0 is not None:
+                    b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
+                                        release_share=opts.get("release_share", 0.3))
+                    params["per_call"] = b["erm"]
+                    budget = [(f"each of ≤ {b['calls']} private ERMs", b["erm"]["epsilon"],
+                               b["erm"]["delta"]),
+                              (f"each of ≤ {b['calls']} constraint releases",
+                               b["release"]["epsilon"], b["release"]["delta"])]
+        elif erm0 is not None:
+            spec = ({"epsilon": privacy.epsilon, "delta": privacy.delta}
+                    if privacy.is_private else None)
+            risk, more, extra = self.predicted(erm0, spec, opts)
+            params.update(more)
+            notes += extra
+            if spec is not None:
+                budget = [(f"one {self.name} release", privacy.epsilon, privacy.delta)]
+        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+
+    def base_notes(self, problem):
+        return []
+
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        from privfair.privacy.randomness import as_source
+
+        problem, an = plan.problem, plan.analysis
+        src = as_source(rng)
+        private = plan.privacy.is_private
+        opts = dict(plan.params.get("options", {}))
+        r_f = objective_gradient(problem)
+        ds = problem.rates.decisions
+        if problem.g:
+            setup = lagrange_setup(problem, an, plan.params.get("steps", 4))
+            budget = None
+            if private:
+                erm0 = erm_from_problem(problem, r_f)
+                cap = remaining_cap(accountant, plan.privacy)
+                budget = lagrange_budget(self, erm0, setup, cap[0], cap[1],
+                                         existing_events(accountant),
+                                         release_share=opts.get("release_share", 0.3))
+            theta, trace, slack = lagrange_run(self, problem, an, setup, budget, rng=src,
+                                               accountant=accountant, private=private,
+                                               label=self.name, slack=opts.get("slack"),
+                                               options=opts)
+            info = {"lagrange": trace, "slack": slack, "budget": budget, "notes": plan.notes}
+            return make_result(self.name, theta, ds, plan, trace, info)
+        erm = erm_from_problem(problem, r_f)
+        spec = {"epsilon": plan.privacy.epsilon, "delta": plan.privacy.delta} if private else None
+        theta = self.private_erm(erm, spec, rng=src, accountant=accountant, label=self.name,
+                                 options=opts)
+        return make_result(self.name, theta, ds, plan, [{"erm": self.name}], {"notes": plan.notes})
+
+    def run_erm(self, erm, privacy, *, rng, accountant, options):
+        opts = self._opts(options)
+        spec = {"epsilon": privacy.epsilon, "delta": privacy.delta} if privacy.is_private else None
+        theta = self.private_erm(erm, spec, rng=rng, accountant=accountant, label=self.name,
+                                 options=opts)
+        risk, params, notes = self.predicted(erm, spec, opts)
+        return make_result(self.name, theta, erm.decisions, None, [],
+                           {"predicted_excess_risk": risk, "params": params, "notes": notes})

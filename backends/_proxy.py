@@ -1,0 +1,147 @@
+"""The two releases of the ``cells`` backend and the fits around them (see backends/cells.py).
+
+* :func:`fit_score` — the public score: ridge logistic regression of y on X (no release needed
+  under the "sensitive" relation, where X and y are identical in neighbouring datasets).
+* **M1** :func:`release_proxy_statistic` — T = Σ_i a_i u_i (a_i = 1 for the first group, u_i the
+  public design row of :meth:`privfair.cells.ProxyFeatures.design`).  The logistic likelihood of
+  a given U depends on a only through T, so the proxy fitted from a noisy T
+  (:func:`logistic_from_statistic`) is post-processing of one release.  Flipping a_i moves T by
+  exactly ±u_i, so Δ₂ = max_i ‖u_i‖₂ (Δ₁ = max_i ‖u_i‖₁ for the pure-DP variant) — a function
+  of (X, y), which the relation fixes: the bound holds for every pair of neighbours and is
+  attained by the row of largest norm.
+* **M2** :func:`release_group_counts` — the first group's count in every released cell, one
+  count per (label, cell) or per cell.  Flipping a_i changes exactly one count by exactly 1, so
+  Δ₁ = 1 and Laplace(1/ε₂) gives ε₂-DP.
+* :func:`shrink` — empirical-Bayes shrinkage of the noisy counts toward the proxy's soft counts
+  (post-processing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privfair.cells import sigmoid
+
+__all__ = ["blas_single_thread", "logistic_from_statistic", "fit_score", "proxy_statistic",
+           "proxy_sensitivity",
+           "release_proxy_statistic", "group_counts", "release_group_counts", "shrink"]
+
+
+def blas_single_thread():
+    """A context limiting BLAS to one thread (when threadpoolctl is installed).
+
+    The Hessians here are small (d ≤ ~200) products over n rows; on a loaded machine BLAS
+    threads spin-waiting for cores cost 10–20× the single-threaded time.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10) -> np.ndarray:
+    """argmin_θ Σ_i log(1 + e^{z_i·θ}) − θ·T + (ridge/2)‖θ‖² by damped Newton.
+
+    With T = Σ_i t_i z_i this is ridge logistic regression of t on Z; the labels enter only
+    through T, so a noisy T gives a private fit.  The ridge term keeps the problem strongly
+    convex even when a noisy T lies outside the set of attainable statistics.
+    """
+    Z = np.asarray(Z, dtype=float)
+    T = np.asarray(T, dtype=float)
+    d = Z.shape[1]
+    theta = np.zeros(d)
+
+    def objective(t):
+        return float(np.sum(np.logaddexp(0.0, Z @ t)) - t @ T + 0.5 * ridge * t @ t)
+
+    f = objective(theta)
+    for _ in range(iters):
+        p = sigmoid(Z @ theta)
+        g = Z.T @ p - T + ridge * theta
+        H = (Z * (p * (1.0 - p))[:, None]).T @ Z
+        H[np.diag_indices(d)] += ridge
+        step = np.linalg.solve(H, g)
+        decrement = float(g @ step)
+        if decrement / 2.0 < tol:
+            break
+        t = 1.0
+        while True:   # backtracking (Armijo) line search
+            f_new = objective(theta - t * step)
+            if f_new <= f - 0.25 * t * decrement or t < 1e-10:
+                break
+            t *= 0.5
+        theta, f = theta - t * step, f_new
+    return theta
+
+
+def fit_score(X, y, ridge=1.0) -> np.ndarray:
+    """Coefficients (intercept first) of the public score s(x) = P(y = 1 | x)."""
+    Z = np.hstack([np.ones((X.shape[0], 1)), np.asarray(X, dtype=float)])
+    return logistic_from_statistic(Z, Z.T @ np.asarray(y, dtype=float), ridge)
+
+
+def proxy_statistic(U, in_group) -> np.ndarray:
+    """T = Σ_i a_i u_i: the only function of the sensitive column the proxy needs."""
+    return np.asarray(U, dtype=float).T @ np.asarray(in_group, dtype=float)
+
+
+def proxy_sensitivity(U, norm: str = "l2") -> float:
+    """max_i ‖u_i‖: the exact sensitivity of T when one row's group flips (X, y fixed)."""
+    U = np.asarray(U, dtype=float)
+    if norm == "l2":
+        return float(np.sqrt(np.max(np.einsum("ij,ij->i", U, U))))
+    return float(np.max(np.abs(U).sum(axis=1)))
+
+
+def release_proxy_statistic(U, in_group, epsilon, delta, rng, accountant=None):
+    """M1: T + N(0, σ²I) (analytic Gaussian, (ε, δ)) — or T + Lap(Δ₁/ε) when δ = 0."""
+    from privfair.privacy import gaussian_mechanism, laplace_mechanism
+
+    T = proxy_statistic(U, in_group)
+    src = ("flipping one row's group moves T = Σ a_i u_i by exactly ±u_i (X, y fixed by the "
+           "relation): max_i ‖u_i‖")
+    label = f"M1: proxy statistic T = Σ a_i u_i ({T.size} dims)"
+    if delta > 0:
+        return gaussian_mechanism(T, proxy_sensitivity(U, "l2"), epsilon, delta, rng,
+                                  accountant=accountant, sensitivity_source=src + "₂",
+                                  label=label, return_event=True)
+    return laplace_mechanism(T, proxy_sensitivity(U, "l1"), epsilon, rng, accountant=accountant,
+                             sensitivity_source=src + "₁", label=label, return_event=True)
+
+
+def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:
+    """The first group's count per (label, cell) — shape (2·C,), label-major — or per cell (C,)."""
+    key = (np.asarray(y, dtype=np.int64) * n_cells + cell) if label_split else np.asarray(cell)
+    m = (2 if label_split else 1) * n_cells
+    return np.bincount(key, weights=np.asarray(in_group, dtype=float), minlength=m)
+
+
+def release_group_counts(counts, epsilon, rng, accountant=None):
+    """M2: counts + Lap(1/ε) per coordinate (ℓ1 sensitivity 1: one flip moves one count by 1)."""
+    from privfair.privacy import laplace_mechanism
+
+    return laplace_mechanism(np.asarray(counts, dtype=float), 1.0, epsilon, rng,
+                             accountant=accountant,
+                             sensitivity_source="one row's group flip changes exactly one "
+                                                "cell count by exactly 1: ‖Δ‖₁ = 1",
+                             label=f"M2: first group's count in {np.size(counts)} cells",
+                             return_event=True)
+
+
+def shrink(noisy, prior, totals, variance):
+    """Shrink noisy counts toward the proxy's soft counts; returns (estimate, weights, κ).
+
+    Model: count_c − prior_c has mean 0 and variance κ·N_c, the noise variance v.  κ by the
+    method of moments, κ̂ = max(10⁻⁶, (Σ r_c² − m·v) / Σ N_c); the weight of the noisy count is
+    w_c = κ̂N_c / (κ̂N_c + v); the estimate is clipped to [0, N_c].  v = 0 returns the counts.
+    """
+    noisy, prior, totals = (np.asarray(a, dtype=float) for a in (noisy, prior, totals))
+    if variance <= 0:
+        return np.clip(noisy, 0.0, totals), np.ones_like(noisy), float("inf")
+    resid = noisy - prior
+    kappa = max(1e-6, float(np.sum(resid ** 2) - resid.size * variance) / max(totals.sum(), 1.0))
+    w = kappa * totals / (kappa * totals + variance)
+    return np.clip(prior + w * resid, 0.0, totals), w, kappa

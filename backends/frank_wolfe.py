@@ -1,0 +1,655 @@
+"""Frank–Wolfe on the loss vector — [A] Appendix B, Algorithm 4, Lemma B.4 / Cor B.5 (private
+version per ALGORITHMS.md §3).
+
+Algorithm.  Over a finite decision set C (``FiniteSet`` / ``Thresholds``) the attainable loss
+vectors of randomized classifiers form the polytope P = conv{ℓ_S(c, D) : c ∈ C}, S the support
+(the coordinates f and g read).  We minimise the compiler's smooth penalty
+h_smooth = f̃ + G·s·log(1 + e^{g̃/s}) (``analysis.h_smooth_value`` / ``h_smooth_grad``; it is within
+α/2 of h = f + G·max(0, g)) over P by Frank–Wolfe with γ_t = 2/(t+2):
+
+    l_0 = ½·1 (a public point; it gets weight 0 after the first step since γ_0 = 1)
+    for t = 0 .. T−1:  r_t = ∇h_smooth(l_t);  c_t = argmin_c ⟨ℓ_S(c, D), r_t⟩;
+                       l_{t+1} = (1 − γ_t) l_t + γ_t ℓ_S(c_t, D)
+
+and return the *mixture* of c_0..c_{T−1} with the Frank–Wolfe weights
+w_t = γ_t Π_{j>t}(1 − γ_j) = 2(t+1)/(T(T+1)) (repeated decisions merged): its loss vector is
+exactly l_T because ℓ is linear in the mixture.  ([A]'s Algorithm 4 returns the *uniform* mixture
+and pays a log T for the averaging; the FW-weighted mixture does not.)
+
+Convergence, with the constant derived for our setting.  For β_p = ``smoothness["h_smooth"][p]``
+(‖∇h(x) − ∇h(y)‖_{p*} ≤ β_p‖x − y‖_p on the box) and D_p a public bound on the p-diameter of P,
+the curvature constant is C_h ≤ β_p·D_p² ([A] Lemma B.3 / Jaggi 2013); we take the best p.
+D_p is *not* the box diameter √K that [A]'s K·β stands for: ℓ has structure.  Between two
+decisions on the same data each (group, label) cell's rows only move between predicted labels, so
+the joint block changes by a vector of ℓ1 norm ≤ 2 (Σ n_{g,y}/n = 1) with entries ≤ 1, each
+conditional block (g, y) by a zero-sum vector of ℓ1 norm ≤ 2 (its rates sum to ≤ 1), and each
+selection rate by ≤ 1.  Restricted to S, a block B contributes min(2, |B∩S|) to D_1 and to D_2²
+(‖v‖₂² ≤ ‖v‖₁‖v‖_∞), and D_∞ ≤ 1 (:func:`hull_diameter`).  With e_t the additive error of step
+t in the linear subproblem, the descent lemma and convexity give
+Δ_{t+1} ≤ (1 − γ_t)Δ_t + γ_t e_t + γ_t² C/2; multiplying by (t+1)(t+2) and telescoping,
+
+    h_smooth(l_T) − min_P h_smooth ≤ [β_p R_p² + 2C·Σ_{t=1}^{T−1} (t+1)/(t+2)] / (T(T+1))
+                                     + Σ_{t=0}^{T−1} 2(t+1)/(T(T+1)) · e_t                    (★)
+
+where R_p = ‖½·1_S‖-radius of the box (the first step starts from the public l_0, not from P).
+Without privacy e_t = 0 and (★) ≤ 2C/(T+1) ≤ 2Kβ log T / T — Cor B.5's bound (with K·β ≥ C).
+Since h ≤ h_smooth ≤ h + α/2, the excess of h over min_P h is at most (★) + α/2
+(``predicted_excess_risk``; P contains every vertex, so this also bounds the excess over the best
+single decision).
+
+Privacy (the trap of ALGORITHMS.md §2/§3: the gradient must be taken at a *released* point).
+Each iteration t
+
+1. picks c_t with the exponential mechanism (ε_E each), score u_c = −⟨ℓ_S(c, D), r_t⟩, where
+   r_t = ∇h_smooth(clip(l̃_t)) is computed from released data only (clip to [0,1] is
+   post-processing and never moves the point away from l_t ∈ [0,1]^S).  Its sensitivity
+   max_c |⟨ℓ_S(c,D) − ℓ_S(c,D'), r_t⟩| ≤ min_p ‖r_{t,S}‖_{p*}·Δℓ(p) (Hölder; ``delta_l(p)``
+   bounds ‖ℓ_S(c,D) − ℓ_S(c,D')‖_p for every c), computed per iteration from the public r_t;
+2. releases ℓ_S(c_t, D) with the Gaussian mechanism (ℓ2 sensitivity ``delta_l("l2")``) or the
+   Laplace mechanism (ℓ1 sensitivity ``delta_l("l1")``), and keeps l̃_{t+1} = (1 − γ_t)l̃_t +
+   γ_t ℓ̃_S(c_t) (post-processing).  The last iteration releases nothing (l̃_T is not needed).
+
+The T selections and T − 1 releases compose adaptively.  The plan calibrates one scale for all of
+them with the accountant's own rules (RDP for Gaussian + pure events; exact optimal composition or
+basic composition for pure events), and the run re-fits that scale against the accountant's
+limit *and the events already recorded* (e.g. a private group-mass estimate), so the certificate
+never exceeds the requested (ε, δ).  Errors in (★): e_t ≤ (2Δ_E/ε_E)·log(2mT/ρ) (exponential
+mechanism, [A] Thm 3.6, w.p. 1 − ρ/(2T) each; Δ_E = ``analysis.sensitivity("h_smooth")`` bounds
+every Δ_t because ‖∇h_smooth‖_{p*} ≤ L_p on the box) plus D_p β_p ‖ξ_t‖_p for the noise
+ξ_t = l̃_t − l_t = Σ_i w_{t,i} z_i (Gaussian concentration, or the sub-exponential tail of
+weighted Laplace sums, w.p. 1 − ρ/(2(T−1)) each), ρ = 0.05.
+
+Planning (from n, ε, δ, α only).  T ∈ [5, 200] (geometric grid), the split of the budget between
+selections and releases, and Gaussian vs Laplace are chosen to minimise the predicted bound (★);
+``options``: ``T`` (int, public), ``T_range`` ((lo, hi)), ``mechanism`` ("gaussian" / "laplace").
+ε = ∞ runs the exact LMO on the exact l_t for T = the smallest T with (★) ≤ α/2, capped at 2000.
+
+Preconditions: a finite decision set; f and g convex (``analysis.is_convex``); the smoothness of
+h_smooth known (one constraint at most — combine several with ``pf.lse``); Lipschitz constants
+known; Δℓ known (or a group-mass bound to be estimated privately by the planner).
+
+``device="cuda"`` / ``"torch"`` computes the score matrix–vector products with torch.
+
+Test-only knob: ``options={"_noise_multiplier": k}`` divides every noise scale by 1/k (it
+multiplies the sensitivities handed to the mechanisms by k) while the plan and the certificate
+still claim the calibrated ε — it is **not private** for k < 1 and exists only to build negative
+controls for the privacy tests.  It is refused unless passed explicitly *and* the run is seeded.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Backend, Plan, Verdict
+
+#: failure probability ρ of the predicted bound (split between selections and noise)
+RHO = 0.05
+#: default range of T for private runs, and the cap of the non-private reference
+T_RANGE = (5, 200)
+T_NONPRIVATE_MAX = 2000
+#: shares of the privacy budget (in zCDP units) spent on the selections, tried by the planner
+SPLITS = (0.15, 0.3, 0.5, 0.7, 0.85)
+#: relative safety margin of the calibration against the target ε
+_MARGIN = 1e-6
+#: the exact exponential sampler rounds ε down (12 bits) and scores to a grid (Δ/g ≥ 2^10)
+_EM_SLACK = (1 + 2.0 ** -10) / (1 - 2.0 ** -11)
+_FAST_RULES = ("basic", "optimal", "advanced", "rdp")
+_DUAL = {"l1": "linf", "l2": "l2", "linf": "l1"}
+_NORMS = ("l1", "l2", "linf")
+_OPTIONS = ("T", "T_range", "mechanism", "_noise_multiplier")
+
+
+# ------------------------------------------------------------------------------ constants
+def hull_diameter(rates, support) -> dict:
+    """Public bound on the diameter of conv{ℓ_S(c, D) : c} in each norm (see module docstring).
+
+    Uses the layout of :class:`privfair.stats.Rates` (joint block, conditional (g, y) blocks,
+    selection rates); falls back to the box [0,1]^S when the layout is unknown.
+    """
+    S = set(int(k) for k in support)
+    d = len(S)
+    if d == 0:
+        return {"l1": 0.0, "l2": 0.0, "linf": 0.0}
+    box = {"l1": float(d), "l2": math.sqrt(d), "linf": 1.0}
+    K_joint, rate = getattr(rates, "K_joint", None), getattr(rates, "_rate", None)
+    if K_joint is None or rate is None:
+        return box
+    blocks = [[k for k in range(int(K_joint)) if k in S]]
+    blocks += [[int(k) for k in row if int(k) in S] for row in np.asarray(rate).reshape(-1, rate.shape[-1])]
+    sel = getattr(rates, "_sel", None)
+    if sel is not None:
+        blocks += [[int(k)] for k in np.asarray(sel).ravel() if int(k) in S]
+    covered = set().union(*map(set, blocks))
+    blocks += [[k] for k in S - covered]          # anything else: a coordinate in [0, 1]
+    mass = [min(2.0, float(len(b))) for b in blocks if b]
+    return {"l1": min(box["l1"], sum(mass)), "l2": min(box["l2"], math.sqrt(sum(mass))),
+            "linf": 1.0}
+
+
+class _Constants:
+    """Everything the bound (★) needs, read from the Analysis (public)."""
+
+    def __init__(self, problem, analysis):
+        self.support = np.asarray(analysis.support, dtype=np.int64)
+        self.d = int(self.support.size)
+        self.m = int(len(problem.rates.decisions))
+        self.K = int(analysis.K)
+        self.beta = dict(analysis.smoothness.get("h_smooth", {}))
+        self.lip = dict(analysis.lipschitz.get("h_smooth", {}))
+        self.delta_l = {p: analysis.delta_l(p) for p in _NORMS}
+        self.diam = hull_diameter(problem.rates, analysis.support)
+        self.radius = {"l1": 0.5 * self.d, "l2": 0.5 * math.sqrt(self.d), "linf": 0.5 if self.d else 0.0}
+        prods = [(self.beta[p] * self.diam[p] ** 2, p) for p in _NORMS if self.beta.get(p) is not None]
+        self.C, self.C_norm = min(prods) if prods else (math.inf, None)
+        r0 = [self.beta[p] * self.radius[p] ** 2 for p in _NORMS if self.beta.get(p) is not None]
+        self.C0 = min(r0) if r0 else math.inf
+        em = [self.lip[p] * self.delta_l[p] for p in _NORMS
+              if self.lip.get(p) is not None and self.delta_l[p] is not None]
+        self.em_sensitivity = min(em) if em else None
+        self.smoothing_gap = (analysis.G * analysis.smoothing * math.log(2.0) * len(problem.g)
+                              if problem.g else 0.0)
+
+    def optimization_bound(self, T: int) -> float:
+        """First line of (★): the error of exact Frank–Wolfe after T steps."""
+        if T < 1:
+            return math.inf
+        if self.C == 0 and self.C0 == 0:
+            return 0.0
+        t = np.arange(1, T)
+        return float((self.C0 + 2 * self.C * np.sum((t + 1) / (t + 2))) / (T * (T + 1)))
+
+    def bound(self, T, eps_E=None, kind=None, scale=None) -> dict:
+        """The three parts of (★) for a private plan (selection ε_E, noise kind and scale)."""
+        opt = self.optimization_bound(T)
+        if eps_E is None:
+            return {"optimization": opt, "selection": 0.0, "noise": 0.0, "total": opt}
+        sel = 0.0
+        if self.m > 1:
+            sel = (2 * self.em_sensitivity / eps_E * math.log(2 * self.m * T / RHO) * _EM_SLACK)
+        noise = 0.0
+        if T >= 2 and self.d:
+            t = np.arange(1, T, dtype=float)
+            omega = 2 * (t + 1) / (T * (T + 1))
+            sw2 = 2 * (2 * t + 1) / (3 * t * (t + 1))          # Σ_i w_{t,i}²
+            lr = math.log(2 * (T - 1) / RHO)                    # per-step failure ρ/(2(T−1))
+            d = self.d
+            if kind == "gaussian":
+                s = scale * np.sqrt(sw2)
+                N = {"l2": s * (math.sqrt(d) + math.sqrt(2 * lr)),
+                     "linf": s * math.sqrt(2 * (lr + math.log(2 * d))),
+                     "l1": s * (d * math.sqrt(2 / math.pi) + math.sqrt(2 * d * lr))}
+            else:  # Laplace(b): sub-exponential (ν² = 4b²Σw², α = √2·b·max w)
+                nu = 2 * scale * np.sqrt(sw2)
+                al = 2 * math.sqrt(2) * scale / (t + 1)
+                lg = lr + math.log(2 * d)
+                u = np.maximum(nu * math.sqrt(2 * lg), 2 * al * lg)
+                N = {"linf": u, "l2": math.sqrt(d) * u, "l1": d * u}
+            per = [self.diam[p] * self.beta[p] * N[p] for p in _NORMS
+                   if self.beta.get(p) is not None]
+            noise = float(np.sum(omega * np.min(np.stack(per), axis=0))) if per else math.inf
+        return {"optimization": opt, "selection": sel, "noise": noise,
+                "total": opt + sel + noise}
+
+
+# ------------------------------------------------------------------------------ calibration
+def _total_epsilon(events, delta, rules=_FAST_RULES) -> float:
+    """The smallest ε over the accountant's fast rules for ``events`` at ``delta``."""
+    from privfair.privacy import composition as comp
+
+    fns = {"basic": comp.basic_epsilon, "optimal": comp.optimal_epsilon,
+           "advanced": comp.advanced_epsilon, "rdp": comp.rdp_epsilon, "pld": comp.pld_epsilon}
+    best = math.inf
+    for rule in rules:
+        try:
+            eps, _ = fns[rule](events, delta)
+        except (ValueError, ArithmeticError, NotImplementedError):
+            eps = None
+        if eps is not None:
+            best = min(best, float(eps))
+    return best
+
+
+def _zcdp_budget(eps, delta) -> float:
+    """ρ with ρ + 2√(ρ log(1/δ)) = ε (Bun & Steinke 2016): the planner's fast approximation."""
+    L = math.log(1 / delta)
+    return (math.sqrt(L + eps) - math.sqrt(L)) ** 2
+
+
+def _approx_params(kind, eps, delta, T, nu) -> tuple:
+    """(ε_E, μ = Δ/σ or ε_L) for a split ν — a closed-form approximation used to rank plans.
+
+    Laplace with δ > 0 uses one ε' for all 2T − 1 pure releases (ν is ignored): equal ε keeps
+    the accountant's exact optimal composition to one group of randomized responses, which is
+    fast to evaluate at every record."""
+    if T == 1:
+        return eps, None
+    if delta > 0:
+        rho = _zcdp_budget(eps, delta)
+        if kind == "laplace":
+            e = max(eps / (2 * T - 1), math.sqrt(2 * rho / (2 * T - 1)))
+            return e, e
+        return math.sqrt(2 * nu * rho / T), math.sqrt(2 * (1 - nu) * rho / (T - 1))
+    return nu * eps / T, (1 - nu) * eps / (T - 1)
+
+
+def _plan_events(kind, T, eps_E, z, d):
+    """Events equivalent (for composition) to the plan: T selections, T − 1 releases."""
+    from privfair.privacy import exponential_event, gaussian_event, laplace_event
+
+    evs = [exponential_event(1.0, eps_E, count=T, sensitivity_source="plan")]
+    if T >= 2 and z is not None:
+        if kind == "gaussian":
+            evs.append(gaussian_event(1.0, 1.0 / z, count=T - 1, sensitivity_source="plan"))
+        else:
+            evs.append(laplace_event(1.0, z, dimension=max(d, 1), count=T - 1,
+                                     sensitivity_source="plan"))
+    return evs
+
+
+def _gaussian_release_params(delta_2, mu, delta):
+    """(ε_g, δ_g, σ) that gaussian_mechanism will turn into noise multiplier ≈ 1/μ."""
+    from privfair.privacy import calibrate_gaussian_sigma, gaussian_epsilon
+
+    d_g = delta
+    e_g = gaussian_epsilon(d_g, mu)
+    while e_g <= 0.0:               # μ so small that the release is (0, δ)-DP: any ε > 0 works
+        d_g /= 10.0
+        e_g = gaussian_epsilon(d_g, mu)
+    return e_g, d_g, calibrate_gaussian_sigma(delta_2, e_g, d_g)
+
+
+def calibrate(kind, T, eps_E, z, eps_cap, delta_cap, d, delta_2=None, existing=()):
+    """Scale (ε_E, z) by the largest λ such that ``existing`` + this plan's events compose to
+    ≤ (ε_cap, δ_cap) under the accountant's fast rules; returns a dict with the per-release
+    parameters the mechanisms will be called with, or None if nothing fits."""
+    from privfair.privacy import gaussian_event
+
+    existing = list(existing)
+    target = eps_cap * (1 - _MARGIN)
+
+    def ok(lam):
+        zz = None if z is None else lam * z
+        return _total_epsilon(existing + _plan_events(kind, T, lam * eps_E, zz, d),
+                              delta_cap) <= target
+
+    if delta_cap == 0 and (kind == "laplace" or T == 1):     # basic composition, closed form
+        spent = math.fsum(ev.epsilon * ev.count for ev in existing)
+        total = T * eps_E + ((T - 1) * z if T >= 2 else 0.0)
+        lam = (target - spent) / total
+        if lam <= 0:
+            return None
+        while not ok(lam):
+            lam *= 1 - 1e-9
+    else:
+        lo, hi = 0.0, 1.0
+        if ok(hi):
+            while ok(2 * hi) and hi < 2.0 ** 30:
+                hi *= 2
+            lo, hi = hi, 2 * hi
+        else:
+            lo = 0.5
+            while not ok(lo):
+                lo /= 2
+                if lo < 1e-12:
+                    return None
+        while hi - lo > 1e-5 * hi:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        lam = lo
+    out = {"kind": kind, "T": T, "eps_E": lam * eps_E, "scale_factor": lam}
+    if T >= 2 and z is not None:
+        if kind == "gaussian":
+            for _ in range(20):      # materialise (ε_g, δ_g, σ) as the mechanism will; re-check
+                mu = lam * z
+                e_g, d_g, sigma = _gaussian_release_params(delta_2, mu, delta_cap)
+                evs = [_plan_events(kind, T, lam * eps_E, None, d)[0],
+                       gaussian_event(delta_2, sigma, epsilon=e_g, delta=d_g, count=T - 1,
+                                      sensitivity_source="plan")]
+                if _total_epsilon(existing + evs, delta_cap) <= target:
+                    break
+                lam *= 1 - 1e-6
+            else:  # pragma: no cover - numerical safety net
+                return None
+            out.update(eps_E=lam * eps_E, scale_factor=lam, mu=lam * z, eps_g=e_g, delta_g=d_g,
+                       sigma=sigma)
+        else:
+            out.update(eps_L=lam * z)
+    evs = _plan_events(kind, T, out["eps_E"], None, d)
+    if "sigma" in out:
+        evs.append(gaussian_event(delta_2, out["sigma"], epsilon=out["eps_g"],
+                                  delta=out["delta_g"], count=T - 1, sensitivity_source="plan"))
+    elif "eps_L" in out:
+        evs = _plan_events(kind, T, out["eps_E"], out["eps_L"], d)
+    out["total_epsilon"] = _total_epsilon(existing + evs, delta_cap)
+    return out
+
+
+# ------------------------------------------------------------------------------ backend
+class FrankWolfeBackend(Backend):
+    name = "frank_wolfe"
+    theorem = ("[A] Alg. 4 / Lemma B.4 / Cor B.5 (Frank–Wolfe, curvature C ≤ β·diam²), private "
+               "LMO by the exponential mechanism at privately released loss vectors")
+
+    # -- accepts ------------------------------------------------------------------------------
+    def accepts(self, problem, analysis) -> Verdict:
+        rates = problem.rates
+        ds = getattr(rates, "decisions", None)
+        if ds is None or not getattr(ds, "is_finite", False):
+            return Verdict(False, "needs a finite decision set (pf.FiniteSet or pf.Thresholds); "
+                                  f"got {type(ds).__name__}")
+        if getattr(rates, "surrogate", None) is not None:
+            return Verdict(False, "needs 0-1 statistics of a finite decision set (no surrogate)")
+        if not analysis.is_convex:
+            why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
+            return Verdict(False, "Frank–Wolfe needs convex f and g: "
+                                  f"{why or analysis.curvature}; use backend='exponential', "
+                                  "which needs no convexity")
+        beta = analysis.smoothness.get("h_smooth", {})
+        if all(beta.get(p) is None for p in _NORMS):
+            why = "; ".join(f"{k}: {v}" for k, v in analysis.reasons.items()
+                            if k.startswith("smoothness"))
+            return Verdict(False, "the smoothness of h_smooth is unknown (Frank–Wolfe's rate needs "
+                                  f"it): {why or 'no constant proven'}")
+        for name in ("f", "g"):
+            L = analysis.lipschitz.get(name)
+            if L is not None and all(v is None for v in L.values()):
+                return Verdict(False, f"the Lipschitz constant of {name} is unknown: "
+                                      f"{analysis.reason(f'lipschitz of {name}')}")
+        if analysis.delta_l("l1") is None and analysis.group_mass.get("source") != "private":
+            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
+        return Verdict(True)
+
+    # -- plan ---------------------------------------------------------------------------------
+    def _options(self, options):
+        from privfair.errors import InvalidInputError
+
+        opts = dict(options or {})
+        out = {}
+        T = opts.get("T")
+        if T is not None:
+            if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+                raise InvalidInputError("T", T, "pass a positive integer number of iterations")
+            out["T"] = int(T)
+        rng_ = opts.get("T_range")
+        if rng_ is not None:
+            try:
+                lo, hi = (int(v) for v in rng_)
+            except (TypeError, ValueError):
+                raise InvalidInputError("T_range", rng_, "pass (lo, hi) with 1 ≤ lo ≤ hi") from None
+            if not 1 <= lo <= hi:
+                raise InvalidInputError("T_range", rng_, "pass (lo, hi) with 1 ≤ lo ≤ hi")
+            out["T_range"] = (lo, hi)
+        mech = opts.get("mechanism")
+        if mech is not None:
+            if mech not in ("gaussian", "laplace"):
+                raise InvalidInputError("mechanism", mech, "choose 'gaussian' or 'laplace'")
+            out["mechanism"] = mech
+        if "_noise_multiplier" in opts:
+            k = opts["_noise_multiplier"]
+            if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k < math.inf:
+                raise InvalidInputError("_noise_multiplier", k, "a positive number (TESTS ONLY)")
+            out["_noise_multiplier"] = float(k)
+        return out
+
+    def plan(self, problem, analysis, privacy, options) -> Plan:
+        opts = self._options(options)
+        c = _Constants(problem, analysis)
+        params = {"G": analysis.G, "smoothing": analysis.smoothing, "candidates": c.m,
+                  "support": c.d, "C_h": c.C, "C_h_norm": c.C_norm,
+                  "diameter": dict(c.diam), "beta_h_smooth": dict(c.beta)}
+        notes = []
+        if "_noise_multiplier" in opts:
+            params["_noise_multiplier"] = opts["_noise_multiplier"]
+            notes.append(f"TEST-ONLY noise multiplier {opts['_noise_multiplier']:g}: the noise "
+                         "scales are multiplied by it; NOT private at the stated ε if < 1")
+        if not privacy.is_private:
+            T = opts.get("T") or self._nonprivate_T(c, analysis)
+            b = c.bound(T)
+            params.update(T=T, cor_b5_T=analysis.iterations.get("frank_wolfe_T"),
+                          bound_h_smooth=b["total"],
+                          cor_b5_bound=self._cor_b5(c, analysis, T))
+            return Plan(self.name, privacy, analysis, problem, params=params, budget=[],
+                        predicted_excess_risk=b["total"] + c.smoothing_gap, theorem=self.theorem,
+                        notes=notes + ["exact linear minimisation oracle on the exact loss vectors"])
+        eps, delta = privacy.epsilon, privacy.delta
+        if c.em_sensitivity is None or c.delta_l["l1"] is None:
+            T = opts.get("T") or T_RANGE[0]
+            params.update(T=T)
+            return Plan(self.name, privacy, analysis, problem, params=params,
+                        budget=[], predicted_excess_risk=math.inf, theorem=self.theorem,
+                        notes=notes + ["Δℓ unknown at planning time"])
+        kinds = [opts["mechanism"]] if "mechanism" in opts else (
+            ["gaussian", "laplace"] if delta > 0 else ["laplace"])
+        if delta == 0 and kinds == ["gaussian"]:
+            from privfair.errors import InvalidInputError
+
+            raise InvalidInputError("mechanism", "gaussian", "the Gaussian mechanism needs δ > 0")
+        if "T" in opts:
+            Ts = [opts["T"]]
+        else:
+            lo, hi = opts.get("T_range", T_RANGE)
+            Ts = sorted(set(int(round(v)) for v in np.geomspace(lo, hi, 16)))
+        cands = []
+        for kind in kinds:
+            sens = c.delta_l["l2"] if kind == "gaussian" else c.delta_l["l1"]
+            cand = None
+            for T in Ts:
+                splits = SPLITS if T >= 2 and (kind == "gaussian" or delta == 0) else (0.5,)
+                for nu in splits:
+                    e_E, z = _approx_params(kind, eps, delta, T, nu)
+                    scale = None if z is None else sens / z
+                    risk = c.bound(T, e_E, kind, scale)["total"]
+                    if cand is None or risk < cand[0]:
+                        cand = (risk, kind, T, nu, e_E, z)
+            cands.append(cand)
+        cands.sort(key=lambda x: x[0])
+        best = None
+        for approx_risk, kind, T, nu, e_E, z in cands:
+            if best is not None and approx_risk > 1.5 * best[0]["total"]:
+                continue      # clearly worse: skip its exact calibration
+            cal = calibrate(kind, T, e_E, z, eps, delta, c.d, delta_2=c.delta_l["l2"])
+            if cal is None:
+                continue
+            scale = (cal.get("sigma") if kind == "gaussian" else
+                     (c.delta_l["l1"] / cal["eps_L"] if "eps_L" in cal else None))
+            b = c.bound(T, cal["eps_E"], kind, scale)
+            if best is None or b["total"] < best[0]["total"]:
+                best = (b, kind, T, nu, cal, scale)
+        if best is None:
+            params.update(T=Ts[0])
+            return Plan(self.name, privacy, analysis, problem, params=params, budget=[],
+                        predicted_excess_risk=math.inf, theorem=self.theorem,
+                        notes=notes + ["no calibration fits the budget"])
+        b, kind, T, nu, cal, scale = best
+        params.update(T=T, mechanism=kind, selection_share=nu, calibration=cal,
+                      noise_scale=scale, em_sensitivity_bound=c.em_sensitivity,
+                      bound_parts=b, bound_h_smooth=b["total"],
+                      cor_b5_T=analysis.iterations.get("frank_wolfe_T"))
+        budget = [(f"each of T={T} exponential-mechanism draws (private LMO)", cal["eps_E"], 0.0)]
+        if T >= 2:
+            if kind == "gaussian":
+                budget.append((f"each of T−1={T - 1} Gaussian releases of ℓ_S (σ={scale:.3g})",
+                               cal["eps_g"], cal["delta_g"]))
+            else:
+                budget.append((f"each of T−1={T - 1} Laplace releases of ℓ_S (b={scale:.3g})",
+                               cal["eps_L"], 0.0))
+        notes.append(f"composed total ε={cal['total_epsilon']:.4g} at δ={delta:g} "
+                     "(accountant's rules; the certificate may be tighter)")
+        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                    predicted_excess_risk=b["total"] + c.smoothing_gap, theorem=self.theorem,
+                    notes=notes)
+
+    @staticmethod
+    def _nonprivate_T(c, analysis):
+        """Smallest T with (★) ≤ α/2 (so h is within α of its minimum), capped."""
+        target = analysis.alpha / 2
+        if c.optimization_bound(1) <= target:
+            return 1
+        lo, hi = 1, T_NONPRIVATE_MAX
+        if c.optimization_bound(hi) > target:
+            return hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if c.optimization_bound(mid) > target else (lo, mid)
+        return hi
+
+    @staticmethod
+    def _cor_b5(c, analysis, T):
+        b = c.beta.get("l2")
+        if b is None or T < 2:
+            return math.inf
+        return 2 * max(c.d, 1) * b * math.log(T) / T
+
+    # -- run ----------------------------------------------------------------------------------
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        from privfair.errors import InvalidInputError
+        from privfair.privacy import (exponential_mechanism, gaussian_mechanism,
+                                      laplace_mechanism)
+        from privfair.privacy.randomness import as_source
+        from privfair.result import Result
+
+        problem, analysis, params = plan.problem, plan.analysis, plan.params
+        ds = problem.rates.decisions
+        private = plan.privacy.is_private
+        T = int(params["T"])
+        src = as_source(rng) if private else None
+        k = float(params.get("_noise_multiplier", 1.0))
+        if private and k != 1.0 and not src.seeded:
+            self.refuse("the test-only '_noise_multiplier' knob is refused outside seeded test runs")
+        torch = None
+        if device in ("cuda", "torch"):
+            try:
+                import torch
+            except ImportError:  # pragma: no cover - depends on the environment
+                raise InvalidInputError("device", device, "torch is not installed; use "
+                                        "device='cpu' or pip install torch") from None
+        c = _Constants(problem, analysis)
+        S = c.support
+        if private:
+            if c.delta_l["l1"] is None:
+                self.refuse(f"Δℓ is unknown: {analysis.reason('delta_l')}")
+            cal = self._fit(plan, c, accountant)
+        L = problem.rates.evaluate_all()                      # (m, K): one vectorized pass
+        LS = L[:, S]
+        if torch is not None:
+            LS_dev = torch.as_tensor(LS, dtype=torch.float64,
+                                     device="cuda" if device == "cuda" else "cpu")
+        protect = plan.privacy.protect
+        tag = "" if k == 1.0 else f" [TEST-ONLY ×{k:g}: NOT the proven sensitivity]"
+
+        point = np.full(c.K, 0.5)                             # public start l_0
+        l_tilde = None                                        # released FW combination on S
+        weights = np.zeros(c.m)
+        trace = []
+        iterator = range(T)
+        if progress and T >= 100:
+            try:
+                from tqdm.auto import tqdm
+
+                iterator = tqdm(iterator, desc="frank_wolfe", leave=False)
+            except ImportError:  # pragma: no cover
+                pass
+        for t in iterator:
+            gamma = 2.0 / (t + 2)
+            if l_tilde is not None:
+                point[S] = np.clip(l_tilde, 0.0, 1.0)         # post-processing of releases
+            r = np.asarray(analysis.h_smooth_grad(point), dtype=float)[S]
+            if torch is not None:
+                scores = -(LS_dev @ torch.as_tensor(r, dtype=torch.float64, device=LS_dev.device))
+            else:
+                scores = -(LS @ r)
+            rec = {"t": t, "gamma": gamma}
+            if private:
+                sens, norm = self._score_sensitivity(r, c)
+                idx = int(exponential_mechanism(
+                    scores, sens * k, cal["eps_E"], rng=src, accountant=accountant,
+                    sensitivity_source=(f"‖r_t,S‖_{_DUAL[norm]}·Δℓ({norm}) from the public "
+                                        f"gradient r_t and the compiler's Δℓ under "
+                                        f"protect={protect!r}{tag}"),
+                    label=f"frank_wolfe LMO, iteration {t}"))
+                rec.update(score_sensitivity=sens, norm=norm)
+            else:
+                s_np = scores.cpu().numpy() if torch is not None else scores
+                idx = int(np.argmax(s_np))        # exact LMO
+            weights *= 1.0 - gamma
+            weights[idx] += gamma
+            rec["index"] = idx
+            if t < T - 1:
+                value = LS[idx]
+                if not private:
+                    released = value
+                elif cal["kind"] == "gaussian":
+                    released = gaussian_mechanism(
+                        value, c.delta_l["l2"] * k, cal["eps_g"], cal["delta_g"], rng=src,
+                        accountant=accountant,
+                        sensitivity_source=(f"compiler: Δℓ(l2) on the support under "
+                                            f"protect={protect!r}{tag}"),
+                        label=f"frank_wolfe loss vector, iteration {t}")
+                else:
+                    released = laplace_mechanism(
+                        value, c.delta_l["l1"] * k, cal["eps_L"], rng=src, accountant=accountant,
+                        sensitivity_source=(f"compiler: Δℓ(l1) on the support under "
+                                            f"protect={protect!r}{tag}"),
+                        label=f"frank_wolfe loss vector, iteration {t}")
+                released = np.asarray(released, dtype=float)
+                l_tilde = released if l_tilde is None else (1 - gamma) * l_tilde + gamma * released
+            trace.append(rec)
+        keep = np.flatnonzero(weights > 0)
+        w = weights[keep] / weights[keep].sum()
+        info = {"T": T}
+        if not private:     # exact quantities only for the non-private reference
+            lT = w @ L[keep]
+            info.update(loss_vector=lT, h_smooth=float(analysis.h_smooth_value(lT)),
+                        h=float(analysis.h_value(lT)))
+        else:
+            info.update(calibration=cal)
+        return Result(self.name, [ds.decision(int(i)) for i in keep], w, ds, plan=plan,
+                      trace=trace, info=info)
+
+    @staticmethod
+    def _score_sensitivity(r, c):
+        """min over norms of ‖r‖_dual·Δℓ(norm) — from the public gradient r."""
+        dual = {"l1": np.max(np.abs(r)) if r.size else 0.0, "l2": float(np.linalg.norm(r)),
+                "linf": float(np.sum(np.abs(r)))}
+        best = None
+        for p in _NORMS:
+            if c.delta_l[p] is None:
+                continue
+            v = float(dual[p]) * c.delta_l[p]
+            if best is None or v < best[0]:
+                best = (v, p)
+        sens, norm = best
+        if not sens > 0:   # r = 0 on the support: every score is 0, any positive Δ is valid
+            sens = c.delta_l[norm] if c.delta_l[norm] > 0 else 1.0
+        return sens, norm
+
+    def _fit(self, plan, c, accountant):
+        """The plan's calibration, re-fitted to the accountant's limit and recorded events."""
+        params, privacy = plan.params, plan.privacy
+        cal = params.get("calibration")
+        if cal is None:
+            self.refuse("the plan has no privacy calibration (Δℓ was unknown when planning)")
+        existing = list(accountant.events) if accountant is not None else []
+        limit = getattr(accountant, "limit", None)
+        if limit is None:          # nothing to fit: the plan's own spend is plan.privacy
+            return cal
+        eps_cap, delta_cap = limit
+        if not existing and eps_cap >= privacy.epsilon and delta_cap >= privacy.delta:
+            return cal
+        kind, T = cal["kind"], cal["T"]
+        z = cal.get("mu", cal.get("eps_L"))
+        new = calibrate(kind, T, cal["eps_E"], z, eps_cap, delta_cap, c.d,
+                        delta_2=c.delta_l["l2"], existing=existing)
+        if new is None:
+            self.refuse("the accountant's remaining budget cannot fit any Frank–Wolfe release")
+        plan.notes.append(f"run: scale re-fitted to the accountant's limit with {len(existing)} "
+                          f"earlier event(s): ×{new['scale_factor']:.4g}")
+        params["calibration_run"] = new
+        return new
+
+
+from . import register  # noqa: E402
+
+register(FrankWolfeBackend())

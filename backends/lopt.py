@@ -1,0 +1,353 @@
+"""Linear-optimization reduction (LOPT) — [A] §5.2–5.3, Algorithm 2 (corrected), Thm 5.5, 5.9,
+5.10, Cor 5.11.
+
+Algorithm (what runs).  h_s = f̃ + G·s·log(1 + e^{g̃/s}) is the compiler's smooth penalty
+(``Analysis.h_smooth_grad``; h ≤ h_s ≤ h + gap), S the support, x₀ = ½·1 a public start::
+
+    for t = 1..T:
+        y_{t−1} = clip_[0,1](mean of the released l̃_1..l̃_{t−1})      (y₀ = x₀)
+        r_t     = ∇h_s(y_{t−1}) = ∇f̃ + G·σ(g̃/s)·∇g̃                   (with G: trap 1)
+        c_t     = LOPT_ε'(r_t), a private approximate minimizer of r_t·ℓ(c, D)
+        l̃_t     = ℓ_S(c_t, D) + Laplace(Δℓ₁) or Gaussian(Δℓ₂) noise  (t < T; trap 2)
+    return the uniform mixture of c_1..c_T
+
+Corrections to Algorithm 2 as printed.  (1) G multiplies ∇g (Algorithm 4 has it).  (2) r_t is
+computed from released loss vectors only, so every oracle sees public weights, as [A] Def. 1.4
+needs.  (3) The weights are taken at the running *mean* of the released loss vectors, not at the
+last iterate: best-responding to ∇h at the last iterate is not a no-regret dynamics (ℓ(a) = (1,0),
+ℓ(b) = (0,1), ℓ(c) = (.3,.3), h = ‖ℓ − (.3,.3)‖²: a and b alternate forever, h = 0.08 against
+0), whereas ∇h_s at the mean is follow-the-leader for the weight player of
+min_p max_u u·ℓ(p) − h_s*(u) — Frank–Wolfe with step 1/(t+1), whose iterate *is* the uniform
+mixture.  (4) σ(g/s) smooths 1[g ≥ 0] (s → 0 recovers it).  ``options={"anchor": "last"}`` and
+``{"weights": "subgradient"}`` run the printed variants, with no proven bound.
+
+Bound (proof in docs/backends/lopt notes; each step elementary).  With x_t the mean of the true
+ℓ_1..ℓ_t, Φ_t = t·h_s(x_t) satisfies Φ_t − Φ_{t−1} ≤ lin_{x_{t−1}}(ℓ_t) + β‖ℓ_t − x_{t−1}‖²/(2t);
+lin_x ≤ lin_y + min(β‖x − y‖, 2L)·D (clipping is non-expansive); lin_y(ℓ_t) ≤ h_s(ℓ*) + τ_t by
+the oracle and convexity.  Hence, for the uniform mixture p̄ and every norm q,
+
+    h(ℓ(p̄)) − min_p h(ℓ(p)) ≤ gap + (1/T)Σ_t (τ_t + e_t) + β_q D_q² H_T/(2T),
+
+τ_t the oracle's excess on r_t ([A] Thm 3.6 for the exponential mechanism; noisy GD for
+linear classifiers), e_t = min(β_q‖ξ̄_{t−1}‖_q, 2L_q)·D_q the release noise, D_q the diameter
+of [0,1]^S, H_T the harmonic number.  ``plan`` picks T (1..100) minimizing it.
+
+Privacy.  Oracles and releases are mechanisms of :mod:`privfair.privacy` recorded in the
+accountant before they draw; r_t, y_t and the mixture are post-processing; T oracle calls and
+T − 1 releases compose adaptively.  The per-call budget is the larger of [A] Lemma 5.8 and what
+the accountant proves (optimal composition, exact GDP, RDP/PLD bisection); both are in the notes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _oracles as O
+from .base import Backend, Plan, Verdict
+from .exponential import RHO
+
+T_GRID = (1, 2, 3, 5, 7, 10, 14, 20, 28, 40, 56, 80, 100)
+T_DEFAULT = 20           # when no bound is proven
+_OPTIONS = ("T", "release_share", "gd_steps", "weights", "anchor", "_noise_multiplier")
+
+
+def _options(options):
+    from privfair.errors import InvalidInputError
+
+    o = {k: options[k] for k in _OPTIONS if k in options}
+    if "T" in o and (isinstance(o["T"], bool) or not isinstance(o["T"], int) or o["T"] < 1):
+        raise InvalidInputError("T", o["T"], "pass a positive integer number of iterations")
+    for k in ("release_share", "gd_steps"):
+        if k in o and not (isinstance(o[k], (int, float)) and 0 < o[k] < math.inf):
+            raise InvalidInputError(k, o[k], "pass a positive number")
+    if o.get("weights", "smooth") not in ("smooth", "subgradient"):
+        raise InvalidInputError("weights", o["weights"], "choose 'smooth' or 'subgradient'")
+    if o.get("anchor", "mean") not in ("mean", "last"):
+        raise InvalidInputError("anchor", o["anchor"], "choose 'mean' or 'last'")
+    m = o.get("_noise_multiplier", 1.0)
+    if not (isinstance(m, (int, float)) and 0 < m <= 1):
+        raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
+    return o
+
+
+def _oracle_kind(problem):
+    ds = getattr(problem.rates, "decisions", None)
+    if ds is not None and getattr(ds, "is_finite", False):
+        return "finite"
+    from privfair.decisions import LinearClassifier
+
+    if isinstance(ds, LinearClassifier) and problem.rates.surrogate is not None:
+        return "erm"
+    return None
+
+
+def _sign_violation(problem, analysis):
+    """The first (expression, coordinate) whose monotonicity lets a weight take the wrong sign
+    for the surrogate's convexity (None when every r_t gives a convex weighted ERM)."""
+    mask = O.erm_sign_mask(problem.rates)
+    exprs = [("f", problem.f), ("f", analysis.f_smooth)]
+    exprs += [(f"g[{j}]", g) for j, g in enumerate(problem.g)]
+    exprs += [(f"g[{j}]", g) for j, g in enumerate(analysis.g_smooth)]
+    for name, e in exprs:
+        mono = e.monotonicity()
+        for k in analysis.support:
+            need, m = mask[k], mono[k]
+            if m == 0 or (need != 0 and m == need):
+                continue
+            return name, problem.rates.names[k], need
+    return None
+
+
+class LoptBackend(Backend):
+    name = "lopt"
+    theorem = "[A] Algorithm 2 (corrected) with Thm 5.5/5.10 oracles; Frank–Wolfe/FTL regret"
+
+    def accepts(self, problem, analysis) -> Verdict:
+        kind = _oracle_kind(problem)
+        if kind is None:
+            ds = getattr(problem.rates, "decisions", None)
+            hint = (" — ℓ of 0-1 predictions is not convex in θ; build the rates with "
+                    "pf.rates(..., surrogate='logistic') or 'smoothed_hinge'"
+                    if type(ds).__name__ == "LinearClassifier" else "")
+            return Verdict(False, "needs a finite decision set (pf.FiniteSet, pf.Thresholds) or a "
+                                  f"pf.LinearClassifier with a convex surrogate{hint}")
+        if not analysis.is_convex:
+            why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
+            return Verdict(False, f"LOPT needs convex f and g: {why}")
+        for name in ("f", "g"):
+            L = analysis.lipschitz.get(name)
+            if L is not None and all(v is None for v in L.values()):
+                return Verdict(False, f"the Lipschitz constant of {name} is unknown: "
+                                      f"{analysis.reason(f'lipschitz of {name}')}")
+        private = analysis.privacy.is_private
+        if private and analysis.delta_l("l1") is None and analysis.group_mass.get("source") != "private":
+            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
+        if kind == "erm":
+            bad = _sign_violation(problem, analysis)
+            if bad is not None:
+                name, coord, need = bad
+                want = {1: "non-decreasing", -1: "non-increasing", 0: "independent of"}[need]
+                return Verdict(False, (
+                    f"{name} is not {want} in {coord} (a coordinate the {problem.rates.surrogate} "
+                    "surrogate makes " + {1: "convex", -1: "concave", 0: "neither convex nor concave"}
+                    [need] + " in θ), so some weight r_t on it can have the wrong sign and the "
+                    "oracle's weighted ERM is not convex; use non-negative weights on fp/fn/fpr/fnr "
+                    "(non-positive on tn/tp/tnr/tpr, none on selection), or a finite decision set "
+                    "(pf.Thresholds / pf.FiniteSet) with backend='lopt' or 'exponential'"))
+            if private and analysis.privacy.delta == 0:
+                return Verdict(False, "the linear-classifier oracle is noisy gradient descent, "
+                                      "(ε, δ)-DP only: pass pf.DP(epsilon, delta > 0)")
+        return Verdict(True)
+
+    # ------------------------------------------------------------------------------ planning
+    def plan(self, problem, analysis, privacy, options) -> Plan:
+        opts = _options(options)
+        kind = _oracle_kind(problem)
+        rates, S = problem.rates, list(analysis.support)
+        c = O.Bound(problem, analysis, kind, opts)
+        params = {"oracle": {"finite": "exponential mechanism", "erm": "noisy projected GD"}[kind],
+                  "G": analysis.G, "smoothing": analysis.smoothing,
+                  "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean")}
+        notes = ["corrections to [A] Algorithm 2: G·∇g in r_t (trap 1); r_t from privately "
+                 "released loss vectors (trap 2); weights at the running mean of the releases "
+                 "(follow-the-leader) instead of the last iterate, which has no regret bound"]
+        if "_noise_multiplier" in opts:
+            params["_noise_multiplier"] = float(opts["_noise_multiplier"])
+            notes.append(f"TEST ONLY: noise × {opts['_noise_multiplier']:g} below what the "
+                         "certificate records — this run is NOT private")
+        if not c.proven:
+            notes.append(f"no proven bound: {c.why}")
+        if not privacy.is_private:
+            T = opts.get("T", T_GRID[-1])
+            params.update(T=T, calibration=None)
+            return Plan(self.name, privacy, analysis, problem, params=params,
+                        predicted_excess_risk=c.bound(T, None), theorem=self.theorem,
+                        notes=notes + ["ε = ∞: exact oracle (argmin / SLSQP), exact loss vectors"])
+        eps, delta = privacy.epsilon, privacy.delta
+        share = float(opts.get("release_share", 1.0))
+        kinds = ["gdp"] if kind == "erm" else (["pure"] if delta == 0 else ["pure", "gaussian"])
+        if kind == "finite" and delta > 0 and share != 1.0:
+            kinds = ["gaussian"]
+        Ts = [opts["T"]] if "T" in opts else list(T_GRID)
+        best = None
+        for T in Ts:
+            for k in kinds:
+                cal = O.calibrate(k, T, eps, delta, share)
+                key = (c.bound(T, cal), -cal.get("oracle_epsilon", cal.get("oracle_mu", 0.0)))
+                if best is None or key < best[0]:
+                    best = (key, T, k)
+        (b, _), T, k = best
+        if not math.isfinite(b) and "T" not in opts:
+            T = T_DEFAULT
+        cal = O.calibrate(k, T, eps, delta, share, thorough=(k == "gaussian"))
+        risk = c.bound(T, cal)
+        params.update(T=T, calibration=cal, composition=cal["rule"], release_share=share)
+        if kind == "erm":
+            params["gd_steps"] = c.steps(cal["oracle_mu"])
+        budget, paper = _budget_lines(kind, T, cal, eps, delta)
+        notes.append(f"[A] Lemma 5.8 (advanced composition): ε' = {paper} per oracle call "
+                     f"(counting the T = {T} calls only); this run, by {cal['rule']}: "
+                     + "; ".join(f"{w}: ε={e:.4g}, δ={d:.2g}" for w, e, d in budget))
+        notes.append("predicted bound: gap + oracle excess + release-noise term + "
+                     "FTL regret β·D²·H_T/(2T)" + (f", w.p. ≥ {1 - RHO:g}" if kind == "finite"
+                                                   else ", the oracle term in expectation"))
+        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+
+    # ------------------------------------------------------------------------------ running
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        from tqdm.auto import tqdm
+
+        from privfair.privacy.randomness import as_source
+        from privfair.result import Result
+
+        problem, an, p = plan.problem, plan.analysis, plan.params
+        rates, ds = problem.rates, problem.rates.decisions
+        kind, T, S = _oracle_kind(problem), p["T"], np.asarray(an.support, dtype=int)
+        private, mult = plan.privacy.is_private, p.get("_noise_multiplier", 1.0)
+        src = as_source(rng)
+        if mult != 1.0 and not src.seeded:
+            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
+        cal = p["calibration"]
+        if private and accountant is not None and accountant.limit is not None:
+            cal = _fit(cal, accountant, T, p.get("gd_steps", 1), len(S), plan.privacy.delta)
+        torch_dev = device if device in ("cuda", "torch") else None
+        if kind == "finite":
+            L = rates.evaluate_all()[:, S]
+            xp_L = None
+            if torch_dev:
+                import torch
+
+                xp_L = torch.as_tensor(L, device="cuda" if device == "cuda" else "cpu")
+        mask = O.erm_sign_mask(rates) if kind == "erm" else None
+        y, total, last, chosen, trace = O.start_point(rates), np.zeros(len(S)), None, [], []
+        steps = tqdm(range(1, T + 1), desc="lopt", leave=False) if progress else range(1, T + 1)
+        for t in steps:
+            if t > 1:
+                y[S] = np.clip(total / (t - 1) if p["anchor"] == "mean" else last, 0.0, 1.0)
+            r = _weights(problem, an, y, p["weights"])
+            rec = {"t": t, "weights_l1": float(np.abs(r).sum())}
+            label = f"LOPT oracle call {t}/{T}"
+            if kind == "finite":
+                idx, sens = O.finite_oracle(L, r[S], cal["oracle_epsilon"] if private else None,
+                                            an, rng=src, accountant=accountant, xp_L=xp_L,
+                                            mult=mult, label=label)
+                chosen.append(idx)
+                loss, rec["index"] = L[idx], idx
+            else:
+                r = np.where(mask * r < 0, 0.0, r) * (mask != 0)   # float noise only (accepts)
+                if private:
+                    theta, sens = O.erm_oracle(rates, r, cal["oracle_mu"], p["gd_steps"],
+                                               plan.privacy.protect, rng=src,
+                                               accountant=accountant, device=torch_dev,
+                                               mult=mult, label=label)
+                else:
+                    theta, sens = O.erm_exact(rates, r), None
+                chosen.append(theta)
+                loss = rates.evaluate(theta)[S] if t < T else None
+            rec["oracle_sensitivity"] = sens
+            if t < T:
+                if private:
+                    loss = O.release_loss(loss, cal["release"], an, rng=src,
+                                          accountant=accountant, mult=mult,
+                                          label=f"LOPT loss release {t}/{T - 1}")
+                    rec["released_loss"] = [float(v) for v in loss]
+                total, last = total + loss, loss
+            trace.append(rec)
+        decisions, weights = _merge(ds, chosen, kind)
+        return Result(self.name, decisions, weights, ds, plan=plan, trace=trace,
+                      info={"T": T, "calibration": cal})
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _weights(problem, analysis, y, mode):
+    """r = ∇h_s(y) (smooth) or Algorithm 2's ∇f + G·1[g ≥ 0]·∇g (subgradient, with G)."""
+    if mode == "smooth":
+        return np.asarray(analysis.h_smooth_grad(y), dtype=float)
+    r = np.asarray(problem.f.grad(y), dtype=float)
+    if problem.g:
+        vals = [float(g.value(y)) for g in problem.g]
+        j = int(np.argmax(vals))
+        if vals[j] >= 0:
+            r = r + analysis.G * np.asarray(problem.g[j].grad(y), dtype=float)
+    return r
+
+
+def _merge(ds, chosen, kind):
+    keys, out = {}, []
+    for c in chosen:
+        key = c if kind == "finite" else tuple(np.round(c, 12))
+        if key not in keys:
+            keys[key] = len(out)
+            out.append([c, 0])
+        out[keys[key]][1] += 1
+    dec = [ds.decision(c) if kind == "finite" else c for c, _ in out]
+    return dec, np.array([k for _, k in out], dtype=float) / len(chosen)
+
+
+def _scaled(cal, f, delta, T):
+    out = dict(cal)
+    if "oracle_mu" in cal:
+        out["oracle_mu"] = cal["oracle_mu"] * f
+    else:
+        out["oracle_epsilon"] = cal["oracle_epsilon"] * f
+    rel = cal["release"]
+    out["release"] = (O._gauss_release(rel["mu"] * f, delta, T) if rel["mechanism"] == "gaussian"
+                      else {"mechanism": "laplace", "epsilon": rel["epsilon"] * f})
+    return out
+
+
+def _fit(cal, accountant, T, steps, dim, delta):
+    """The planned budget, shrunk if needed so that it fits the accountant's limit together with
+    what it already recorded (e.g. a group-mass estimate).  Public: no data is read."""
+    from privfair.privacy import Accountant
+
+    eps_cap = accountant.limit[0] * (1 - 1e-9)
+
+    def fits(f):          # cheapest rules first, as the accountant's own limit check does
+        events = list(accountant.events) + O.planned_events(_scaled(cal, f, delta, T), T, steps, dim)
+        for rule in ("basic", "gdp", "optimal", "advanced", "rdp", "pld"):
+            if rule in accountant.rules:
+                acc = Accountant(delta=accountant.limit[1] or None, rules=(rule,))
+                acc.extend(events)
+                try:
+                    if acc.total().epsilon <= eps_cap:
+                        return True
+                except Exception:  # noqa: BLE001 - this rule does not apply
+                    pass
+        return False
+    if fits(1.0):
+        return cal
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return _scaled(cal, lo, delta, T)
+
+
+def _budget_lines(kind, T, cal, eps, delta):
+    from privfair.privacy import calibrate_advanced, gaussian_epsilon
+
+    if delta > 0:
+        paper = calibrate_advanced(eps, delta, T, 0.0 if kind == "finite" else "paper").epsilon
+        paper = f"{paper:.4g}"
+    else:
+        paper = f"n/a at δ = 0 (basic: {eps / T:.4g})"
+    if kind == "finite":
+        lines = [(f"each of {T} oracle calls (exponential mechanism)", cal["oracle_epsilon"], 0.0)]
+    else:
+        d = delta / (4 * T)
+        lines = [(f"each of {T} oracle calls (noisy GD, μ={cal['oracle_mu']:.3g})",
+                  gaussian_epsilon(d, cal["oracle_mu"]), d)]
+    rel = cal["release"]
+    if T > 1:
+        lines.append((f"each of {T - 1} loss releases ({rel['mechanism']})", rel["epsilon"],
+                      rel.get("delta", 0.0)))
+    return lines, paper
+
+
+from . import register  # noqa: E402
+
+register(LoptBackend())

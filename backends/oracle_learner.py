@@ -1,0 +1,410 @@
+"""DP oracle learner — [J] §4, Algorithm 3 with Subroutine 2, Thm 4.3/4.4 (the Lagrangian game of
+Agarwal et al. 2018, made private).
+
+Algorithm (what runs).  The constraints of the problem are read as K_c linear terms
+r_k(ℓ) = a_k·ℓ − c_k ≤ 0 (for equalized odds with |A| groups against a reference, [J]'s
+4(|A| − 1) signed gaps minus γ); L(Q, λ) = f(ℓ(Q)) + λ·r(ℓ(Q)), λ ∈ Λ = {λ ≥ 0, ‖λ‖₁ ≤ B}::
+
+    θ_1 = 0 ∈ R^{K_c}
+    for t = 1..T:
+        λ_t = B·e^{θ_t}/(1 + Σ_k e^{θ_t,k})                       (exponentiated gradient)
+        h_t = BEST_ε'(λ_t): a private best response to w_t = ∇f + Σ_k λ_t,k a_k     (Subroutine 2)
+        if t < T:
+            ℓ̃_t = ℓ_S(h_t, D) + Lap(Δℓ₁(S)/ε')                  (the auditor's release)
+            θ_{t+1} = θ_t + η·(a_k·ℓ̃_t − c_k)_k
+    output the uniform mixture of h_1..h_T (A-blind: no h_t reads the sensitive attribute)
+
+Private best responses (cost-sensitive classification, Subroutine 2's costs C¹ − C⁰ = n·c_i):
+
+* finite H (``pf.FiniteSet``, ``pf.Thresholds``): the exponential mechanism with score
+  −w_t·ℓ(h, D) over every h (McSherry & Talwar 2007), sensitivity
+  :func:`~._jagielski.linear_sensitivity` of the public w_t;
+* ``pf.LinearClassifier`` (protect="sensitive"): the least-squares cost regression of [J] §5 /
+  Kearns et al. 2018a with Smith et al. 2017's noise: v = Σ_i c_i x̂_i released with Laplace
+  (ℓ1 sensitivity :func:`~._jagielski.regression_sensitivity`; x̂ = (x, 1) is public under this
+  relation, so XᵀX needs no noise), β = (X̂ᵀX̂ + ρI)⁻¹ n·ṽ, h(x) = 1[x̂·β < 0] scaled into the
+  ball.  A heuristic oracle: no excess-risk bound is claimed (predicted risk ∞).
+
+Corrections to the paper ([J] Algorithm 3 as printed).  (1) Its noise scale
+8|A|√(T ln(1/δ))/((min q̂_ay·m − 1)ε) reads min q̂_ay, which is private: here every conditional
+rate is clamped with a public or privately estimated group-mass bound q (privfair.stats), so the
+sensitivities hold on every dataset whatever q̂ is.  (2) The authors' public code passes the
+Laplace scale as the *location* argument (noise of scale 1); here every draw goes through
+privfair.privacy's exact Laplace and exponential mechanisms.  (3) The auditor releases the rates
+ℓ_S (‖Δ‖₁ = Δℓ₁(S) ≈ 2/(nq)) rather than the 4(|A| − 1) violations (‖Δ‖₁ ≈ 2|A|/(nq)), and only
+T − 1 times (the last gradient is never used).  (4) The budget: T oracle calls and T − 1 releases,
+each ε'-DP, composed by the accountant (exact optimal composition for δ > 0, Kairouz et al. 2017;
+basic for δ = 0), rather than ε' = ε/(4√(T ln(1/δ))) from advanced composition (noted in the plan).
+
+Theorem (the argument of [J] Thm 4.3/4.4 with this implementation's constants,
+:func:`~._jagielski.oracle_nu`).  W.p. ≥ 1 − β the average plays form a ν-approximate equilibrium,
+so f(Q̄) ≤ f(Q*) + 2ν against every γ-fair mixture Q*, and every term r_k(Q̄) ≤ (range f + 2ν)/B.
+Since max_{λ∈Λ} λ·r = B·max(0, max_k r_k), the game's value is min h_B for the penalty
+h_B = f + B·max(0, max_k r_k): the predicted excess of h = f + G·max(0, g) (G from the compiler) is
+2ν for B = G and 2ν + (G − B)(range f + 2ν)/B for B < G (:func:`~._jagielski.penalty_excess`).
+
+Knob mapping (docs/published_algorithms.md).  γ from each constraint's level as for
+post-processing (|·|, maximum, norm_inf: γ = c; lse over m entries: γ = c − log(m)/η; affine:
+one side).  B and T: given (options ``B=``, ``T=``), else the pair on a public grid minimising the
+predicted excess (B ≤ G; B = G turns the game into [A]'s penalty form exactly).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _jagielski as J
+from .base import Backend, Plan, Verdict
+
+T_GRID = (1, 2, 3, 5, 8, 12, 20, 30, 50, 80)
+T_DEFAULT = 20            # private runs without a finite bound (regression oracle)
+T_NONPRIVATE = 1000       # ε = ∞ reference runs
+B_STEPS = 12              # B ∈ {G·2^-k : k < B_STEPS} ∪ {1} for the search
+RIDGE = 1e-3              # ρ = RIDGE·n in the least-squares oracle (post-processing)
+_OPTIONS = ("T", "B", "beta", "eta", "ridge", "_noise_multiplier")
+
+
+def _options(options):
+    from privfair.errors import InvalidInputError
+
+    o = {k: options[k] for k in _OPTIONS if k in options}
+    if "T" in o and (isinstance(o["T"], bool) or not isinstance(o["T"], int) or o["T"] < 1):
+        raise InvalidInputError("T", o["T"], "pass a positive integer number of rounds")
+    for k in ("B", "eta", "ridge"):
+        if k in o and (isinstance(o[k], bool) or not isinstance(o[k], (int, float))
+                       or not 0 < o[k] < math.inf):
+            raise InvalidInputError(k, o[k], "pass a positive finite number")
+    beta = o.get("beta", J.BETA)
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 1:
+        raise InvalidInputError("beta", beta, "pass a failure probability in (0, 1), e.g. 0.05")
+    o["beta"] = float(beta)
+    m = o.get("_noise_multiplier", 1.0)
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
+        raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
+    o["_noise_multiplier"] = float(m)
+    return o
+
+
+def _kind(problem):
+    from privfair.decisions import LinearClassifier
+
+    ds = getattr(problem.rates, "decisions", None)
+    if ds is not None and getattr(ds, "is_finite", False):
+        return "finite"
+    if isinstance(ds, LinearClassifier):
+        return "regression"
+    return None
+
+
+def _support(terms, K):
+    if not terms:
+        return np.zeros(0, dtype=int)
+    return np.flatnonzero(np.any(np.abs(np.stack([t.a for t in terms])) > 0, axis=0))
+
+
+def _group_mass(problem, analysis):
+    """The bound the sensitivities use: the analysis's (declared, planning guess or estimate)."""
+    gm = analysis.group_mass.get("bound")
+    return gm if gm is not None else problem.rates.group_mass_bound
+
+
+def _x1(data):
+    """max_i ‖(x_i, 1)‖₁ — public under protect="sensitive" (X is the same in neighbours)."""
+    return float(np.abs(data.X).sum(axis=1).max() + 1.0)
+
+
+def _calibrate(T, epsilon, delta):
+    """Per-mechanism ε' for T oracle calls and T − 1 releases (2T − 1 pure events)."""
+    from privfair.privacy import calibrate_optimal
+
+    k = 2 * T - 1
+    target = epsilon * (1 - 1e-6)
+    if delta == 0:
+        return target / k, "basic (= optimal for pure events at δ = 0)"
+    return calibrate_optimal(target, delta, k).epsilon, "optimal composition (Kairouz, Oh & " \
+                                                         "Viswanath 2017)"
+
+
+def _paper_epsilon(T, epsilon, delta):
+    """[J] Algorithm 3's split ε' = ε/(4√(T ln(1/δ))) (advanced composition), for the notes."""
+    return epsilon / (4 * math.sqrt(T * math.log(1 / delta))) if delta > 0 else float("nan")
+
+
+class _Setup:
+    """Everything plan and run share, from public quantities only."""
+
+    def __init__(self, problem, analysis, privacy):
+        r = problem.rates
+        self.rates, self.kind = r, _kind(problem)
+        self.w_f, _ = J.objective_weights(problem)
+        self.terms, self.knobs = J.extract_terms(problem)
+        self.A = (np.stack([t.a for t in self.terms]) if self.terms
+                  else np.zeros((0, r.K)))
+        self.c = np.array([t.c for t in self.terms], dtype=float)
+        self.S = _support(self.terms, r.K)
+        self.gm = _group_mass(problem, analysis)
+        rel = privacy.protect
+        self.relation, self.private = rel, privacy.is_private
+        self.x1 = _x1(r.data) if self.kind == "regression" else None
+        self.delta_S, self.s_f, self.s_terms = 0.0, 0.0, [0.0] * len(self.terms)
+        self.constants = J.block_constants_for(r, self.gm) if self.private else None
+        self._L_all = None
+        if self.private:                 # ε = ∞ needs no sensitivity (and maybe no bound)
+            if self.S.size:
+                self.delta_S = float(r.delta_l("l1", rel, support=self.S, group_mass_bound=self.gm))
+            self.s_f = self.sensitivity(self.w_f)
+            self.s_terms = [self.sensitivity(t.a) for t in self.terms]
+        self.geometry = J.term_geometry(self.terms, self.S)
+        lo, hi = problem.f.range()
+        self.range_f = min(float(hi - lo), J.affine_range(r, self.w_f))
+        self.n_candidates = len(r.decisions) if self.kind == "finite" else math.inf
+
+    def sensitivity(self, w):
+        """The best response's sensitivity for public weights w (0 when ε = ∞)."""
+        if not self.private:
+            return 0.0
+        if self.kind == "finite":
+            return J.linear_sensitivity(self.rates, w, self.relation, self.gm, self.constants)
+        return J.regression_sensitivity(self.rates, w, self.x1, self.gm, self.constants)
+
+    def all_statistics(self):
+        """ℓ(h, D) of every h of the finite class, (|H|, K) — private; only ever scored."""
+        if self._L_all is None:
+            self._L_all = self.rates.evaluate_all()
+        return self._L_all
+
+    def s_learner(self, B):
+        """sup over λ ∈ Λ of the oracle's sensitivity (a seminorm: subadditive)."""
+        return self.s_f + B * max(self.s_terms, default=0.0)
+
+    def nu(self, T, B, eps_oracle, beta):
+        b = self.delta_S / eps_oracle if math.isfinite(eps_oracle) and self.S.size else 0.0
+        return J.oracle_nu(T=T, B=B, n_terms=len(self.terms), n_candidates=self.n_candidates,
+                           geometry=self.geometry, eps_oracle=eps_oracle,
+                           s_learner=self.s_learner(B), b=b, n_support=self.S.size, beta=beta)
+
+
+class OracleLearnerBackend(Backend):
+    name = "oracle_learner"
+    theorem = "[J] Algorithm 3 + Subroutine 2 / Thm 4.3–4.4 (private Lagrangian game)"
+    needs_group_mass = True
+
+    def accepts(self, problem, analysis) -> Verdict:
+        r = problem.rates
+        kind = _kind(problem)
+        if r is None or kind is None:
+            ds = getattr(r, "decisions", None)
+            return Verdict(False, "needs a finite decision set (pf.FiniteSet, pf.Thresholds) or "
+                                  f"pf.LinearClassifier; got {type(ds).__name__}")
+        if r.L != 2:
+            return Verdict(False, f"needs binary labels; the data has {r.L}")
+        if r.surrogate is not None:
+            return Verdict(False, "plays 0-1 classifiers: build the rates with surrogate=None")
+        if kind == "regression" and analysis.privacy.protect != "sensitive":
+            return Verdict(False, "the least-squares oracle releases Σ c_i x̂_i with public x̂ "
+                                  "(XᵀX un-noised, [J] §5): it needs protect='sensitive'; use a "
+                                  "finite decision set under protect='row'")
+        try:
+            J.objective_weights(problem)
+            J.extract_terms(problem)
+        except J.Unsupported as err:
+            return Verdict(False, str(err))
+        private = analysis.privacy.is_private
+        if (private and analysis.delta_l("l1") is None
+                and analysis.group_mass.get("source") != "private"):
+            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
+        return Verdict(True)
+
+    # ------------------------------------------------------------------------------ planning
+    def plan(self, problem, analysis, privacy, options) -> Plan:
+        o = _options(options)
+        s = _Setup(problem, analysis, privacy)
+        G = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
+        beta = o["beta"]
+        nterms = len(s.terms)
+        notes = ["knobs: " + ("; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g} "
+                                        f"({k.n_terms} terms)" for j, k in enumerate(s.knobs))
+                              or "no constraint: one oracle call")]
+        Ts = [o["T"]] if "T" in o else (list(T_GRID) if privacy.is_private else [T_NONPRIVATE])
+        if nterms == 0:
+            Ts = [1]
+        if "B" in o:
+            Bs = [float(o["B"])]
+        elif G > 0:
+            Bs = sorted({G * 2.0 ** -k for k in range(B_STEPS) if G * 2.0 ** -k >= 0.5} | {min(G, 1.0)})
+        else:
+            Bs = [1.0]
+        best = None
+        for T in Ts:
+            eps_o = _calibrate(T, privacy.epsilon, privacy.delta)[0] if privacy.is_private else math.inf
+            for B in Bs:
+                nu, eta = s.nu(T, B, eps_o, beta)
+                risk = J.penalty_excess(nu, B, G, s.range_f) if nterms else 2 * nu
+                if best is None or risk < best[0]:
+                    best = (risk, T, B, nu, eta, eps_o)
+        risk, T, B, nu, eta, eps_o = best
+        if s.kind == "regression":
+            if "T" not in o:
+                T = T_DEFAULT if privacy.is_private else 100
+            if "B" not in o:
+                B = G if G > 0 else 1.0
+            eps_o = _calibrate(T, privacy.epsilon, privacy.delta)[0] if privacy.is_private else math.inf
+            nu, eta = s.nu(T, B, eps_o, beta)
+            risk = math.inf
+            notes.append("no proven bound: the least-squares cost regression is a heuristic "
+                         "oracle ([J] §5); η from the finite-class formula")
+        eta = float(o.get("eta", eta))
+        params = {"oracle": ("exponential mechanism over the finite class" if s.kind == "finite"
+                             else "noisy least-squares cost regression"),
+                  "T": T, "B": B, "eta": eta, "G": G, "terms": nterms,
+                  "gamma": [float(k.gamma) for k in s.knobs], "nu": nu,
+                  "violation_bound": (s.range_f + 2 * nu) / B if nterms else 0.0,
+                  "release_sensitivity_l1": s.delta_S, "oracle_sensitivity_max": s.s_learner(B),
+                  "beta": beta}
+        if s.gm is not None:
+            params["group_mass_bound"] = s.gm
+        budget = []
+        if privacy.is_private:
+            rule = _calibrate(T, privacy.epsilon, privacy.delta)[1]
+            params.update(epsilon_per_mechanism=eps_o, composition=rule,
+                          release_scale=(s.delta_S / eps_o if s.S.size else 0.0))
+            what = ("exponential mechanism over the class" if s.kind == "finite"
+                    else "Laplace release of Σ c_i x̂_i (least-squares oracle)")
+            budget = [(f"{T} best responses: {what}, each", eps_o, 0.0)]
+            if T > 1:
+                budget.append((f"{T - 1} Laplace releases of the rates ℓ_S (|S| = {s.S.size}), each",
+                               eps_o, 0.0))
+            if privacy.delta > 0:
+                notes.append(f"[J] Algorithm 3's split (advanced composition) would give "
+                             f"ε' = ε/(4√(T ln(1/δ))) = {_paper_epsilon(T, privacy.epsilon, privacy.delta):.4g}; "
+                             f"this run: ε' = {eps_o:.4g} by {rule}")
+        if s.kind == "finite":
+            notes.append(f"bound: ν = {nu:.4g} (learner + auditor regret, w.p. ≥ {1 - beta:g}); "
+                         f"excess of h ≤ 2ν" + (f" + (G − B)(range f + 2ν)/B with G = {G:.4g}"
+                                               if B < G else "")
+                         + (" — relative to the γ-fair optimum (B > G)" if B > G and nterms
+                            else ""))
+        if o["_noise_multiplier"] != 1.0:
+            params["_noise_multiplier"] = o["_noise_multiplier"]
+            notes.append(f"TEST ONLY: noise × {o['_noise_multiplier']:g} below what the certificate "
+                         "records — this run is NOT private")
+        if "ridge" in o:
+            params["ridge"] = float(o["ridge"])
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out._setup = s                    # public constants, reused by run
+        return out
+
+    # ------------------------------------------------------------------------------ running
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        """numpy on the CPU (``device`` is ignored: the work is one (|H|, K) matrix product per
+        round, or one small least-squares solve)."""
+        from privfair.privacy.randomness import as_source
+        from privfair.result import Result
+
+        problem, privacy, p = plan.problem, plan.privacy, plan.params
+        src = as_source(rng)
+        mult = p.get("_noise_multiplier", 1.0)
+        if mult != 1.0 and not src.seeded:
+            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
+        s = getattr(plan, "_setup", None) or _Setup(problem, plan.analysis, privacy)
+        r, ds = s.rates, s.rates.decisions
+        T, B, eta = p["T"], p["B"], p["eta"]
+        private = privacy.is_private
+        eps_o = p.get("epsilon_per_mechanism", math.inf)
+        if private and accountant is not None and accountant.limit is not None:
+            eps_o = _fit(eps_o, T, s.kind, accountant)
+        L_all = s.all_statistics() if s.kind == "finite" else None   # private; never released
+        if s.kind == "regression":
+            data = r.data
+            Xh = np.c_[data.X, np.ones(data.n)]
+            ridge = p.get("ridge", RIDGE) * data.n
+            gram = Xh.T @ Xh + ridge * np.eye(Xh.shape[1])      # public under protect="sensitive"
+        theta = np.zeros(len(s.terms))
+        decisions, trace = [], []
+        rel_src = (f"rates ℓ_S of the played classifier: Δℓ₁(S) = {s.delta_S:.4g} "
+                   f"(privfair.stats row influence, group-mass bound, protect={privacy.protect!r})")
+        for t in range(T):
+            lam = J.eg_lambda(theta, B)
+            w = s.w_f + lam @ s.A
+            rec = {"t": t + 1, "lambda": lam.tolist()}
+            if s.kind == "finite":
+                scores = -(L_all @ w)
+                sens = s.sensitivity(w)
+                if private and sens > 0:
+                    idx = J.select(scores, sens, eps_o, src, accountant, mult=mult,
+                                   source=("Hölder-free linear score: exact joint part + block "
+                                           f"bounds of the conditional rates, = {sens:.4g}"),
+                                   label=f"[J] Subroutine 2 best response, round {t + 1}")
+                else:                  # ε = ∞, or a score identical on every neighbour
+                    idx = int(np.argmax(scores))
+                dec = ds.decision(idx)
+                l_S = L_all[idx, s.S]
+                rec.update(chosen_index=idx, oracle_sensitivity=sens)
+            else:
+                coef = J.regression_coefficients(r, w)
+                v = Xh.T @ coef
+                sens = s.sensitivity(w)
+                if private and sens > 0:
+                    v, _ = J.laplace_release(
+                        v, sens, eps_o, src, accountant, mult=mult,
+                        source=f"Σ_i c_i x̂_i, x̂ public: max‖x̂_i‖₁ × block bounds = {sens:.4g}",
+                        label=f"[J] least-squares oracle, round {t + 1}")
+                beta = np.linalg.solve(gram, data.n * v)
+                nb = float(np.linalg.norm(beta))
+                dec = (-beta * (ds.radius / nb)) if nb > 0 else np.zeros(ds.P)
+                l_S = r.evaluate(dec)[s.S]
+                rec.update(oracle_sensitivity=sens)
+            decisions.append(dec)
+            if t < T - 1 and len(s.terms):
+                if private:
+                    l_S, _ = J.laplace_release(l_S, s.delta_S, eps_o, src, accountant, mult=mult,
+                                               source=rel_src,
+                                               label=f"[J] auditor release, round {t + 1}")
+                    rec["released_rates"] = l_S.tolist()
+                gain = s.A[:, s.S] @ l_S - s.c
+                theta = theta + eta * gain
+            trace.append(rec)
+        lam_bar = np.mean([np.asarray(tr["lambda"]) for tr in trace], axis=0) if s.terms else []
+        info = {"lambda_bar": np.asarray(lam_bar).tolist(), "B": B, "T": T, "eta": eta,
+                "epsilon_per_mechanism": eps_o, "gamma": [k.gamma for k in s.knobs]}
+        return Result(self.name, decisions, np.full(T, 1.0 / T), ds, plan=plan, trace=trace,
+                      info=info)
+
+
+def _fit(eps_o, T, kind, accountant):
+    """The largest ε' ≤ the planned one whose 2T − 1 events fit the accountant's limit on top of
+    what it already holds (e.g. the private group-mass estimate) — checked before any draw, so a
+    run never stops half-way."""
+    from privfair.privacy import Accountant, exponential_event, laplace_event
+
+    eps_cap, delta_cap = accountant.limit
+
+    def fits(e):
+        acc = Accountant(delta=accountant.delta, relation=accountant.relation,
+                         limit=accountant.limit, rules=accountant.rules)
+        try:
+            acc.extend(accountant.events)
+            first = (exponential_event(1.0, e, count=T) if kind == "finite"
+                     else laplace_event(1.0, e, count=T))
+            acc.record(first)
+            if T > 1:
+                acc.record(laplace_event(1.0, e, count=T - 1))
+        except Exception:  # noqa: BLE001 - BudgetExceededError or a rule refusing: does not fit
+            return False
+        return True
+
+    if fits(eps_o):
+        return eps_o
+    lo, hi = 0.0, eps_o
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+from . import register  # noqa: E402
+
+register(OracleLearnerBackend())

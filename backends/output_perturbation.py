@@ -1,0 +1,129 @@
+"""Output perturbation for row-private sparse ERM — [K] §4.1, Thm 1, Lemma 1; Chaudhuri et al. 2011.
+
+Theorem (sensitivity; Chaudhuri, Monteleoni & Sarwate 2011, Cor 8, in its general form).  If
+J_D = Σ_i w_i l_i + (Λ/2)‖θ‖² (+ any common convex term) is Λ-strongly convex on the convex set C
+and ‖∇J_D(θ) − ∇J_D'(θ)‖₂ ≤ Δ_g for every θ ∈ C and neighbours D ~ D', then the minimizers satisfy
+‖θ̂(D) − θ̂(D')‖₂ ≤ Δ_g/Λ.  (Add the optimality inequalities J_D(θ̂') ≥ J_D(θ̂) + Λ/2‖Δθ‖² and
+J_D'(θ̂) ≥ J_D'(θ̂') + Λ/2‖Δθ‖²: (J_D' − J_D)(θ̂) − (J_D' − J_D)(θ̂') ≥ Λ‖Δθ‖², and the left side
+is ≤ Δ_g‖Δθ‖.)  With row-local weights Δ_g = 2ζ/n (:mod:`backends._erm`), so releasing
+θ̂ + N(0, σ²I) with σ from the analytic Gaussian mechanism (Balle & Wang 2018) for ℓ2 sensitivity
+2ζ/(nΛ) + 2τ — τ the solver's certified distance to θ̂ — is (ε, δ)-DP; density ∝ exp(−ε‖b‖/Δ) gives
+ε-DP.  Projecting onto C afterwards is post-processing (and soft-thresholds: sparse outputs).
+
+Trap ([K] Thm 1 divides by λ as if the sparsity norm were strongly convex): Λ must be explicit,
+``pf.SparseLinear(..., l2=Λ)``; the backend refuses Λ = 0.
+
+Utility ([K] Lemma 1, explicit): unprojected, E[J(θ̂ + b)] − J(θ̂) ≤ √(2/π)·ω·L·‖u‖·σ + Λσ²P/2;
+projected, ≤ (ω·L·‖u‖ + Λ·r₂)·σ√P.  [K] Thm 1's O-form with the Gaussian width G_{|P|(F)} is
+reported in the plan's notes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _erm as E
+from .base import Backend
+
+THEOREM = ("[K] Thm 1 / Chaudhuri et al. 2011: ‖θ̂(D) − θ̂(D')‖ ≤ 2ζ/(nΛ); analytic Gaussian "
+           "(Balle & Wang 2018)")
+
+
+class OutputPerturbationBackend(E.ERMBackend, Backend):
+    name = "output_perturbation"
+    theorem = THEOREM
+    need_strong = True
+    OPTIONS = ("project", "steps", "slack", "release_share")
+
+    def sensitivity(self, erm):
+        """(Δ₂, source): 2ζ/(nΛ) + 2τ."""
+        tau = E.tau_target(erm)
+        sens = erm.grad_sensitivity / erm.l2 + 2 * tau
+        src = (f"[K] Thm 1 / Chaudhuri et al. 2011: 2ζ/(nΛ) + 2τ = 2·{erm.zeta:.4g}/({erm.n}·"
+               f"{erm.l2:.4g}) + 2·{tau:.2g} (ζ = ω·sup|l'|·‖u‖, ‖u‖ ≤ {erm.feature_norm_bound:.4g}"
+               " by clipping; τ: certified solver); one row replaced")
+        return sens, src
+
+    def planned_events(self, erm, spec, count=1):
+        from privfair.privacy import calibrate_gaussian_sigma, gaussian_event, pure_event
+
+        if spec["delta"] > 0:
+            s = calibrate_gaussian_sigma(1.0, spec["epsilon"], spec["delta"])
+            return [gaussian_event(1.0, s, epsilon=spec["epsilon"], delta=spec["delta"], count=count)]
+        return [pure_event(spec["epsilon"], theorem="ℓ2-Laplace output perturbation", count=count)]
+
+    def private_erm(self, erm, spec, *, rng, accountant, label, options):
+        from privfair.privacy import (calibrate_gaussian_sigma, gaussian_event, gaussian_mechanism,
+                                      pure_event)
+
+        sol = E.solve_certified(erm)
+        theta = sol.theta
+        if spec is not None:
+            sens, src = self.sensitivity(erm)
+            eps, delta = spec["epsilon"], spec["delta"]
+            idealized = not sol.certified
+            if idealized:
+                src += " — projection by cvxpy: τ assumes an exact projection (idealized)"
+            if delta > 0 and not idealized:
+                theta = gaussian_mechanism(theta, sens, eps, delta, rng, accountant=accountant,
+                                           sensitivity_source=src, label=label)
+            elif delta > 0:
+                sigma = calibrate_gaussian_sigma(sens, eps, delta)
+                if accountant is not None:
+                    accountant.record(gaussian_event(sens, sigma, epsilon=eps, delta=delta,
+                                                     dimension=erm.P, sensitivity_source=src,
+                                                     label=label, idealized=True))
+                theta = gaussian_mechanism(theta, sens, eps, delta, rng, accountant=None,
+                                           sensitivity_source=src, label=label)
+            else:
+                kappa = sens / eps
+                if accountant is not None:
+                    accountant.record(pure_event(
+                        eps, theorem="output perturbation with density ∝ exp(−ε‖b‖₂/Δ₂) is ε-DP "
+                        "(Chaudhuri et al. 2011, Thm 6)", sensitivity=sens, norm="l2",
+                        scale=kappa, sensitivity_source=src, label=label, idealized=True,
+                        sampler="κ·Gamma(P, 1)·uniform direction from float Gaussians"))
+                theta = theta + E.gamma_norm_noise(erm.P, kappa, rng)
+        if options.get("project", True):
+            theta = erm.decisions.project(theta)
+        return theta
+
+    def predicted(self, erm, spec, opts):
+        from privfair.privacy import calibrate_gaussian_sigma
+        from privfair.sparse import theorem1_bound
+
+        params, notes = {}, []
+        if spec is None:
+            return 0.0, params, notes
+        sens, _ = self.sensitivity(erm)
+        eps, delta = spec["epsilon"], spec["delta"]
+        P, Lu = erm.P, erm.zeta            # ζ = ω·L·‖u‖ (a bound on Σ w_i |l'| ‖u_i‖)
+        if delta > 0:
+            sigma = calibrate_gaussian_sigma(sens, eps, delta)
+            e_norm, e_abs = sigma * math.sqrt(P), sigma * math.sqrt(2 / math.pi)
+            e_sq = sigma ** 2 * P
+        else:
+            kappa = sens / eps
+            sigma = kappa
+            e_norm, e_abs, e_sq = P * kappa, kappa * math.sqrt(P + 1), kappa ** 2 * P * (P + 1)
+        if opts.get("project", True):
+            risk = (Lu + erm.l2 * erm.decisions.radius) * e_norm
+            notes.append("predicted: (ω·L·‖u‖ + Λ·r₂)·E‖b‖ (projection is 1-Lipschitz)")
+        else:
+            risk = Lu * e_abs + 0.5 * erm.l2 * e_sq
+            notes.append("predicted: [K] Lemma 1, E[J(θ̂+b)] − J(θ̂) ≤ ω·L·‖u‖·E|bᵀe| + Λ E‖b‖²/2")
+        params.update(sensitivity=sens, sigma=sigma)
+        G = E.dual_width(erm.decisions)
+        if delta > 0:
+            k1 = theorem1_bound(Lu, 1.0, G.value, erm.n, eps, delta)
+            notes.append(f"[K] Thm 1 (O-form, constants 1, at its λ = L·R₂·√n/G): "
+                         f"L·R₂·G·√(log(1/δ)+ε)/(ε√n) = {k1:.4g} with G_|P|(F) = {G.value:.4g}"
+                         + ("" if G.exact else f" ± {G.stderr:.2g} (Monte Carlo)"))
+        return risk, params, notes
+
+
+from . import register  # noqa: E402
+
+register(OutputPerturbationBackend())

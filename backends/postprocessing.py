@@ -1,0 +1,207 @@
+"""DP post-processing — [J] §3, Algorithm 1, Thm 3.1 (Hardt, Price & Srebro 2016, made private).
+
+Algorithm (what runs).  Ŷ is a binary base predictor trained on (X, Y) *without* A::
+
+    N[ŷ, a, y] = #{i : Ŷ(x_i) = ŷ, A_i = a, Y_i = y}            (4|A| counts; private)
+    Ñ = N + Lap(2/ε) per count                                  (the only release; ε-DP)
+    p̃ = argmin_p f̃(p)  s.t.  P̃1_a(p) − P̃1_b(p) ≤ γ_k + 4 ln(4|A|/β)/(min{q̃_a, q̃_b}·m·ε)
+                          for every constrained gap k,   0 ≤ p ≤ 1
+    predict (x, a) ↦ 1 with probability p̃[Ŷ(x), a]
+
+with q̃ = Ñ/m ([J] adds Lap(2/(mε)) to the frequencies q̂ = N/m: the same release), P1_{a,0} the
+false-positive rate and P1_{a,1} the true-positive rate of group a computed from q̃, f̃ the
+objective on q̃ (error: Σ_{ŷ,a}(q̃_{ŷa0} − q̃_{ŷa1})p_{ŷa} + const).  Noisy counts are clamped at 0
+and group-label totals at one row before the LP (post-processing).  p = 0 is always feasible.
+
+Privacy.  Changing one row's sensitive attribute (protect="sensitive"; X, Y, hence Ŷ, fixed) or
+replacing one row with Ŷ public (protect="row") moves one row from one cell to another:
+‖ΔN‖₁ ≤ 2, so the Laplace release is ε-DP (Dwork et al. 2006); the LP and the rule are
+post-processing.  The noisy q̃ in the slack is released, so — unlike [J] Algorithm 3's noise
+scale — nothing private enters the LP.  Under protect="sensitive" the base predictor may be
+fitted on (X, Y) (public there); under protect="row" it must be supplied (``base=`` or
+``PostProcessed(base=...)``) and trained on public data: the backend refuses otherwise.
+
+Theorem ([J] Thm 3.1).  If min q̂_ay > 4 ln(4|A|/β)/(mε), w.p. ≥ 1 − β:
+err(Ỹ_p̃) ≤ err(Ŷ_p̂) + 24|A| ln(4|A|/β)/(mε) (p̂ the non-private γ-fair post-processing) and each
+gap ≤ γ + 8 ln(4|A|/β)/(min{q̂_a, q̂_b}·m·ε − 4 ln(4|A|/β)).  The planner's number is the first
+plus G times the second (h = f + G·max(0, g)), with q̂ replaced by the declared group-mass bound or
+the schema guess 1/(2·|A|·2) — never by the private q̂.
+
+Knob mapping (docs/published_algorithms.md): each constraint g_j ≤ 0 written as |gap| ≤ c,
+maximum(|gap_1|, …) ≤ c or norm_inf(...) ≤ c gives γ = c for its gaps (equivalent);
+lse(|gap_1|, …; η) ≤ c over m entries gives γ = c − log(m)/η (which implies it); a signed gap
+u ≤ c one side.  Gaps are differences of one rate (fpr, tpr or the complements tnr, fnr) between
+two groups.  Other shapes are refused with the reason.
+
+Prediction reads the group: ``result.predict(X, sensitive=...)``; without it a typed
+``InvalidInputError`` naming ``sensitive`` is raised.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _jagielski as J
+from .base import Backend, Plan, Verdict
+
+_OPTIONS = ("base", "beta", "slack", "_noise_multiplier")
+
+
+def _options(options):
+    from privfair.errors import InvalidInputError
+
+    o = {k: options[k] for k in _OPTIONS if k in options}
+    beta = o.get("beta", J.BETA)
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 1:
+        raise InvalidInputError("beta", beta, "pass a failure probability in (0, 1), e.g. 0.05")
+    o["beta"] = float(beta)
+    if o.get("slack", "paper") not in ("paper", "none"):
+        raise InvalidInputError("slack", o["slack"], "choose 'paper' ([J] LP (1)) or 'none'")
+    o.setdefault("slack", "paper")
+    m = o.get("_noise_multiplier", 1.0)
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
+        raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
+    o["_noise_multiplier"] = float(m)
+    return o
+
+
+def _shape(problem):
+    """(pairs, knobs, w_joint (G, 2, 2)) or Unsupported."""
+    r = problem.rates
+    w, _ = J.objective_weights(problem)
+    cond = np.flatnonzero(r.is_conditional & (np.abs(w) > 0))
+    if cond.size:
+        raise J.Unsupported(f"the objective reads {r.names[int(cond[0])]}; the LP objective is a "
+                            "linear function of the joint cells (e.g. r.error())")
+    terms, knobs = J.extract_terms(problem)
+    pairs = J.eo_pairs(r, terms)
+    return pairs, knobs, w[r._joint]
+
+
+class PostprocessingBackend(Backend):
+    name = "postprocessing"
+    theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
+    needs_group_mass = False      # the LP reads released counts only
+
+    def accepts(self, problem, analysis) -> Verdict:
+        from privfair.postprocess import PostProcessed
+
+        r = problem.rates
+        ds = getattr(r, "decisions", None)
+        if not isinstance(ds, PostProcessed):
+            return Verdict(False, "needs the decision set pf.PostProcessed(base) (derived predictors "
+                                  f"that read the group at prediction time); got {type(ds).__name__}")
+        if r.L != 2:
+            return Verdict(False, f"needs binary labels; the data has {r.L}")
+        if r.G < 2:
+            return Verdict(False, "needs at least two groups")
+        try:
+            pairs, _, _ = _shape(problem)
+        except J.Unsupported as err:
+            return Verdict(False, str(err))
+        neg = [p for p in pairs if p.gamma < 0]
+        if neg:
+            return Verdict(False, f"the level of {neg[0].text} gives γ = {neg[0].gamma:.4g} < 0 "
+                                  "(after the lse shift log(m)/η); no rule meets it — raise the level "
+                                  "or eta")
+        return Verdict(True)
+
+    def plan(self, problem, analysis, privacy, options) -> Plan:
+        o = _options(options)
+        r = problem.rates
+        ds = r.decisions
+        base_given = o.get("base") is not None or ds.base is not None
+        if privacy.protect == "row" and not base_given:
+            self.refuse("protect='row' protects X and y, so the base predictor cannot be fitted on "
+                        "this data: pass base=<a predictor trained on public data> (solve option) "
+                        "or pf.PostProcessed(base=...)")
+        pairs, knobs, w_joint = _shape(problem)
+        G, n, beta = r.G, r.n, o["beta"]
+        declared = getattr(r, "_q", None)
+        q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * G * r.L)
+        q_src = "declared group-mass bound" if declared is not None else \
+            "schema guess 1/(2·|A|·2) (the private q̂ is never read)"
+        err, gap = J.thm31_bounds(G, n, privacy.epsilon, beta, q_min)
+        wmax = float(np.max(np.abs(w_joint))) if w_joint.size else 0.0
+        smax = max((p.scale for p in pairs), default=0.0)
+        Gpen = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
+        risk = err * wmax + (Gpen * smax * gap if pairs else 0.0)
+        params = {"groups": G, "gaps": len(pairs), "beta": beta, "slack": o["slack"],
+                  "base": "given" if base_given else "logistic regression of y on X (public)",
+                  "gamma": [float(p.gamma) for p in pairs], "error_bound": err, "gap_bound": gap,
+                  "q_min_for_ranking": q_min, "counts_sensitivity_l1": 2.0}
+        notes = [f"knobs: " + "; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}"
+                                        for j, k in enumerate(knobs)),
+                 f"Thm 3.1 bounds use q = {q_min:.3g} ({q_src}); error bound relative to the "
+                 "non-private γ-fair post-processing of the same base predictor"]
+        if o["slack"] == "none":
+            notes.append("slack='none': the LP omits [J]'s slack, so Thm 3.1's error bound does not "
+                         "apply (the γ-fair p̂ may be infeasible for the noisy LP)")
+        if base_given and privacy.protect == "row":
+            notes.append("protect='row': the supplied base predictor is assumed trained on public "
+                         "data (not on this dataset)")
+        if privacy.is_private:
+            budget = [(f"Laplace release of the {4 * G} cell counts N[ŷ, a, y] (‖ΔN‖₁ ≤ 2)",
+                       privacy.epsilon, 0.0)]
+        else:
+            budget, risk = [], 0.0
+        if o["_noise_multiplier"] != 1.0:
+            params["_noise_multiplier"] = o["_noise_multiplier"]
+            notes.append(f"TEST ONLY: noise × {o['_noise_multiplier']:g} below what the certificate "
+                         "records — this run is NOT private")
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out.run_options = {k: options[k] for k in _OPTIONS if k in options}   # base= etc.
+        out._shape = (pairs, knobs, w_joint)          # public: read from the problem only
+        return out
+
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        """Small dense work on the CPU (``device`` is ignored)."""
+        from privfair.postprocess import LogisticBase, _labels, as_base
+        from privfair.privacy.randomness import as_source
+        from privfair.result import Result
+
+        problem, privacy = plan.problem, plan.privacy
+        o = _options(getattr(plan, "run_options", {}))
+        rng = as_source(rng)
+        if o["_noise_multiplier"] != 1.0 and not rng.seeded:
+            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
+        r = problem.rates
+        ds, data = r.decisions, r.data
+        base = as_base(o.get("base")) or ds.base
+        if base is None:
+            if privacy.protect == "row":
+                self.refuse("protect='row': supply a base predictor trained on public data")
+            base = LogisticBase.fit(data.X, data.y)   # X, y are public under protect="sensitive"
+        yhat = _labels(base, data.X, ds.threshold)    # validated before anything is released
+        pairs, knobs, w_joint = getattr(plan, "_shape", None) or _shape(problem)
+        G, n = r.G, r.n
+        N = J.cell_counts(yhat, data.group, data.y, G)
+        info = {"base_positive_rate": float(yhat.mean())}
+        if privacy.is_private:
+            Nr, scale = J.laplace_release(
+                N.ravel(), 2.0, privacy.epsilon, rng, accountant, mult=o["_noise_multiplier"],
+                source=(f"cell counts N[ŷ, a, y]: one row moves between two cells, ‖ΔN‖₁ ≤ 2 "
+                        f"(protect={privacy.protect!r}, base predictor public)"),
+                label="[J] Algorithm 1: noisy cell counts")
+            info["laplace_scale"] = scale
+        else:
+            Nr = N.ravel()
+        Nt = np.maximum(Nr.reshape(2, G, 2), 0.0)
+        den = np.maximum(Nt.sum(axis=0), 1.0)
+        slacks = [J.thm31_slack(den[p.a, p.y], den[p.b, p.y], G, privacy.epsilon, o["beta"])
+                  if o["slack"] == "paper" else 0.0 for p in pairs]
+        p_tab, status = J.solve_lp(Nt, n, w_joint, pairs, slacks)
+        rule = ds.rule(r.groups, p_tab, base=base)
+        info.update(released_counts=Nr.reshape(2, G, 2).copy(), slack=slacks, status=status,
+                    gamma=[float(p.gamma) for p in pairs])
+        trace = [{"released_counts": Nr.tolist(), "slack": slacks, "lp_status": status,
+                  "p": p_tab.tolist()}]
+        return Result(self.name, [rule], [1.0], ds, plan=plan, trace=trace, info=info)
+
+
+from . import register  # noqa: E402
+
+register(PostprocessingBackend())

@@ -1,0 +1,273 @@
+"""Sparse linear decision sets, GLM losses, and [K]'s excess-risk bounds.
+
+* :class:`SparseLinear` — linear classifiers θ = (w, b) with Ω(w) ≤ radius for a structured-
+  sparsity norm Ω from :mod:`privfair.norms` (or the ℓ2 ball when ``norm=None``), |b| ≤
+  ``intercept_bound``, an explicit ridge term (Λ/2)‖θ‖² (``l2=Λ``) that the row-private ERM
+  backends need, and a public feature bound R: every row is clipped to ‖x‖₂ ≤ R before it meets θ,
+  in training *and* in prediction.  A subclass of :class:`~privfair.decisions.LinearClassifier`,
+  so ``pf.rates(SparseLinear(...), data, surrogate="logistic")`` works unchanged.
+* :data:`LOSSES` — GLM losses l(z, y) of the margin z = θᵀ(x̃, 1): ``logistic``, ``squared`` and
+  ``smoothed_hinge`` (and the non-smooth ``hinge``), each with its Lipschitz and curvature bounds.
+* :func:`glm` — a row-private GLM ERM built directly from arrays (regression or classification),
+  the same object the backends build from a fairness problem; :func:`fit` runs a backend on it.
+* :func:`theorem1_bound`, :func:`theorem4_bound` — [K] Thm 1 and Thm 4 with the Gaussian width.
+
+Examples
+--------
+>>> import numpy as np, privfair as pf
+>>> C = pf.SparseLinear(3, norm=pf.norms.l1(3), radius=2.0, l2=1e-3, feature_bound=1.0)
+>>> C.contains(np.array([1.0, -1.0, 0.0, 0.5])), C.contains(np.array([2.0, 1.0, 0.0, 0.0]))
+(True, False)
+>>> C.project(np.array([3.0, 0.5, 0.0, 9.0]))        # soft-thresholds w, clips b
+array([2., 0., 0., 2.])
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .decisions import LinearClassifier, _as_X
+from .errors import InvalidInputError, ModelingError
+
+__all__ = ["SparseLinear", "GLMLoss", "LOSSES", "glm", "fit", "clip_rows",
+           "theorem1_bound", "theorem4_bound"]
+
+
+def clip_rows(X, bound):
+    """Rows of X scaled to ‖x‖₂ ≤ bound (never rescaled by a data-derived norm)."""
+    X = np.asarray(X, dtype=float)
+    if bound is None:
+        return X
+    norms = np.linalg.norm(X, axis=1)
+    return X * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
+
+
+def _positive(value, field, allow_zero=False, allow_none=False):
+    if value is None and allow_none:
+        return None
+    ok = (not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+          and (value >= 0 if allow_zero else value > 0))
+    if not ok:
+        raise InvalidInputError(field, value, f"pass a {'non-negative' if allow_zero else 'positive'}"
+                                " finite number")
+    return float(value)
+
+
+class SparseLinear(LinearClassifier):
+    """Linear classifiers θ = (w, b) with Ω(w) ≤ radius, |b| ≤ intercept_bound.
+
+    Parameters
+    ----------
+    n_features : int
+    norm : privfair.norms.SubmodularNorm or None
+        Ω on w (dimension ``n_features``); None means the ℓ2 ball ‖w‖₂ ≤ radius.
+    radius : float
+        Radius of the Ω-ball (the constrained form of [K] eq. 8).
+    l2 : float, default 0
+        Λ ≥ 0 of the ridge term (Λ/2)‖θ‖² added to the ERM objective.  Output perturbation and
+        the dual Frank–Wolfe method need Λ > 0 (their sensitivity is 2L/(nΛ)); declare it here so
+        that the plan shows it, never infer it.
+    intercept : bool, default True
+        False fixes b = 0.
+    intercept_bound : float, optional
+        |b| ≤ this (default: ``radius`` × the ℓ2 radius of the unit Ω-ball).
+    feature_bound : float or None, default 1.0
+        Public R: rows are clipped to ‖x‖₂ ≤ R before computing margins (prediction included);
+        must equal the ``feature_bound`` given to ``pf.rates``.  None: no clipping (refused under
+        row privacy).
+
+    Attributes
+    ----------
+    norm_radius : float -- the Ω radius (``radius`` argument).
+    radius : float -- an ℓ2 radius containing the whole set (the LinearClassifier contract
+        ‖θ‖₂ ≤ radius, used for margin bounds): √((norm_radius·κ)² + intercept_bound²), with
+        κ = max_{Ω(w)≤1} ‖w‖₂.
+    """
+
+    def __init__(self, n_features, norm=None, radius=1.0, *, l2=0.0, intercept=True,
+                 intercept_bound=None, feature_bound=1.0):
+        from .norms import SubmodularNorm
+
+        super().__init__(n_features, radius=1.0)
+        if norm is not None and not isinstance(norm, SubmodularNorm):
+            raise InvalidInputError("norm", type(norm).__name__, "pass a norm from privfair.norms "
+                                    "(l1, linf, group, graph_tv, lovasz) or None for ℓ2")
+        if norm is not None and norm.p != self.n_features:
+            raise InvalidInputError("norm", repr(norm), f"its dimension must be n_features = "
+                                    f"{self.n_features}")
+        self.norm = norm
+        self.norm_radius = _positive(radius, "radius")
+        self.l2 = _positive(l2, "l2", allow_zero=True)
+        self.feature_bound = _positive(feature_bound, "feature_bound", allow_none=True)
+        kappa = 1.0 if norm is None else float(norm.l2_radius)
+        if not math.isfinite(kappa):
+            raise ModelingError("norm", repr(norm), "its unit ball is unbounded (a seminorm); for "
+                                "graph TV pass graph_tv(graph, l1=μ) with μ > 0")
+        self.kappa = kappa
+        self.intercept = bool(intercept)
+        ib = kappa * self.norm_radius if intercept_bound is None else intercept_bound
+        self.intercept_bound = _positive(ib, "intercept_bound", allow_zero=True) if intercept else 0.0
+        self.radius = math.hypot(self.norm_radius * kappa, self.intercept_bound)
+        self.diameter = 2.0 * self.radius
+
+    # ------------------------------------------------------------------ the set
+    def omega(self, w) -> float:
+        """Ω(w) (ℓ2 norm when ``norm`` is None)."""
+        w = np.asarray(w, dtype=float)
+        return float(np.linalg.norm(w)) if self.norm is None else self.norm.value(w)
+
+    def contains(self, theta, tol: float = 1e-9) -> bool:
+        th = self._theta(theta)
+        return bool(self.omega(th[:-1]) <= self.norm_radius * (1 + tol) + tol
+                    and abs(th[-1]) <= self.intercept_bound * (1 + tol) + tol)
+
+    def project(self, theta) -> np.ndarray:
+        """Euclidean projection onto the set (a product: Ω-ball × interval)."""
+        th = self._theta(theta).copy()
+        w, r = th[:-1], self.norm_radius
+        if self.norm is None:
+            nw = np.linalg.norm(w)
+            th[:-1] = w if nw <= r else w * (r / nw)
+        else:
+            th[:-1] = self.norm.project(w, r)
+        th[-1] = float(np.clip(th[-1], -self.intercept_bound, self.intercept_bound))
+        return th
+
+    @property
+    def exact_projection(self) -> bool:
+        """True when :meth:`project` is exact up to rounding (closed form or exact bisection);
+        otherwise it is a cvxpy QP solved to its tolerance."""
+        return self.norm is None or bool(getattr(self.norm, "exact_projection", False))
+
+    # ------------------------------------------------------------------ prediction
+    def margins(self, theta, X) -> np.ndarray:
+        """z = x̃·w + b with x̃ the row clipped to ``feature_bound``."""
+        th = self._theta(theta)
+        return clip_rows(_as_X(X, self.n_features), self.feature_bound) @ th[:-1] + th[-1]
+
+    def __repr__(self):
+        nm = "l2" if self.norm is None else self.norm.name
+        return (f"SparseLinear(n_features={self.n_features}, norm={nm}, radius={self.norm_radius:g}"
+                f", l2={self.l2:g}, feature_bound={self.feature_bound})")
+
+
+# ---------------------------------------------------------------------------- GLM losses
+@dataclass(frozen=True)
+class GLMLoss:
+    """A loss l(z, y) of the margin z (labels y ∈ {−1, +1}, or real for ``squared``).
+
+    ``lipschitz(B, Y)`` bounds |∂l/∂z| for |z| ≤ B, |y| ≤ Y; ``curvature`` bounds ∂²l/∂z²;
+    ``twice_differentiable`` says whether l is C² (objective perturbation needs it).
+    """
+
+    name: str
+    curvature: float
+    twice_differentiable: bool
+    smooth: bool
+
+    def value_and_deriv(self, z, y):
+        z = np.asarray(z, dtype=float)
+        if self.name == "logistic":       # log(1 + e^{−yz})
+            u = -y * z
+            return np.logaddexp(0.0, u), -y * 0.5 * (1.0 + np.tanh(0.5 * u))
+        if self.name == "squared":        # (z − y)²/2
+            return 0.5 * (z - y) ** 2, z - y
+        u = -y * z
+        if self.name == "smoothed_hinge":  # ψ(u) = 0, (1+u)²/2, 1/2 + u
+            val = np.where(u <= -1.0, 0.0, np.where(u < 0.0, 0.5 * (1.0 + u) ** 2, 0.5 + u))
+            return val, -y * np.clip(1.0 + u, 0.0, 1.0)
+        return np.maximum(0.0, 1.0 + u), -y * (u > -1.0)   # hinge max(0, 1 − yz)
+
+    def second(self, z, y):
+        """∂²l/∂z² (a.e.)."""
+        z = np.asarray(z, dtype=float)
+        if self.name == "logistic":
+            s = 0.5 * (1.0 + np.tanh(0.5 * z))
+            return s * (1 - s)
+        if self.name == "squared":
+            return np.ones_like(z)
+        if self.name == "smoothed_hinge":
+            u = -y * z
+            return ((u > -1.0) & (u < 0.0)).astype(float)
+        return np.zeros_like(z)
+
+    def lipschitz(self, B=math.inf, Y=1.0) -> float:
+        if self.name == "squared":
+            return B + Y
+        return 1.0
+
+
+LOSSES = {
+    "logistic": GLMLoss("logistic", 0.25, True, True),
+    "squared": GLMLoss("squared", 1.0, True, True),
+    "smoothed_hinge": GLMLoss("smoothed_hinge", 1.0, False, True),
+    "hinge": GLMLoss("hinge", math.inf, False, False),
+}
+
+
+def glm(X, y, decisions, loss="logistic", *, label_bound=1.0):
+    """A GLM ERM min_{θ∈C} (1/n)Σ l(θᵀ(x̃_i, 1), y_i) + (Λ/2)‖θ‖², from arrays.
+
+    Parameters
+    ----------
+    X : (n, d) array -- features; rows are clipped to ``decisions.feature_bound`` (required).
+    y : (n,) array -- labels in {0, 1} or {−1, +1} (classification) or reals (``squared``,
+        clipped to [−label_bound, label_bound]).
+    decisions : SparseLinear -- C, Λ and R.
+    loss : {"logistic", "squared", "smoothed_hinge", "hinge"}
+
+    Returns
+    -------
+    backends._erm.ERM -- pass it to :func:`fit`.
+    """
+    from privfair.backends._erm import ERM
+
+    if not isinstance(decisions, SparseLinear):
+        raise InvalidInputError("decisions", type(decisions).__name__, "pass a pf.SparseLinear")
+    if loss not in LOSSES:
+        raise InvalidInputError("loss", loss, f"choose one of {sorted(LOSSES)}")
+    X = _as_X(X, decisions.n_features)
+    y = np.asarray(y, dtype=float).reshape(-1)
+    if y.shape != (X.shape[0],) or not np.isfinite(y).all():
+        raise InvalidInputError("y", y.shape, f"one finite label per row ({X.shape[0]})")
+    if loss != "squared":
+        if not np.all(np.isin(y, (0.0, 1.0))) and not np.all(np.isin(y, (-1.0, 1.0))):
+            raise InvalidInputError("y", np.unique(y)[:5], "classification labels are {0,1} or {−1,+1}")
+        y = np.where(y > 0, 1.0, -1.0)
+        Y = 1.0
+    else:
+        Y = _positive(label_bound, "label_bound")
+        y = np.clip(y, -Y, Y)
+    n = X.shape[0]
+    return ERM.from_arrays(X, y, decisions, LOSSES[loss], weights=np.full(n, 1.0 / n),
+                           row_weight_bound=1.0, label_bound=Y)
+
+
+def fit(erm, privacy, method="output_perturbation", seed=None, **options):
+    """Run a row-private ERM backend (``output_perturbation``, ``objective_perturbation``,
+    ``dual_frank_wolfe``) on an :func:`glm` problem; returns a :class:`privfair.Result` with the
+    certificate."""
+    from privfair.backends._erm import fit_erm
+
+    return fit_erm(erm, privacy, method, seed=seed, **options)
+
+
+# ---------------------------------------------------------------------------- [K]'s bounds
+def theorem1_bound(L, R2, width, n, epsilon, delta):
+    """[K] Thm 1 (O-form, constants 1): L·R₂·G_{|P|(F)}·√(log(1/δ) + ε)/(ε√n), the excess risk of
+    output perturbation at λ = L·R₂·√n/G_{|P|(F)}."""
+    return L * R2 * float(width) * math.sqrt(math.log(1 / delta) + epsilon) / (epsilon * math.sqrt(n))
+
+
+def theorem4_bound(L, diameter, width, n, epsilon, delta, n_vertices_log):
+    """[K] Thm 4 (O-form, constants 1): Γ^{2/3}(L·G_K)^{2/3}·log(n|S|)·√log(1/δ)/(nε)^{2/3} with
+    ``n_vertices_log`` = log|S|, and T = Γ^{4/3}(nε)^{2/3}/(L·G_K)^{2/3} iterations."""
+    G = float(width)
+    bound = (diameter ** (2 / 3) * (L * G) ** (2 / 3) * (math.log(n) + n_vertices_log)
+             * math.sqrt(math.log(1 / delta)) / (n * epsilon) ** (2 / 3))
+    T = diameter ** (4 / 3) * (n * epsilon) ** (2 / 3) / (L * G) ** (2 / 3)
+    return bound, T
