@@ -8,7 +8,9 @@ and the terms of the predicted bound.  See :mod:`backends.lopt` for the algorith
   :func:`erm_terms`; :func:`erm_exact` — the ε = ∞ reference (scipy SLSQP).
 * :func:`calibrate` — per-call budgets for T oracle calls and T − 1 loss releases, by the
   accountant's rules (exact: basic, optimal, GDP; bisection on RDP/PLD otherwise).
-* :func:`surrogate_gap` — a proven bound on sup(e_s − e) for the compiler's smooth rewrites.
+* :func:`surrogate_gap` — a proven bound on sup(e_s − e) for the compiler's smooth rewrites;
+  :func:`geometry` — public diameters of the set of loss vectors; :class:`Bound` — the
+  predicted excess risk the planner ranks by.
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ def erm_terms(rates, relation, group_mass_bound=None):
          for g in range(G) for y in (0, 1)}
     S = {g: e((rates._sel[g], 1)) for g in range(G)}
     nan = float("nan")             # no group-mass bound: conditional blocks have no bound
-    QR = {(g, y): (max(1.0, n * q[g, y]) if q is not None else nan) for g in range(G) for y in (0, 1)}
+    QR = {(g, y): (max(1.0, n * q[g, y]) if q is not None else nan)
+          for g in range(G) for y in (0, 1)}
     QS = {g: (max(1.0, n * qg[g]) if qg is not None else nan) for g in range(G)}
     moves = []
     cells = [(g, y) for g in range(G) for y in (0, 1)]
@@ -447,8 +450,9 @@ def surrogate_gap(e, e_s):
             return None
         gam += [g] * a.size
     gam = np.array(gam)
-    lo = np.concatenate([np.minimum(a._bounds()[0], b._bounds()[0]) for a, b in zip(e.args, e_s.args)])
-    hi = np.concatenate([np.maximum(a._bounds()[1], b._bounds()[1]) for a, b in zip(e.args, e_s.args)])
+    pairs = list(zip(e.args, e_s.args))
+    lo = np.concatenate([np.minimum(a._bounds()[0], b._bounds()[0]) for a, b in pairs])
+    hi = np.concatenate([np.maximum(a._bounds()[1], b._bounds()[1]) for a, b in pairs])
     D = e._dependency()
     moved = D & (gam > 0)[None, :]
     S = np.asarray(e._local_mono(lo, hi), float) * np.ones(D.shape)
@@ -475,7 +479,8 @@ class Bound:
         if problem.g and gap is not None:
             gg = (surrogate_gap(problem.g[0], analysis.g_smooth[0])
                   if len(problem.g) == 1 else None)
-            gap = None if gg is None else gap + analysis.G * (gg + analysis.smoothing * math.log(2))
+            softplus = analysis.smoothing * math.log(2)
+            gap = None if gg is None else gap + analysis.G * (gg + softplus)
         self.gap = gap
         if opts.get("weights", "smooth") != "smooth" or opts.get("anchor", "mean") != "mean":
             self.proven, self.why = False, "the printed Algorithm 2 variants have no regret bound"
@@ -494,14 +499,15 @@ class Bound:
             self.LF = _c_const(rates) * M if M is not None else math.inf
             try:
                 self.dg = erm_sensitivity_worst(rates, analysis.privacy.protect, M,
-                                                  analysis.support, analysis.group_mass.get("bound"))
+                                                analysis.support, analysis.group_mass.get("bound"))
             except Exception:  # noqa: BLE001 - no bound known yet
                 self.dg = math.inf
 
     def steps(self, mu):
         if not (math.isfinite(self.dg) and self.dg > 0 and math.isfinite(self.LF)):
             return self.gd_cap
-        return int(min(self.gd_cap, max(1, math.ceil((self.LF * mu / (math.sqrt(self.P) * self.dg)) ** 2))))
+        k = math.ceil((self.LF * mu / (math.sqrt(self.P) * self.dg)) ** 2)
+        return int(min(self.gd_cap, max(1, k)))
 
     def oracle_term(self, T, cal):
         if cal is None:
@@ -512,7 +518,8 @@ class Bound:
             # ×1.01 covers the sampler's dyadic score grid and rounded-down ε (< 0.3%)
             return 2.02 * self.sens_h / cal["oracle_epsilon"] * math.log(2 * self.m * T / RHO)
         mu, K = cal["oracle_mu"], self.steps(cal["oracle_mu"])
-        return 2 * math.sqrt(2) * self.R * math.sqrt(self.LF ** 2 / K + self.P * self.dg ** 2 / mu ** 2)
+        return 2 * math.sqrt(2) * self.R * math.sqrt(self.LF ** 2 / K
+                                                     + self.P * self.dg ** 2 / mu ** 2)
 
     def noise_term(self, T, cal):
         if cal is None or T == 1:

@@ -27,6 +27,9 @@ __all__ = ["blas_single_thread", "logistic_from_statistic", "fit_score", "proxy_
            "release_proxy_statistic", "group_counts", "release_group_counts", "shrink"]
 
 
+from privfair.scores import fit_score, logistic_from_statistic  # noqa: E402,F401
+
+
 def blas_single_thread():
     """A context limiting BLAS to one thread (when threadpoolctl is installed).
 
@@ -40,47 +43,6 @@ def blas_single_thread():
 
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
-
-
-def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10) -> np.ndarray:
-    """argmin_θ Σ_i log(1 + e^{z_i·θ}) − θ·T + (ridge/2)‖θ‖² by damped Newton.
-
-    With T = Σ_i t_i z_i this is ridge logistic regression of t on Z; the labels enter only
-    through T, so a noisy T gives a private fit.  The ridge term keeps the problem strongly
-    convex even when a noisy T lies outside the set of attainable statistics.
-    """
-    Z = np.asarray(Z, dtype=float)
-    T = np.asarray(T, dtype=float)
-    d = Z.shape[1]
-    theta = np.zeros(d)
-
-    def objective(t):
-        return float(np.sum(np.logaddexp(0.0, Z @ t)) - t @ T + 0.5 * ridge * t @ t)
-
-    f = objective(theta)
-    for _ in range(iters):
-        p = sigmoid(Z @ theta)
-        g = Z.T @ p - T + ridge * theta
-        H = (Z * (p * (1.0 - p))[:, None]).T @ Z
-        H[np.diag_indices(d)] += ridge
-        step = np.linalg.solve(H, g)
-        decrement = float(g @ step)
-        if decrement / 2.0 < tol:
-            break
-        t = 1.0
-        while True:   # backtracking (Armijo) line search
-            f_new = objective(theta - t * step)
-            if f_new <= f - 0.25 * t * decrement or t < 1e-10:
-                break
-            t *= 0.5
-        theta, f = theta - t * step, f_new
-    return theta
-
-
-def fit_score(X, y, ridge=1.0) -> np.ndarray:
-    """Coefficients (intercept first) of the public score s(x) = P(y = 1 | x)."""
-    Z = np.hstack([np.ones((X.shape[0], 1)), np.asarray(X, dtype=float)])
-    return logistic_from_statistic(Z, Z.T @ np.asarray(y, dtype=float), ridge)
 
 
 def proxy_statistic(U, in_group) -> np.ndarray:

@@ -117,7 +117,8 @@ def hull_diameter(rates, support) -> dict:
     if K_joint is None or rate is None:
         return box
     blocks = [[k for k in range(int(K_joint)) if k in S]]
-    blocks += [[int(k) for k in row if int(k) in S] for row in np.asarray(rate).reshape(-1, rate.shape[-1])]
+    rows = np.asarray(rate).reshape(-1, np.shape(rate)[-1])        # one row per (g, y) block
+    blocks += [[int(k) for k in row if int(k) in S] for row in rows]
     sel = getattr(rates, "_sel", None)
     if sel is not None:
         blocks += [[int(k)] for k in np.asarray(sel).ravel() if int(k) in S]
@@ -140,8 +141,10 @@ class _Constants:
         self.lip = dict(analysis.lipschitz.get("h_smooth", {}))
         self.delta_l = {p: analysis.delta_l(p) for p in _NORMS}
         self.diam = hull_diameter(problem.rates, analysis.support)
-        self.radius = {"l1": 0.5 * self.d, "l2": 0.5 * math.sqrt(self.d), "linf": 0.5 if self.d else 0.0}
-        prods = [(self.beta[p] * self.diam[p] ** 2, p) for p in _NORMS if self.beta.get(p) is not None]
+        self.radius = {"l1": 0.5 * self.d, "l2": 0.5 * math.sqrt(self.d),
+                       "linf": 0.5 if self.d else 0.0}
+        prods = [(self.beta[p] * self.diam[p] ** 2, p) for p in _NORMS
+                 if self.beta.get(p) is not None]
         self.C, self.C_norm = min(prods) if prods else (math.inf, None)
         r0 = [self.beta[p] * self.radius[p] ** 2 for p in _NORMS if self.beta.get(p) is not None]
         self.C0 = min(r0) if r0 else math.inf
@@ -280,8 +283,12 @@ def calibrate(kind, T, eps_E, z, eps_cap, delta_cap, d, delta_2=None, existing=(
         lam = (target - spent) / total
         if lam <= 0:
             return None
-        while not ok(lam):
+        for _ in range(100):     # float rounding of the sum: step down until it fits
+            if ok(lam):
+                break
             lam *= 1 - 1e-9
+        else:  # pragma: no cover - numerical safety net
+            return None
     else:
         lo, hi = 0.0, 1.0
         if ok(hi):
@@ -412,7 +419,7 @@ class FrankWolfeBackend(Backend):
                           cor_b5_bound=self._cor_b5(c, analysis, T))
             return Plan(self.name, privacy, analysis, problem, params=params, budget=[],
                         predicted_excess_risk=b["total"] + c.smoothing_gap, theorem=self.theorem,
-                        notes=notes + ["exact linear minimisation oracle on the exact loss vectors"])
+                        notes=notes + ["exact linear minimisation oracle on exact loss vectors"])
         eps, delta = privacy.epsilon, privacy.delta
         if c.em_sensitivity is None or c.delta_l["l1"] is None:
             T = opts.get("T") or T_RANGE[0]
@@ -517,7 +524,7 @@ class FrankWolfeBackend(Backend):
         src = as_source(rng) if private else None
         k = float(params.get("_noise_multiplier", 1.0))
         if private and k != 1.0 and not src.seeded:
-            self.refuse("the test-only '_noise_multiplier' knob is refused outside seeded test runs")
+            self.refuse("the test-only '_noise_multiplier' knob is refused outside seeded runs")
         torch = None
         if device in ("cuda", "torch"):
             try:

@@ -2,7 +2,8 @@
 5.10, Cor 5.11.
 
 Algorithm (what runs).  h_s = f̃ + G·s·log(1 + e^{g̃/s}) is the compiler's smooth penalty
-(``Analysis.h_smooth_grad``; h ≤ h_s ≤ h + gap), S the support, x₀ = ½·1 a public start::
+(``Analysis.h_smooth_grad``; h ≤ h_s ≤ h + gap), S the support, x₀ a public start (0 on joint
+frequencies, ½ on conditional rates)::
 
     for t = 1..T:
         y_{t−1} = clip_[0,1](mean of the released l̃_1..l̃_{t−1})      (y₀ = x₀)
@@ -21,21 +22,34 @@ min_p max_u u·ℓ(p) − h_s*(u) — Frank–Wolfe with step 1/(t+1), whose ite
 mixture.  (4) σ(g/s) smooths 1[g ≥ 0] (s → 0 recovers it).  ``options={"anchor": "last"}`` and
 ``{"weights": "subgradient"}`` run the printed variants, with no proven bound.
 
-Bound (proof in docs/backends/lopt notes; each step elementary).  With x_t the mean of the true
+Bound (each step elementary; h_s convex and β-smooth on the box).  With x_t the mean of the true
 ℓ_1..ℓ_t, Φ_t = t·h_s(x_t) satisfies Φ_t − Φ_{t−1} ≤ lin_{x_{t−1}}(ℓ_t) + β‖ℓ_t − x_{t−1}‖²/(2t);
 lin_x ≤ lin_y + min(β‖x − y‖, 2L)·D (clipping is non-expansive); lin_y(ℓ_t) ≤ h_s(ℓ*) + τ_t by
 the oracle and convexity.  Hence, for the uniform mixture p̄ and every norm q,
 
-    h(ℓ(p̄)) − min_p h(ℓ(p)) ≤ gap + (1/T)Σ_t (τ_t + e_t) + β_q D_q² H_T/(2T),
+    h(ℓ(p̄)) − min_p h(ℓ(p)) ≤ gap + (1/T)Σ_t (τ_t + e_t) + β_q (D0_q² + D_q² (H_T − 1))/(2T),
 
-τ_t the oracle's excess on r_t ([A] Thm 3.6 for the exponential mechanism; noisy GD for
-linear classifiers), e_t = min(β_q‖ξ̄_{t−1}‖_q, 2L_q)·D_q the release noise, D_q the diameter
-of [0,1]^S, H_T the harmonic number.  ``plan`` picks T (1..100) minimizing it.
+τ_t the oracle's excess on r_t ([A] Thm 3.6 for the exponential mechanism, w.p. 1 − ρ/(2T)
+each; AdaGrad-norm noisy GD for linear classifiers, in expectation), e_t = min(β_q‖ξ̄_{t−1}‖_q,
+2L_q)·(D_q + ‖ξ̄_{t−1}‖_q) the release noise (Gaussian / sub-exponential tails, w.p. 1 − ρ/2),
+D_q, D0_q public diameters of the loss vectors and of their distance to x₀ (``geometry``), H_T
+the harmonic number, gap from the softplus (G·s·log 2) and the compiler's rewrites
+(``surrogate_gap``).  ``plan`` picks T ∈ {1..100} minimizing it; for constrained problems the
+β of h_s grows like G²/α and the bound is vacuous at such T — then ``auto`` prefers others.
 
 Privacy.  Oracles and releases are mechanisms of :mod:`privfair.privacy` recorded in the
 accountant before they draw; r_t, y_t and the mixture are post-processing; T oracle calls and
-T − 1 releases compose adaptively.  The per-call budget is the larger of [A] Lemma 5.8 and what
-the accountant proves (optimal composition, exact GDP, RDP/PLD bisection); both are in the notes.
+T − 1 releases compose adaptively.  The per-call budget is what the accountant proves (optimal
+composition, exact GDP, RDP/PLD bisection; checked again in ``run`` against what the accountant
+already holds); [A] Lemma 5.8's ε' — smaller, and counting the oracle calls only — is reported
+beside it in the notes.
+When the sensitivity of an oracle call is 0 (the scores or gradients do not depend on the
+protected part of a row), its exact minimizer is the same on all neighbours and is used for free.
+
+Options (public hyper-parameters): ``T``, ``release_share`` (release budget ÷ oracle budget),
+``gd_steps`` (cap of noisy-GD steps per call), ``weights``, ``anchor``.  Test only:
+``_noise_multiplier=m`` draws m× the noise its events record (a negative control for the
+privacy tests); it is refused unless the run is seeded and the plan says the run is NOT private.
 """
 
 from __future__ import annotations
@@ -122,20 +136,22 @@ class LoptBackend(Backend):
                 return Verdict(False, f"the Lipschitz constant of {name} is unknown: "
                                       f"{analysis.reason(f'lipschitz of {name}')}")
         private = analysis.privacy.is_private
-        if private and analysis.delta_l("l1") is None and analysis.group_mass.get("source") != "private":
+        pending = analysis.group_mass.get("source") == "private"     # estimated at solve time
+        if private and analysis.delta_l("l1") is None and not pending:
             return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
         if kind == "erm":
             bad = _sign_violation(problem, analysis)
             if bad is not None:
                 name, coord, need = bad
                 want = {1: "non-decreasing", -1: "non-increasing", 0: "independent of"}[need]
+                curv = {1: "convex", -1: "concave", 0: "neither convex nor concave"}[need]
                 return Verdict(False, (
                     f"{name} is not {want} in {coord} (a coordinate the {problem.rates.surrogate} "
-                    "surrogate makes " + {1: "convex", -1: "concave", 0: "neither convex nor concave"}
-                    [need] + " in θ), so some weight r_t on it can have the wrong sign and the "
-                    "oracle's weighted ERM is not convex; use non-negative weights on fp/fn/fpr/fnr "
-                    "(non-positive on tn/tp/tnr/tpr, none on selection), or a finite decision set "
-                    "(pf.Thresholds / pf.FiniteSet) with backend='lopt' or 'exponential'"))
+                    f"surrogate makes {curv} in θ), so some weight r_t on it can have the wrong "
+                    "sign and the oracle's weighted ERM is not convex; use non-negative weights "
+                    "on fp/fn/fpr/fnr (non-positive on tn/tp/tnr/tpr, none on selection), or a "
+                    "finite decision set (pf.Thresholds / pf.FiniteSet) with backend='lopt' or "
+                    "'exponential'"))
             if private and analysis.privacy.delta == 0:
                 return Verdict(False, "the linear-classifier oracle is noisy gradient descent, "
                                       "(ε, δ)-DP only: pass pf.DP(epsilon, delta > 0)")
@@ -145,7 +161,6 @@ class LoptBackend(Backend):
     def plan(self, problem, analysis, privacy, options) -> Plan:
         opts = _options(options)
         kind = _oracle_kind(problem)
-        rates, S = problem.rates, list(analysis.support)
         c = O.Bound(problem, analysis, kind, opts)
         params = {"oracle": {"finite": "exponential mechanism", "erm": "noisy projected GD"}[kind],
                   "G": analysis.G, "smoothing": analysis.smoothing,
@@ -307,7 +322,8 @@ def _fit(cal, accountant, T, steps, dim, delta):
     eps_cap = accountant.limit[0] * (1 - 1e-9)
 
     def fits(f):          # cheapest rules first, as the accountant's own limit check does
-        events = list(accountant.events) + O.planned_events(_scaled(cal, f, delta, T), T, steps, dim)
+        planned = O.planned_events(_scaled(cal, f, delta, T), T, steps, dim)
+        events = list(accountant.events) + planned
         for rule in ("basic", "gdp", "optimal", "advanced", "rdp", "pld"):
             if rule in accountant.rules:
                 acc = Accountant(delta=accountant.limit[1] or None, rules=(rule,))

@@ -39,18 +39,9 @@ DP_LEVEL, EO_LEVEL = 0.01, 0.03
 TARGETS = {"dp": (0.01, 0.175), "eo": (0.03, 0.165)}   # (violation, error)
 
 
-def adult_feature_groups(data):
-    """Column blocks of Adult's proxy: numerics, five one-hot blocks, a US-born flag."""
-    names = data.feature_names
-    num = [names.index(c) for c in ("age", "education-num", "capital-gain", "capital-loss",
-                                     "hours-per-week")]
-    blocks = [[i for i, n in enumerate(names) if n.startswith(c + "=")]
-              for c in ("workclass", "marital-status", "occupation", "relationship", "race")]
-    return [num] + blocks + [[names.index("native-country=United-States")]]
-
 
 def build(kind, train):
-    r = pf.rates(pf.ProxyCells(20, 8, feature_groups=adult_feature_groups(train)), train)
+    r = pf.rates(pf.ProxyCells(20, 8, feature_groups=pf.datasets.adult_proxy_feature_groups(train)), train)
     if kind == "dp":
         con = pf.abs(r.selection["Female"] - r.selection["Male"]) <= DP_LEVEL
     else:

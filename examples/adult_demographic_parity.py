@@ -12,15 +12,6 @@ import argparse
 import privfair as pf
 
 
-def adult_feature_groups(data):
-    """The proxy's column blocks: numerics, five one-hot blocks and a US-born flag."""
-    names = data.feature_names
-    num = [names.index(c) for c in ("age", "education-num", "capital-gain", "capital-loss",
-                                     "hours-per-week")]
-    blocks = [[i for i, n in enumerate(names) if n.startswith(c + "=")]
-              for c in ("workclass", "marital-status", "occupation", "relationship", "race")]
-    return [num] + blocks + [[names.index("native-country=United-States")]]
-
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -34,7 +25,7 @@ def main(argv=None):
     if args.subsample:
         train = train.subsample(args.subsample, rng=0)
     bins = (20, 8) if train.n >= 20_000 else (10, 4)
-    r = pf.rates(pf.ProxyCells(*bins, feature_groups=adult_feature_groups(train)), train)
+    r = pf.rates(pf.ProxyCells(*bins, feature_groups=pf.datasets.adult_proxy_feature_groups(train)), train)
     problem = pf.Problem(pf.minimize(r.error()),
                          [pf.abs(r.selection["Female"] - r.selection["Male"]) <= args.level])
     privacy = pf.DP(args.epsilon, 1.0 / train.n ** 2, protect="sensitive")

@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 import privfair as pf
-from privfair.demo import public_score
+from privfair.scores import public_score
 
 
 def main(argv=None):

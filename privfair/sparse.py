@@ -182,6 +182,14 @@ class GLMLoss:
             return val, -y * np.clip(1.0 + u, 0.0, 1.0)
         return np.maximum(0.0, 1.0 + u), -y * (u > -1.0)   # hinge max(0, 1 − yz)
 
+    def deriv(self, z, y):
+        """∂l/∂z only."""
+        if self.name == "logistic":
+            return -y * 0.5 * (1.0 + np.tanh(-0.5 * y * z))
+        if self.name == "squared":
+            return z - y
+        return self.value_and_deriv(z, y)[1]
+
     def second(self, z, y):
         """∂²l/∂z² (a.e.)."""
         z = np.asarray(z, dtype=float)

@@ -1,6 +1,5 @@
 """Frank–Wolfe backend ([A] Alg. 4): convergence within its bound, privacy end to end, refusals."""
 
-import itertools
 import math
 
 import numpy as np
@@ -45,10 +44,12 @@ def hull_optimum(prob, analysis):
     x = L.T @ w
     obj = analysis.f_smooth.to_cvxpy(x)
     for g in analysis.g_smooth:
-        obj = obj + analysis.G * analysis.smoothing * cp.logistic(g.to_cvxpy(x) / analysis.smoothing)
+        s = analysis.smoothing
+        obj = obj + analysis.G * s * cp.logistic(g.to_cvxpy(x) / s)
     cp.Problem(cp.Minimize(obj), [cp.sum(w) == 1]).solve(solver="CLARABEL")
     wv = np.clip(w.value, 0, None)
-    return float(analysis.h_smooth_value(wv / wv.sum() @ L)), float(analysis.h_smooth_value(L).min())
+    best_mixture = float(analysis.h_smooth_value(wv / wv.sum() @ L))
+    return best_mixture, float(analysis.h_smooth_value(L).min())
 
 
 def mixture_h_smooth(prob, analysis, res):
@@ -63,7 +64,7 @@ def test_hull_diameter_bounds_every_pair_of_candidates():
         S = list(an.support)
         LS = prob.rates.evaluate_all()[:, S]
         D = hull_diameter(prob.rates, S)
-        diff = LS[:, None, :] - LS[None, :, :]          # the hull's diameter is attained at vertices
+        diff = LS[:, None, :] - LS[None, :, :]          # a hull's diameter is attained at vertices
         assert np.abs(diff).sum(-1).max() <= D["l1"] + 1e-12
         assert np.sqrt((diff ** 2).sum(-1)).max() <= D["l2"] + 1e-12
         assert np.abs(diff).max() <= D["linf"] + 1e-12

@@ -19,7 +19,8 @@ from __future__ import annotations
 from ..errors import InvalidInputError
 from . import _adult, _compas
 
-__all__ = ["load_adult", "load_compas", "list_datasets", "load_dataset", "adult", "compas"]
+__all__ = ["load_adult", "load_compas", "list_datasets", "load_dataset", "adult", "compas",
+           "adult_proxy_feature_groups"]
 
 _DESCRIPTIONS = {
     "adult": ("UCI Adult (Census Income, 1994): predict income >50K; sensitive attribute sex "
@@ -71,6 +72,21 @@ def load_adult(split: str = "train"):
     if split not in ("train", "test"):
         raise InvalidInputError("split", split, 'choose "train" or "test"')
     return _adult.load(split)
+
+
+def adult_proxy_feature_groups(data):
+    """Column blocks of Adult for :class:`privfair.ProxyCells`' proxy of sex.
+
+    The numerics, the one-hot blocks of workclass, marital status, occupation, relationship and
+    race, and a US-born flag (education and the other countries add columns but little signal).
+    A public choice: it depends on the schema only.
+    """
+    names = list(data.feature_names)
+    num = [names.index(c) for c in ("age", "education-num", "capital-gain", "capital-loss",
+                                     "hours-per-week")]
+    blocks = [[i for i, n in enumerate(names) if n.startswith(c + "=")]
+              for c in ("workclass", "marital-status", "occupation", "relationship", "race")]
+    return [num] + blocks + [[names.index("native-country=United-States")]]
 
 
 def load_compas(race: str = "all"):
