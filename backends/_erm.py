@@ -588,16 +588,16 @@ def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(), relea
     dc = delta_cap / (4 * m) if delta_cap > 0 else 0.0
     dr = delta_cap / (4 * m) if delta_cap > 0 else 0.0
 
-    def events(x):
-        ev = backend.planned_events(erm0, {"epsilon": x, "delta": dc}, count=m)
+    def events(x):      # in recording order, one event per release (as the run records them)
+        erm_ev = backend.planned_events(erm0, {"epsilon": x, "delta": dc}, count=1)
         if dr > 0:
             er = release_share * x
-            ev.append(gaussian_event(1.0, calibrate_gaussian_sigma(1.0, er, dr), epsilon=er,
-                                     delta=dr, count=m))
+            rel_ev = [gaussian_event(1.0, calibrate_gaussian_sigma(1.0, er, dr), epsilon=er,
+                                     delta=dr)]
         else:
             from privfair.privacy import laplace_event
-            ev.append(laplace_event(1.0, release_share * x, dimension=2, count=m))
-        return ev
+            rel_ev = [laplace_event(1.0, release_share * x, dimension=2)]
+        return (erm_ev + rel_ev) * m
     x = fit_scale(events, eps_cap, delta_cap, existing, hi=eps_cap)
     return {"erm": {"epsilon": x, "delta": dc},
             "release": {"epsilon": release_share * x, "delta": dr}, "calls": m}

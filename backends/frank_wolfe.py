@@ -133,6 +133,7 @@ class _Constants:
     """Everything the bound (★) needs, read from the Analysis (public)."""
 
     def __init__(self, problem, analysis):
+        self.analysis_id = id(analysis)
         self.support = np.asarray(analysis.support, dtype=np.int64)
         self.d = int(self.support.size)
         self.m = int(len(problem.rates.decisions))
@@ -532,7 +533,10 @@ class FrankWolfeBackend(Backend):
             except ImportError:  # pragma: no cover - depends on the environment
                 raise InvalidInputError("device", device, "torch is not installed; use "
                                         "device='cpu' or pip install torch") from None
-        c = _Constants(problem, analysis)
+        c = getattr(plan, "_fw_constants", None)
+        if c is None or c.analysis_id != id(analysis):
+            c = _Constants(problem, analysis)       # public: from the Analysis only
+            plan._fw_constants = c
         S = c.support
         if private:
             if c.delta_l["l1"] is None:
