@@ -556,10 +556,10 @@ class LagrangeSetup:
     nu_range: tuple
     support: np.ndarray
     delta_l2: float
-    steps: int
+    probe_share: float = 0.3
 
 
-def lagrange_setup(problem, analysis, steps):
+def lagrange_setup(problem, analysis, probe_share=0.3):
     """None when q is not yet known (ranking before a private group-mass estimate)."""
     rates = problem.rates
     r_f = objective_gradient(problem)
@@ -571,111 +571,109 @@ def lagrange_setup(problem, analysis, steps):
         return None
     lo, hi = multiplier_range(a_f, a_d)
     S = np.asarray(sorted(g.support()), dtype=int)
-    dl2 = float(rates.delta_l("l2", analysis.privacy.protect if analysis.privacy.protect in
-                              ("row", "sensitive") else "row", support=S))
-    return LagrangeSetup(r_f, d, (lo, hi), S, dl2, int(steps))
+    dl2 = float(rates.delta_l("l2", "row", support=S))
+    return LagrangeSetup(r_f, d, (lo, hi), S, dl2, float(probe_share))
 
 
-def lagrange_calls(setup):
-    return 2 + setup.steps
+#: ERM calls of the search: two probes (ν = 0 and ν = ν_max/2 on the violated side), one final
+LAGRANGE_CALLS = 3
 
 
-def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(), release_share=0.3):
-    """Per-call specs for m ERM calls and m releases fitted to the cap by the accountant."""
-    from privfair.privacy import calibrate_gaussian_sigma, gaussian_event
+def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(), release_share=0.35):
+    """Budgets of the search's releases, fitted to the cap by the accountant: the final ERM at
+    ε = x, each probe at probe_share·x, each of the two constraint releases at release_share·x."""
+    from privfair.privacy import calibrate_gaussian_sigma, gaussian_event, laplace_event
 
-    m = lagrange_calls(setup)
-    dc = delta_cap / (4 * m) if delta_cap > 0 else 0.0
-    dr = delta_cap / (4 * m) if delta_cap > 0 else 0.0
+    dc = delta_cap / 12 if delta_cap > 0 else 0.0
+    ps, rs = setup.probe_share, release_share
+
+    def release_event(x):
+        if dc > 0:
+            return gaussian_event(1.0, calibrate_gaussian_sigma(1.0, rs * x, dc), epsilon=rs * x,
+                                  delta=dc)
+        return laplace_event(1.0, rs * x, dimension=2)
 
     def events(x):      # in recording order, one event per release (as the run records them)
-        erm_ev = backend.planned_events(erm0, {"epsilon": x, "delta": dc}, count=1)
-        if dr > 0:
-            er = release_share * x
-            rel_ev = [gaussian_event(1.0, calibrate_gaussian_sigma(1.0, er, dr), epsilon=er,
-                                     delta=dr)]
-        else:
-            from privfair.privacy import laplace_event
-            rel_ev = [laplace_event(1.0, release_share * x, dimension=2)]
-        return (erm_ev + rel_ev) * m
+        probe = backend.planned_events(erm0, {"epsilon": ps * x, "delta": dc}, count=1)
+        final = backend.planned_events(erm0, {"epsilon": x, "delta": 4 * dc}, count=1)
+        return (probe + [release_event(x)]) * 2 + final
     x = fit_scale(events, eps_cap, delta_cap, existing, hi=eps_cap)
-    return {"erm": {"epsilon": x, "delta": dc},
-            "release": {"epsilon": release_share * x, "delta": dr}, "calls": m}
+    return {"probe": {"epsilon": ps * x, "delta": dc}, "final": {"epsilon": x, "delta": 4 * dc},
+            "release": {"epsilon": rs * x, "delta": dc}}
 
 
 def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, private, label,
                  slack=None, options=None):
-    """Private bisection on the multiplier ν of the constraint (see docs/sparsity.md §4).
+    """Private secant search for the multiplier ν of the constraint (docs/sparsity.md §4).
 
-    ν = 0 first; if the privately released constraint value is infeasible, ν = ν_max on the
-    violated side (the end of the convex range); then ``steps`` bisections for the smallest |ν|
-    whose released constraint value is ≤ −slack.  Every ERM call and every release is a
-    mechanism recorded in the accountant; multipliers and decisions are post-processing."""
-    from privfair.privacy import gaussian_mechanism, laplace_mechanism
+    Two cheap private probes — ν = 0 and ν₁ = ν_max/2 on the side the released constraint
+    statistic says is violated — give the linear statistic u = d·ℓ (released with Gaussian noise)
+    at two multipliers; the secant model u(ν) picks the smallest |ν| whose predicted constraint
+    value is ≤ −slack, and one final private ERM at that ν (most of the budget) is returned.
+    Every ERM and release is a recorded mechanism; ν and the decision are post-processing."""
+    from privfair.privacy import calibrate_gaussian_sigma, gaussian_mechanism, laplace_mechanism
     from privfair.stats import Rates
 
     rates, g = problem.rates, problem.g[0]
     ds = rates.decisions
     hard = Rates(ds, rates.data, None, rates.group_mass_bound, feature_bound=rates.feature_bound,
                  group_mass_source=rates.group_mass_source)
-    S, trace = setup.support, []
+    S, d, trace = setup.support, setup.d, []
     rel = budget["release"] if private else None
+    norm = "l2"
     if private:
         norm = "l2" if rel["delta"] > 0 else "l1"
         sens = setup.delta_l2 if norm == "l2" else float(rates.delta_l("l1", "row", support=S))
-        from privfair.privacy import calibrate_gaussian_sigma
         sigma_r = (calibrate_gaussian_sigma(sens, rel["epsilon"], rel["delta"]) if norm == "l2"
                    else sens / rel["epsilon"] * math.sqrt(2))
         Lg = analysis.lipschitz.get("g", {}).get("l2") or 1.0
         slack = Lg * sigma_r * math.sqrt(len(S)) if slack is None else slack
     else:
         slack = 0.0 if slack is None else slack
-    calls = {"n": 0}
+    dd = float(d @ d)
 
-    def at(nu, theta0=None):
-        calls["n"] += 1
-        erm = erm_from_problem(problem, setup.r_f + nu * setup.d)
-        theta = backend.private_erm(erm, budget["erm"] if private else None, rng=rng,
-                                    accountant=accountant,
-                                    label=f"{label}: ERM at ν={nu:.4g} (call {calls['n']})",
-                                    options=options or {})
+    def erm_at(nu, spec, what):
+        erm = erm_from_problem(problem, setup.r_f + nu * d)
+        return backend.private_erm(erm, spec, rng=rng, accountant=accountant,
+                                   label=f"{label}: {what} ERM at ν={nu:.4g}", options=options or {})
+
+    def release(theta, nu):
         l_S = hard.evaluate(theta)[S]
         if private:
             src = (f"compiler: Δℓ({norm}) of the 0-1 statistics g reads, under "
                    f"protect={analysis.privacy.protect!r}")
-            if norm == "l2":
-                l_S = gaussian_mechanism(l_S, sens, rel["epsilon"], rel["delta"], rng,
-                                         accountant=accountant, sensitivity_source=src,
-                                         label=f"{label}: constraint statistics at ν={nu:.4g}")
-            else:
-                l_S = laplace_mechanism(l_S, sens, rel["epsilon"], rng, accountant=accountant,
-                                        sensitivity_source=src,
-                                        label=f"{label}: constraint statistics at ν={nu:.4g}")
+            mech = gaussian_mechanism if norm == "l2" else laplace_mechanism
+            args = (rel["epsilon"], rel["delta"]) if norm == "l2" else (rel["epsilon"],)
+            l_S = mech(l_S, sens, *args, rng, accountant=accountant, sensitivity_source=src,
+                       label=f"{label}: constraint statistics at ν={nu:.4g}")
         full = np.full(problem.variable.size, 0.5)
         full[S] = np.asarray(l_S, float)
-        gv = float(g.value(full))
-        side = float(np.asarray(g.grad(full), float) @ setup.d)
-        trace.append({"nu": float(nu), "released_g": gv, "feasible": gv <= -slack})
-        return theta, gv, side
+        return full
 
-    theta0, g0, side = at(0.0)
-    if g0 <= -slack:
-        return theta0, trace, slack
+    spec_p = budget["probe"] if private else None
+    th0 = erm_at(0.0, spec_p, "probe")
+    l0 = release(th0, 0.0)
+    g0, u0 = float(g.value(l0)), float(d @ l0)
+    trace.append({"nu": 0.0, "released_g": g0, "released_u": u0})
+    side = float(np.asarray(g.grad(l0), float) @ d)
     nu_max = setup.nu_range[1] if side >= 0 else setup.nu_range[0]
     if not math.isfinite(nu_max):
         nu_max = math.copysign(1.0, side)
-    best, gm, _ = at(nu_max)
-    if gm > -slack:
-        return best, trace, slack
-    lo, hi = 0.0, 1.0
-    for _ in range(setup.steps):
-        mid = 0.5 * (lo + hi)
-        th, gv, _ = at(mid * nu_max)
-        if gv <= -slack:
-            best, hi = th, mid
-        else:
-            lo = mid
-    return best, trace, slack
+    if g0 <= -slack:
+        nu_star = 0.0
+    else:
+        nu1 = 0.5 * nu_max
+        th1 = erm_at(nu1, spec_p, "probe")
+        l1 = release(th1, nu1)
+        u1 = float(d @ l1)
+        trace.append({"nu": nu1, "released_g": float(g.value(l1)), "released_u": u1})
+        grid = np.linspace(0.0, 1.0, 401) * nu_max
+        pred = [float(g.value(l0 + ((u1 - u0) * nu / nu1) * d / dd)) for nu in grid]
+        ok = [k for k, v in enumerate(pred) if v <= -slack]
+        nu_star = float(grid[ok[0]] if ok else grid[int(np.argmin(pred))])
+    theta = erm_at(nu_star, budget["final"] if private else None, "final")
+    trace.append({"nu": nu_star, "final": True})
+    return theta, trace, slack
 
 
 # ------------------------------------------------------------------------------------ backend base
@@ -687,7 +685,7 @@ class ERMBackend:
     need_strong = True
     need_c2 = False
     allow_constraint = True
-    OPTIONS = ("project", "steps", "slack", "release_share")
+    OPTIONS = ("project", "probe_share", "slack", "release_share")
 
     def extra_reason(self, problem, analysis):
         return None
@@ -738,26 +736,24 @@ class ERMBackend:
                          "weight is its own (row-local)")
         risk, budget = math.inf, []
         if problem.g:
-            setup = lagrange_setup(problem, analysis, opts.get("steps", 4))
-            params["steps"] = opts.get("steps", 4)
-            notes.append("constraint: private bisection on the Lagrange multiplier ν of the "
-                         "constraint's linear statistic (ν = 0, the end of the convex range, then "
-                         "bisection); the constraint is checked on the 0-1 statistics released "
-                         "with Gaussian noise; no proven excess-risk bound")
+            setup = lagrange_setup(problem, analysis, opts.get("probe_share", 0.3))
+            notes.append("constraint: private secant search for the Lagrange multiplier ν of the "
+                         "constraint's linear statistic (probes at ν = 0 and ν_max/2, whose 0-1 "
+                         "constraint statistics are released with Gaussian noise, then one final "
+                         "ERM); no proven excess-risk bound")
             if setup is None:
                 notes.append("multiplier range and budget fixed at solve time (after the "
                              "group-mass estimate)")
             else:
                 params.update(nu_range=tuple(float(v) for v in setup.nu_range),
-                              erm_calls=lagrange_calls(setup))
+                              erm_calls=LAGRANGE_CALLS)
                 if privacy.is_private and erm0 is not None:
                     b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
-                                        release_share=opts.get("release_share", 0.3))
-                    params["per_call"] = b["erm"]
-                    budget = [(f"each of ≤ {b['calls']} private ERMs", b["erm"]["epsilon"],
-                               b["erm"]["delta"]),
-                              (f"each of ≤ {b['calls']} constraint releases",
-                               b["release"]["epsilon"], b["release"]["delta"])]
+                                        release_share=opts.get("release_share", 0.35))
+                    budget = [("each of 2 probe ERMs", b["probe"]["epsilon"], b["probe"]["delta"]),
+                              ("each of 2 constraint releases", b["release"]["epsilon"],
+                               b["release"]["delta"]),
+                              ("the final ERM", b["final"]["epsilon"], b["final"]["delta"])]
         elif erm0 is not None:
             spec = ({"epsilon": privacy.epsilon, "delta": privacy.delta}
                     if privacy.is_private else None)
@@ -782,14 +778,14 @@ class ERMBackend:
         r_f = objective_gradient(problem)
         ds = problem.rates.decisions
         if problem.g:
-            setup = lagrange_setup(problem, an, plan.params.get("steps", 4))
+            setup = lagrange_setup(problem, an, opts.get("probe_share", 0.3))
             budget = None
             if private:
                 erm0 = erm_from_problem(problem, r_f)
                 cap = remaining_cap(accountant, plan.privacy)
                 budget = lagrange_budget(self, erm0, setup, cap[0], cap[1],
                                          existing_events(accountant),
-                                         release_share=opts.get("release_share", 0.3))
+                                         release_share=opts.get("release_share", 0.35))
             theta, trace, slack = lagrange_run(self, problem, an, setup, budget, rng=src,
                                                accountant=accountant, private=private,
                                                label=self.name, slack=opts.get("slack"),

@@ -84,7 +84,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
     theorem = THEOREM
     need_strong = False
     need_c2 = True
-    OPTIONS = ("project", "steps", "slack", "release_share", "jacobian_share")
+    OPTIONS = ("project", "probe_share", "slack", "release_share", "jacobian_share")
 
     def planned_events(self, erm, spec, count=1):
         from privfair.privacy import approximate_event, pure_event

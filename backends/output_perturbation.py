@@ -35,7 +35,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
     name = "output_perturbation"
     theorem = THEOREM
     need_strong = True
-    OPTIONS = ("project", "steps", "slack", "release_share")
+    OPTIONS = ("project", "probe_share", "slack", "release_share")
 
     def sensitivity(self, erm):
         """(Δ₂, source): 2ζ/(nΛ) + 2τ."""
