@@ -28,6 +28,14 @@ from .base import Backend, Plan, Verdict
 RHO = 0.05
 
 
+def utility_bound(delta_h, epsilon, candidates, rho=RHO, log=math.log):
+    """[A] Thm 5.2 / Cor 5.3: h(c̃) − min_C h ≤ (2Δh/ε)·log(|C|/ρ) with probability ≥ 1 − ρ.
+
+    Pure (no problem, no data); ``log`` may be ``sympy.log`` to get the formula symbolically.
+    """
+    return 2 * delta_h / epsilon * log(candidates / rho)
+
+
 def penalized_values(problem, L, G):
     """h(ℓ) = f(ℓ) + G·max(0, max_j g_j(ℓ)) for a batch of statistic vectors L (m, K)."""
     h = np.asarray(problem.f.value(L), dtype=float).reshape(-1)
@@ -66,7 +74,7 @@ class ExponentialBackend(Backend):
         elif delta_h is None:
             risk = math.inf
         else:
-            risk = 2 * delta_h / privacy.epsilon * math.log(m / RHO)
+            risk = utility_bound(delta_h, privacy.epsilon, m)
         return Plan(self.name, privacy, analysis, problem, params=params,
                     budget=[("one exponential-mechanism draw over all candidates",
                              privacy.epsilon, 0.0)],

@@ -1,0 +1,108 @@
+"""Error–violation frontiers: ``privfair.pareto(build, privacy_levels, constraint_levels)``.
+
+``build(level) -> Problem`` builds the problem with its fairness constraint at ``level`` (e.g.
+``lambda c: pf.Problem(pf.minimize(r.error()), [gap <= c])``).  Every (privacy level, constraint
+level, backend) is solved with ``seeds`` seeds; the table reports the objective f(ℓ) and the
+violation max(0, max_j g_j(ℓ)) of the released decision (mixture: its expected ℓ), averaged over
+seeds, and marks the points no other point of the same privacy level beats in both.  These are
+measurements on the data the solves used — evaluating them is not private.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidInputError
+from .privacy.spec import DP
+
+
+@dataclass
+class ParetoPoint:
+    epsilon: float
+    level: float
+    backend: str
+    error: float
+    violation: float
+    frontier: bool = False
+
+
+class ParetoTable:
+    """Rows of :class:`ParetoPoint`; ``str()``, ``to_markdown()``, ``plot()``."""
+
+    def __init__(self, points):
+        self.points = list(points)
+        for eps in {p.epsilon for p in self.points}:
+            group = [p for p in self.points if p.epsilon == eps]
+            for p in group:
+                p.frontier = not any((q.error <= p.error and q.violation <= p.violation)
+                                     and (q.error < p.error or q.violation < p.violation)
+                                     for q in group)
+
+    def rows(self):
+        return [(f"{p.epsilon:g}", f"{p.level:g}", p.backend, f"{p.error:.4f}",
+                 f"{p.violation:.4f}", "★" if p.frontier else "") for p in self.points]
+
+    HEADER = ("ε", "level", "backend", "error f", "violation", "frontier")
+
+    def __str__(self):
+        rows = [self.HEADER] + self.rows()
+        w = [max(len(r[i]) for r in rows) for i in range(len(self.HEADER))]
+        return "\n".join("  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows)
+
+    def to_markdown(self):
+        lines = ["| " + " | ".join(self.HEADER) + " |", "|" + " --- |" * len(self.HEADER)]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in self.rows()])
+
+    def plot(self, ax=None):
+        """Error against violation, one series per ε, frontier points joined."""
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        fig = None
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6, 4))
+        for eps in sorted({p.epsilon for p in self.points}):
+            pts = [p for p in self.points if p.epsilon == eps]
+            sc = ax.scatter([p.violation for p in pts], [p.error for p in pts], s=18,
+                            label=f"ε={eps:g}")
+            fr = sorted((p for p in pts if p.frontier), key=lambda p: p.violation)
+            ax.plot([p.violation for p in fr], [p.error for p in fr], color=sc.get_facecolor()[0])
+        ax.set_xlabel("constraint violation max(0, g)")
+        ax.set_ylabel("objective f")
+        ax.set_title("error–violation frontier")
+        ax.legend(fontsize=8)
+        return fig if fig is not None else ax.figure
+
+
+def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3, alpha=0.05):
+    """Solve ``build(level)`` at every privacy and constraint level; see the module docstring."""
+    if not callable(build):
+        raise InvalidInputError("build", build, "pass a callable level -> pf.Problem")
+    privs = [p if isinstance(p, DP) else DP(float(p)) for p in privacy_levels]
+    levels = list(constraint_levels)
+    if not privs or not levels:
+        raise InvalidInputError("privacy_levels/constraint_levels", (privacy_levels, levels),
+                                "pass at least one of each")
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
+        raise InvalidInputError("seeds", seeds, "a positive number of seeds")
+    points = []
+    for priv in privs:
+        for level in levels:
+            prob = build(level)
+            for b in backends:
+                vals = []
+                for s in range(seeds):
+                    res = prob.solve(priv, backend=b, seed=s, alpha=alpha, progress=False)
+                    ell = prob.rates.evaluate_mixture(res.decisions, res.weights)
+                    f, gs = prob.value(ell)
+                    vals.append((f, max([0.0] + [max(0.0, g) for g in gs])))
+                name = res.backend
+                e, v = np.mean(vals, axis=0)
+                points.append(ParetoPoint(priv.epsilon if math.isfinite(priv.epsilon) else math.inf,
+                                          float(level), name, float(e), float(v)))
+    return ParetoTable(points)

@@ -1,0 +1,360 @@
+"""Sample-complexity reports: what each backend's theorem promises at this n, the n it needs for
+a target α, [A]'s lower bounds, and the excess risk actually measured on subsamples.
+
+``privfair.report(problem, privacy, alpha=0.05, build=...)`` returns a :class:`Report`
+(``str(report)``, ``report.to_markdown()``, ``report.save("report.html")``).
+
+Where the numbers come from (one home per fact):
+
+* **Upper bounds** are the backends' own ``plan().predicted_excess_risk`` — the planner is run
+  on a *what-if* copy of the problem whose rates carry a different public n (:func:`at_n`; only
+  the row count used for sensitivities changes, the group masses stay declared).  The n needed
+  for α is found by bisection on log n over that function (bounds are non-increasing in n; a
+  bound that plateaus above α — the iterative backends cap T — gives n = ∞).
+* **Lower bounds** ([A] Thm 6.1: n ≥ Ω(K/(εα)) for pure ε; Thm 6.2: n ≥ Ω(√K/(εα)) for (ε, δ)
+  with δ = o(1/n)) are *orders*, reported with the constant 1; K = |support of f, g|.
+* **Equalized odds** ([A] Cor 8.9 against [J]): |A|⁴·VC/(εα³) against |A|³·VC/(εα^{3+r}),
+  r from min q_ay = α^{(1+r)/2}; orders with constant 1 (Õ hides logs).
+* **Measurements** rerun the backends on ``data.subsample(m)`` — the problem is rebuilt by the
+  ``build(data) -> Problem`` callable you pass (expressions are tied to one ``pf.rates`` call,
+  so a Problem cannot be rebuilt without it; with no ``build`` only the full data is measured).
+  The reference min h is computed *non-privately* (a measurement, never released): the minimum
+  over the finite set for single-decision backends, over its mixtures (cvxpy) for mixture
+  backends.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InvalidInputError, InvalidPrivacyError
+from .privacy.spec import DP
+
+#: backends whose result is a mixture (their bounds compare with the minimum over mixtures)
+MIXTURE_BACKENDS = ("frank_wolfe", "lopt", "oracle_learner")
+N_MAX = 1e12
+
+
+# ------------------------------------------------------------------------------ what-if n
+def at_n(problem, n):
+    """A copy of ``problem`` whose rates carry the public row count ``n`` (for planning only:
+    sensitivities and the plan's bound change, the data and the group masses do not)."""
+    new = copy.copy(problem)
+    r = copy.copy(problem.rates)
+    r.n = int(n)
+    new.rates = r
+    return new
+
+
+def bound_at(problem, privacy, backend, alpha, n=None):
+    """``backend``'s predicted excess risk of h if the data had ``n`` rows (default: its own)."""
+    p = problem if n is None else at_n(problem, n)
+    chosen = p.plan(privacy, backend=backend, alpha=alpha).chosen
+    return math.inf if chosen is None else float(chosen.predicted_excess_risk)
+
+
+def n_needed(fn, alpha, n0, rel=0.02):
+    """Smallest n (to ``rel``) with fn(n) ≤ α, for a non-increasing fn; inf if none ≤ N_MAX."""
+    lo, hi = None, None
+    if fn(n0) <= alpha:
+        hi, n = n0, n0
+        while n > 1:
+            n = max(1, n // 2)
+            if fn(n) > alpha:
+                lo = n
+                break
+            hi = n
+        if lo is None:
+            return 1.0
+    else:
+        lo, n = n0, n0
+        while True:
+            n = n * 8
+            if n > N_MAX:
+                return math.inf
+            if fn(n) <= alpha:
+                hi = n
+                break
+            lo = n
+    while hi / lo > 1 + rel:
+        mid = int(math.ceil(math.sqrt(lo * hi)))
+        if mid in (lo, hi):
+            break
+        lo, hi = (lo, mid) if fn(mid) <= alpha else (mid, hi)
+    return float(hi)
+
+
+# ------------------------------------------------------------------------------ the report
+@dataclass
+class BackendBound:
+    backend: str
+    theorem: str
+    bound: float              # at the data's n
+    n_needed: float           # for the target α (inf: never, within the planner's ranges)
+    formula: object = None    # sympy expression, when the backend exposes a pure formula
+    curve: list = field(default_factory=list)   # [(n, bound)] on a log grid
+
+
+@dataclass
+class LowerBound:
+    name: str
+    theorem: str
+    n: float
+    applies: bool
+    formula: object
+    note: str = "order Ω(·) reported with the constant 1"
+
+
+@dataclass
+class Measurement:
+    backend: str
+    n: int
+    excess: list              # per seed: h(result) − min h (non-private reference)
+    bound: float              # the backend's plan at this subsample's n
+    reference: str
+
+    @property
+    def mean(self):
+        return float(np.mean(self.excess))
+
+    @property
+    def worst(self):
+        return float(np.max(self.excess))
+
+    @property
+    def within(self):
+        return (not math.isfinite(self.bound)) or self.worst <= self.bound
+
+
+@dataclass
+class Report:
+    privacy: object
+    alpha: float
+    beta: float
+    n: int
+    K: int
+    bounds: list
+    refused: dict
+    lower_bounds: list
+    eo: dict
+    measurements: list
+    pareto: object = None
+
+    def __str__(self):
+        from ._report_render import to_text
+        return to_text(self)
+
+    def to_markdown(self) -> str:
+        from ._report_render import to_markdown
+        return to_markdown(self)
+
+    def _repr_markdown_(self):
+        return self.to_markdown()
+
+    def to_html(self) -> str:
+        from ._report_render import to_html
+        return to_html(self)
+
+    def save(self, path) -> str:
+        """Write the self-contained HTML page (figures as base64 PNG) to ``path``."""
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(self.to_html())
+        return str(path)
+
+    def within_bounds(self) -> bool:
+        """True when every measured excess risk is at most its backend's bound at that n."""
+        return all(m.within for m in self.measurements)
+
+
+def _check(alpha, beta, ns, seeds, privacy):
+    if not isinstance(privacy, DP):
+        raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+            raise InvalidInputError(name, v, "must lie in (0, 1), e.g. 0.05")
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
+        raise InvalidInputError("seeds", seeds, "a positive number of seeds, e.g. 3")
+    if ns is not None:
+        ns = list(ns)
+        if not ns:
+            raise InvalidInputError("ns", ns, "pass at least one subsample size, or None")
+        for m in ns:
+            if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 2:
+                raise InvalidInputError("ns", m, "subsample sizes are integers ≥ 2")
+    return ns
+
+
+def lower_bounds(K, privacy, alpha):
+    """[A] Thm 6.1 and 6.2 as orders with the constant 1 (n ≥ K/(εα), n ≥ √K/(εα))."""
+    import sympy as sp
+
+    n, Ks, e, a = sp.symbols("n K epsilon alpha", positive=True)
+    eps = privacy.epsilon
+    pure = LowerBound("pure ε", "[A] Thm 6.1", K / (eps * alpha), privacy.delta == 0,
+                      sp.GreaterThan(n, Ks / (e * a)))
+    approx = LowerBound("(ε, δ), δ = o(1/n)", "[A] Thm 6.2", math.sqrt(K) / (eps * alpha),
+                        privacy.delta > 0, sp.GreaterThan(n, sp.sqrt(Ks) / (e * a)))
+    return [pure, approx]
+
+
+def eo_comparison(problem, privacy, alpha):
+    """[A] Cor 8.9 against [J] for equalized odds: orders with constant 1 (Õ hides logs).
+
+    VC: 1 for a ``Thresholds`` grid (one score), ⌈log₂|C|⌉ for another finite set; r from the
+    declared (public) group-mass bound q: min q = α^{(1+r)/2}, r = max(0, 2 ln q/ln α − 1);
+    r = 0 when no public bound is declared.
+    """
+    import sympy as sp
+
+    rates = problem.rates
+    A = len(rates.groups)
+    ds = rates.decisions
+    if type(ds).__name__ == "Thresholds":
+        vc, vc_src = 1, "Thresholds (one score): VC = 1"
+    elif getattr(ds, "is_finite", False):
+        vc, vc_src = max(1, math.ceil(math.log2(len(ds)))), "finite set: VC ≤ ⌈log₂|C|⌉"
+    else:
+        vc, vc_src = getattr(ds, "n_features", 1) + 1, "linear classifier: VC = d + 1"
+    q = rates.group_mass_bound
+    q = float(np.min(q)) if q is not None and rates.group_mass_source == "public" else None
+    r = max(0.0, 2 * math.log(q) / math.log(alpha) - 1) if q else 0.0
+    eps = privacy.epsilon
+    a_s, v_s, e_s, al, r_s = sp.symbols("A VC epsilon alpha r", positive=True)
+    return {"A": A, "VC": vc, "vc_source": vc_src, "q_min": q, "r": r,
+            "agarwal": A ** 4 * vc / (eps * alpha ** 3),
+            "jagielski": A ** 3 * vc / (eps * alpha ** (3 + r)),
+            "formula_A": a_s ** 4 * v_s / (e_s * al ** 3),
+            "formula_J": a_s ** 3 * v_s / (e_s * al ** (3 + r_s)),
+            "note": "orders with constant 1; [J] needs min q_ay ≤ α^{(1+r)/2}"}
+
+
+def _formula(name, plan):
+    """The sympy formula of a backend's bound, where the backend exposes it as a pure function."""
+    if name != "exponential":
+        return None
+    import sympy as sp
+
+    from privfair.backends.exponential import RHO, utility_bound
+
+    d, e, m, rho = sp.symbols("Delta_h epsilon m rho", positive=True)
+    return sp.Eq(sp.Symbol("excess"), utility_bound(d, e, m, rho=rho, log=sp.log),
+                 evaluate=False), {"Delta_h": plan.params.get("sensitivity_h"), "m":
+                                   plan.params.get("candidates"), "rho": RHO}
+
+
+def _reference(problem, analysis, mixture):
+    L = problem.rates.evaluate_all()
+    vertex = float(np.min(analysis.h_value(L)))
+    if not mixture or not analysis.is_convex or len(problem.g) > 1:
+        return vertex, "min over C"
+    try:
+        import cvxpy as cp
+
+        w = cp.Variable(L.shape[0], nonneg=True)
+        x = L.T @ w
+        obj = problem.f.to_cvxpy(x)
+        if problem.g:
+            obj = obj + analysis.G * cp.pos(problem.g[0].to_cvxpy(x))
+        cp.Problem(cp.Minimize(obj), [cp.sum(w) == 1]).solve()
+        wv = np.clip(w.value, 0, None)
+        hull = float(analysis.h_value(wv / wv.sum() @ L))
+        return min(vertex, hull), "min over mixtures of C (cvxpy)"
+    except Exception:   # pragma: no cover - cvxpy missing or the atom has no cvxpy form
+        return vertex, "min over C (mixture minimum unavailable)"
+
+
+def measure_curve(build, data, privacy, backends, ns, seeds, alpha):
+    """Excess risk of h of each backend on ``build(data.subsample(m))``, ``seeds`` seeds each."""
+    out = []
+    for m in ns:
+        per = {b: [] for b in backends}
+        refs, bounds = {}, {}
+        for s in range(seeds):
+            sub = data if m >= data.n else data.subsample(int(m), rng=s)
+            prob = build(sub)
+            an = prob.analyze(privacy, alpha=alpha)
+            for b in backends:
+                if b not in bounds:
+                    bounds[b] = bound_at(prob, privacy, b, alpha)
+                ref, src = _reference(prob, an, b in MIXTURE_BACKENDS)
+                refs[b] = src
+                res = prob.solve(privacy, backend=b, seed=1000 * s + 17, alpha=alpha,
+                                 progress=False)
+                ell = prob.rates.evaluate_mixture(res.decisions, res.weights)
+                per[b].append(float(analysis_h(an, ell)) - ref)
+        out += [Measurement(b, int(min(m, data.n)), per[b], bounds[b], refs[b]) for b in backends]
+    return out
+
+
+def analysis_h(analysis, ell):
+    return np.asarray(analysis.h_value(ell), dtype=float).reshape(-1)[0]
+
+
+def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds=3, *,
+           build=None, backends=("auto",), frontier=None):
+    """Sample-complexity report for ``problem`` under ``privacy``; see the module docstring.
+
+    Parameters
+    ----------
+    problem : privfair.Problem
+    privacy : privfair.DP
+    alpha : float in (0, 1)
+        Target accuracy: the bounds are solved for the n that reaches it.
+    beta : float in (0, 1)
+        Failure probability shown with the bounds (each backend's theorem holds w.p. ≥ 1 − its
+        own ρ; see its plan) and the tolerated share of measured seeds above their bound.
+    ns : list of int, optional
+        Subsample sizes for the measured curve (default: 4 sizes up to the data's n).
+    measure : bool
+        Run the backends on subsamples (needs ``build``; without it only the full data).
+    seeds : int
+    build : callable(Dataset) -> Problem, optional
+        Rebuilds the problem on a subsample.
+    backends : tuple of str
+        Which backends to measure: ("auto",) the planner's choice, ("all",) every accepting one,
+        or names.
+    frontier : privfair.pareto.ParetoTable, optional
+        A frontier from :func:`privfair.pareto` to embed (table and figure).
+    """
+    ns = _check(alpha, beta, ns, seeds, privacy)
+    alpha, beta = float(alpha), float(beta)
+    data = problem.rates.data
+    n = data.n
+    plans = problem.plan(privacy, alpha=alpha)
+    analysis = plans.analysis
+    K = max(len(analysis.support), 1)
+    grid = np.unique(np.geomspace(max(10, n // 100), max(100 * n, 10 ** 6), 25).astype(int))
+    bounds = []
+    for p in plans.ranked:
+        fn = lambda m, b=p.backend: bound_at(problem, privacy, b, alpha, m)
+        f = _formula(p.backend, p)
+        bounds.append(BackendBound(p.backend, p.theorem, float(p.predicted_excess_risk),
+                                   n_needed(fn, alpha, n), f,
+                                   [(int(m), fn(m)) for m in grid]))
+    accepted = [b.backend for b in bounds]
+    if backends in (("all",), "all"):
+        chosen = accepted
+    elif tuple(backends) == ("auto",):
+        chosen = accepted[:1]
+    else:
+        chosen = [b for b in backends if b in accepted]
+        missing = [b for b in backends if b not in accepted]
+        if missing:
+            raise InvalidInputError("backends", missing, f"these do not accept the problem; "
+                                    f"accepting: {accepted}")
+    measurements = []
+    if measure and chosen and privacy.is_private:
+        if build is None:
+            sizes = [n]
+            build = lambda d: problem  # noqa: E731 - the full data only
+        else:
+            sizes = sorted(set(ns or np.unique(np.geomspace(max(20, n // 8), n, 4).astype(int))))
+        measurements = measure_curve(build, data, privacy, chosen, sizes, seeds, alpha)
+    return Report(privacy=privacy, alpha=alpha, beta=beta, n=n, K=K, bounds=bounds,
+                  refused=dict(plans.refused), lower_bounds=lower_bounds(K, privacy, alpha),
+                  eo=eo_comparison(problem, privacy, alpha), measurements=measurements,
+                  pareto=frontier)

@@ -1,0 +1,177 @@
+"""Sample-complexity reports (privfair.report) and error–violation frontiers (privfair.pareto)."""
+
+import base64
+import math
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.errors import InvalidInputError, InvalidPrivacyError
+from privfair.report import at_n, bound_at, n_needed
+
+PRIV = pf.DP(1.0, 1e-6)
+ALPHA = 0.1
+
+
+def synthetic(n, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b"], n)
+    x = rng.normal(size=n) + 0.8 * (a == "a")
+    y = (x + rng.normal(scale=0.8, size=n) > 0.5).astype(int)
+    return pf.Dataset(x[:, None], y, sensitive=a, group_names=["a", "b"])
+
+
+def build(data, level=0.1):
+    r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 12), score=0), data, group_mass_bound=0.1)
+    u = r.selection["a"] - r.selection["b"]
+    return pf.Problem(pf.minimize(r.error()), [pf.lse(u, -u, eta=20) <= level])
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic(600)
+
+
+@pytest.fixture(scope="module")
+def rep(data):
+    return pf.report(build(data), PRIV, alpha=ALPHA, build=build, backends="all",
+                     ns=[80, 200, 600], seeds=2)
+
+
+# ------------------------------------------------------------------------------ bounds
+def test_what_if_n_reproduces_the_plan_and_decreases(data):
+    prob = build(data)
+    for name in ("exponential", "frank_wolfe"):
+        here = prob.plan(PRIV, backend=name, alpha=ALPHA).chosen.predicted_excess_risk
+        assert bound_at(prob, PRIV, name, ALPHA, data.n) == pytest.approx(here)
+        assert bound_at(prob, PRIV, name, ALPHA, 10 * data.n) < here
+    assert at_n(prob, 5000).rates.n == 5000 and prob.rates.n == data.n   # the original untouched
+
+
+def test_n_needed_solves_the_exponential_bound(data, rep):
+    b = next(b for b in rep.bounds if b.backend == "exponential")
+    fn = lambda m: bound_at(build(data), PRIV, "exponential", ALPHA, m)  # noqa: E731
+    assert fn(b.n_needed) <= ALPHA < fn(b.n_needed / 1.05)
+    # Δh ∝ 1/n, so the bound scales as n/n_needed
+    assert b.bound == pytest.approx(ALPHA * b.n_needed / data.n, rel=0.05)
+    assert n_needed(lambda m: 1.0 / m, 0.5, 10) == pytest.approx(2.0, rel=0.05)
+    assert math.isinf(n_needed(lambda m: 1.0, 0.5, 10))
+
+
+def test_measured_excess_stays_under_every_bound(rep):
+    """The issue's "Done means": measured ≤ the backend's bound at each n where it applies."""
+    accepting = {b.backend for b in rep.bounds}
+    assert {"exponential", "frank_wolfe", "lopt"} <= accepting
+    assert {m.backend for m in rep.measurements} == accepting
+    assert {m.n for m in rep.measurements} == {80, 200, 600}
+    for m in rep.measurements:
+        assert len(m.excess) == 2
+        assert min(m.excess) >= -1e-6          # the reference is the exact minimum
+        if math.isfinite(m.bound):
+            assert m.worst <= m.bound, (m.backend, m.n, m.excess, m.bound)
+    assert rep.within_bounds()
+
+
+def test_lower_bounds_below_upper_bounds_n(rep):
+    assert [lb.theorem for lb in rep.lower_bounds] == ["[A] Thm 6.1", "[A] Thm 6.2"]
+    assert [lb.applies for lb in rep.lower_bounds] == [False, True]   # δ > 0
+    K = rep.K
+    assert rep.lower_bounds[0].n == pytest.approx(K / (1.0 * ALPHA))
+    assert rep.lower_bounds[1].n == pytest.approx(math.sqrt(K) / (1.0 * ALPHA))
+    for b in rep.bounds:
+        for lb in rep.lower_bounds:
+            assert lb.n <= b.n_needed
+
+
+def test_equalized_odds_comparison(rep):
+    e = rep.eo
+    assert e["A"] == 2 and e["VC"] == 1
+    # q = 0.1 = α^{(1+r)/2} with α = 0.1 gives r = 1
+    assert e["r"] == pytest.approx(1.0)
+    assert e["agarwal"] == pytest.approx(16 / ALPHA ** 3)
+    assert e["jagielski"] == pytest.approx(8 / ALPHA ** 4)
+
+
+# ------------------------------------------------------------------------------ renders
+def test_text_and_markdown_name_every_accepting_backend(rep):
+    text, md = str(rep), rep.to_markdown()
+    for b in rep.bounds:
+        assert b.backend in text and b.backend in md
+    assert "Thm 6.1" in md and "Cor 8.9" in md and "| --- |" in md
+    assert "\\frac" in md                                   # sympy LaTeX of the formulas
+
+
+def test_html_is_self_contained_with_png_figures(rep, tmp_path):
+    path = rep.save(tmp_path / "report.html")
+    page = open(path, encoding="utf-8").read()
+    assert "http" not in page.lower() and "<script" not in page.lower()
+    for b in rep.bounds:
+        assert b.backend in page
+    assert "<math>" in page and "<mfrac>" in page
+    imgs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
+    assert len(imgs) >= 2
+    for b64 in imgs:
+        assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                    reason="chromium is not installed (apt-get install -y chromium)")
+def test_html_renders_non_blank_in_headless_chromium(rep, tmp_path):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    html_path = rep.save(tmp_path / "report.html")
+    png = tmp_path / "shot.png"
+    subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu",
+                    f"--screenshot={png}", "--window-size=1000,1400", f"file://{html_path}"],
+                   check=True, timeout=60, capture_output=True)
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(png)
+    assert img.std() > 0.01                                 # not a blank page
+
+
+# ------------------------------------------------------------------------------ errors
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "x"])
+def test_alpha_outside_unit_interval_raises(data, alpha):
+    with pytest.raises(InvalidInputError):
+        pf.report(build(data), PRIV, alpha=alpha, measure=False)
+
+
+def test_bad_arguments_raise_typed_errors(data):
+    prob = build(data)
+    with pytest.raises(InvalidInputError):
+        pf.report(prob, PRIV, ns=[], build=build)
+    with pytest.raises(InvalidInputError):
+        pf.report(prob, PRIV, beta=1.0)
+    with pytest.raises(InvalidInputError):
+        pf.report(prob, PRIV, seeds=0)
+    with pytest.raises(InvalidPrivacyError):
+        pf.report(prob, 1.0)
+    with pytest.raises(InvalidInputError):
+        pf.report(prob, PRIV, backends=("cells",), measure=False)
+
+
+def test_without_build_only_the_full_data_is_measured(data):
+    rep = pf.report(build(data), pf.DP(1.0), alpha=ALPHA, seeds=1)
+    assert [m.backend for m in rep.measurements] == ["exponential"]   # "auto": the planner's pick
+    assert [m.n for m in rep.measurements] == [data.n]
+    assert not rep.lower_bounds[1].applies and rep.lower_bounds[0].applies
+
+
+# ------------------------------------------------------------------------------ pareto
+def test_pareto_frontier_table_and_plot(data, tmp_path):
+    table = pf.pareto(lambda c: build(data, c), [0.5, 4.0], [0.05, 0.3], seeds=2)
+    assert len(table.points) == 4
+    for eps in (0.5, 4.0):
+        assert any(p.frontier for p in table.points if p.epsilon == eps)
+    assert all(p.violation >= 0 for p in table.points)
+    assert "frontier" in str(table) and "| ε |" in table.to_markdown()
+    fig = table.plot()
+    fig.savefig(tmp_path / "f.png")
+    rep = pf.report(build(data), PRIV, alpha=ALPHA, measure=False, frontier=table)
+    assert rep.to_html().count("data:image/png;base64,") == 2
+    with pytest.raises(InvalidInputError):
+        pf.pareto(lambda c: build(data, c), [], [0.1])
