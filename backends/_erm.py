@@ -195,7 +195,7 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     it = 0
     if erm.loss.twice_differentiable or erm.loss.smooth:
         for it in range(1, 60):
-            if cert <= tau:
+            if cert <= tau or (mu == 0 and gn <= 1e-10 * beta * max(1.0, C.radius)):
                 break
             f, g = erm.value_and_grad(x, lin, ridge)
             z = erm.U @ x
@@ -234,7 +234,7 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
             y = x + mom * (x - x_prev)
             if k % 10 == 0:
                 cert, gn = _certificate(erm, x, lin, ridge, beta, mu)
-                if cert <= tau or (mu == 0 and gn <= 1e-12):
+                if cert <= tau or (mu == 0 and gn <= 1e-10 * beta * max(1.0, C.radius)):
                     break
     certified = bool(mu > 0 and cert <= tau and C.exact_projection)
     return Solution(x, cert, k, certified)
@@ -351,14 +351,18 @@ def constraint_direction(g, K):
     return d
 
 
-def cell_coefficients(rates, r):
+def cell_coefficients(rates, r, empirical=False):
     """n·a_{g,y}: the weight of a row of cell (g, y) on its mass on ŷ = 1 in n·(r·ℓ), with the
-    public group-mass bound as the conditional denominators.  Shape (G, 2)."""
+    public group-mass bound as the conditional denominators (``empirical``: the data's own
+    masses when no bound is known — ε = ∞ reference runs only).  Shape (G, 2)."""
     r = np.asarray(r, float)
     G = rates.G
     a = np.zeros((G, 2))
     uses_cond = np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0)
     q, qg = rates._bound(None)
+    if uses_cond and q is None and empirical:
+        q = np.maximum(rates._n_gy, 1.0) / rates.n
+        qg = np.maximum(rates._n_gy.sum(axis=1), 1.0) / rates.n
     if uses_cond and q is None:
         raise _NeedsMass()
     for y in (0, 1):
@@ -390,13 +394,39 @@ def multiplier_range(a_f, a_d):
     return lo * (1 - 1e-9), hi * (1 - 1e-9)
 
 
-def erm_from_problem(problem, r):
+def erm_from_problem(problem, r, empirical=False):
     """The ERM of the weighted surrogate error r·ℓ(θ) (public denominators; see module doc)."""
+    return erm_from_rates(problem.rates, r, empirical)
+
+
+def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturbation", rng=None,
+                         accountant=None, label="LOPT oracle", options=None):
+    """A private approximate minimizer of θ ↦ r·ℓ(θ, D) for public weights r — the LOPT
+    reduction's linear-classifier oracle ([A] §5.2, oracle (b)) under ``protect="row"``.
+
+    ``rates`` must come from ``pf.rates(pf.SparseLinear(...), data, surrogate=...)``; the weights
+    must make the weighted surrogate error convex (non-negative on errors).  Records the
+    backend's event(s) in ``accountant`` before drawing; returns θ.  ``epsilon=inf``: exact."""
+    from privfair.privacy.randomness import as_source
+
+    from . import get
+
+    b = get(method)
+    erm = erm_from_rates(rates, np.asarray(r, float), empirical=not math.isfinite(epsilon))
+    why = b.erm_reason(erm, None)
+    if why:
+        b.refuse(why)
+    spec = None if not math.isfinite(epsilon) else {"epsilon": epsilon, "delta": delta}
+    return b.private_erm(erm, spec, rng=as_source(rng), accountant=accountant, label=label,
+                         options=dict(options or {}))
+
+
+def erm_from_rates(rates, r, empirical=False):
+    """:func:`erm_from_problem` for a Rates object and weights r over ℓ."""
     from privfair.sparse import LOSSES
 
-    rates = problem.rates
     ds = rates.decisions
-    a = cell_coefficients(rates, r)
+    a = cell_coefficients(rates, r, empirical)
     bad = _bad_cells(a, tol=1e-9 * (1 + np.abs(a).max()))
     if bad:
         raise ValueError(f"cell {bad} has the wrong sign: the weighted ERM is not convex")
@@ -418,9 +448,14 @@ def uses_conditional(problem, r):
 
 
 # ------------------------------------------------------------------------------------ budgets
-def fit_scale(make_events, eps_cap, delta_cap, existing=(), hi=None, rules=None):
+FAST_RULES = ("basic", "advanced", "optimal", "gdp")
+
+
+def fit_scale(make_events, eps_cap, delta_cap, existing=(), hi=None, rules=None, lo=None,
+              steps=26):
     """The largest x in (0, hi] with total(existing + make_events(x)) ≤ (eps_cap, delta_cap),
-    by bisection on log x (monotone: more x, more privacy loss)."""
+    by bisection on log x (monotone: more x, more privacy loss); ``lo`` (known to fit) skips
+    the bracketing."""
     from privfair.privacy import Accountant
 
     def fits(x):
@@ -433,13 +468,14 @@ def fit_scale(make_events, eps_cap, delta_cap, existing=(), hi=None, rules=None)
     hi = eps_cap if hi is None else hi
     if fits(hi):
         return hi
-    lo = hi
-    while not fits(lo):
-        lo /= 4
-        if lo < 1e-12 * hi:
-            raise RuntimeError("no positive budget fits the accountant's limit")
+    if lo is None:
+        lo = hi
+        while not fits(lo):
+            lo /= 4
+            if lo < 1e-12 * hi:
+                raise RuntimeError("no positive budget fits the accountant's limit")
     a, b = math.log(lo), math.log(hi)
-    for _ in range(26):
+    for _ in range(steps):
         m = 0.5 * (a + b)
         a, b = (m, b) if fits(math.exp(m)) else (a, m)
     return math.exp(a)
@@ -557,22 +593,23 @@ class LagrangeSetup:
     support: np.ndarray
     delta_l2: float
     probe_share: float = 0.3
+    empirical: bool = False
 
 
-def lagrange_setup(problem, analysis, probe_share=0.3):
+def lagrange_setup(problem, analysis, probe_share=0.3, empirical=False):
     """None when q is not yet known (ranking before a private group-mass estimate)."""
     rates = problem.rates
     r_f = objective_gradient(problem)
     g = problem.g[0]
     d = constraint_direction(g, problem.variable.size)
     try:
-        a_f, a_d = cell_coefficients(rates, r_f), cell_coefficients(rates, d)
+        a_f, a_d = cell_coefficients(rates, r_f, empirical), cell_coefficients(rates, d, empirical)
     except _NeedsMass:
         return None
     lo, hi = multiplier_range(a_f, a_d)
     S = np.asarray(sorted(g.support()), dtype=int)
-    dl2 = float(rates.delta_l("l2", "row", support=S))
-    return LagrangeSetup(r_f, d, (lo, hi), S, dl2, float(probe_share))
+    dl2 = float(rates.delta_l("l2", "row", support=S)) if rates._q is not None else math.nan
+    return LagrangeSetup(r_f, d, (lo, hi), S, dl2, float(probe_share), bool(empirical))
 
 
 #: ERM calls of the search: two probes (ν = 0 and ν = ν_max/2 on the violated side), one final
@@ -597,9 +634,24 @@ def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(), relea
         probe = backend.planned_events(erm0, {"epsilon": ps * x, "delta": dc}, count=1)
         final = backend.planned_events(erm0, {"epsilon": x, "delta": 4 * dc}, count=1)
         return (probe + [release_event(x)]) * 2 + final
-    x = fit_scale(events, eps_cap, delta_cap, existing, hi=eps_cap)
+    x = fit_cached((backend.name, "lagrange", ps, rs), events, eps_cap, delta_cap, existing,
+                   eps_cap)
     return {"probe": {"epsilon": ps * x, "delta": dc}, "final": {"epsilon": x, "delta": 4 * dc},
             "release": {"epsilon": rs * x, "delta": dc}}
+
+
+_BUDGETS: dict = {}
+
+
+def fit_cached(tag, events, eps_cap, delta_cap, existing, hi):
+    """:func:`fit_scale` with the fast rules, then a short bisection with every rule (PLD, RDP)
+    above that answer; cached by (tag, caps, existing events) — all public."""
+    key = (tag, eps_cap, delta_cap, tuple(existing), hi)
+    if key not in _BUDGETS:
+        x = fit_scale(events, eps_cap, delta_cap, existing, hi=hi, rules=FAST_RULES)
+        _BUDGETS[key] = fit_scale(events, eps_cap, delta_cap, existing, hi=min(hi, 1.6 * x),
+                                  lo=x, steps=8)
+    return _BUDGETS[key]
 
 
 def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, private, label,
@@ -633,7 +685,7 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
     dd = float(d @ d)
 
     def erm_at(nu, spec, what):
-        erm = erm_from_problem(problem, setup.r_f + nu * d)
+        erm = erm_from_problem(problem, setup.r_f + nu * d, setup.empirical)
         return backend.private_erm(erm, spec, rng=rng, accountant=accountant,
                                    label=f"{label}: {what} ERM at ν={nu:.4g}", options=options or {})
 
@@ -721,7 +773,7 @@ class ERMBackend:
         opts = self._opts(options)
         r_f = objective_gradient(problem)
         try:
-            erm0 = erm_from_problem(problem, r_f)
+            erm0 = erm_from_problem(problem, r_f, empirical=not privacy.is_private)
         except _NeedsMass:
             erm0 = None
         params = {"l2 (Λ)": problem.rates.decisions.l2,
@@ -736,7 +788,8 @@ class ERMBackend:
                          "weight is its own (row-local)")
         risk, budget = math.inf, []
         if problem.g:
-            setup = lagrange_setup(problem, analysis, opts.get("probe_share", 0.3))
+            setup = lagrange_setup(problem, analysis, opts.get("probe_share", 0.3),
+                                   empirical=not privacy.is_private)
             notes.append("constraint: private secant search for the Lagrange multiplier ν of the "
                          "constraint's linear statistic (probes at ν = 0 and ν_max/2, whose 0-1 "
                          "constraint statistics are released with Gaussian noise, then one final "
@@ -778,7 +831,8 @@ class ERMBackend:
         r_f = objective_gradient(problem)
         ds = problem.rates.decisions
         if problem.g:
-            setup = lagrange_setup(problem, an, opts.get("probe_share", 0.3))
+            setup = lagrange_setup(problem, an, opts.get("probe_share", 0.3),
+                                   empirical=not private)
             budget = None
             if private:
                 erm0 = erm_from_problem(problem, r_f)
@@ -792,7 +846,7 @@ class ERMBackend:
                                                options=opts)
             info = {"lagrange": trace, "slack": slack, "budget": budget, "notes": plan.notes}
             return make_result(self.name, theta, ds, plan, trace, info)
-        erm = erm_from_problem(problem, r_f)
+        erm = erm_from_problem(problem, r_f, empirical=not private)
         spec = {"epsilon": plan.privacy.epsilon, "delta": plan.privacy.delta} if private else None
         theta = self.private_erm(erm, spec, rng=src, accountant=accountant, label=self.name,
                                  options=opts)

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from . import _erm as E
 from .base import Backend
 
@@ -47,9 +45,13 @@ def calibrate(erm, epsilon, delta, share=None):
     """The mechanism's constants for a target (ε, δ): Δ, σ (or κ), σ₃ (or κ₃), ε₁, ε₂, δ₂."""
     from privfair.privacy import calibrate_gaussian_sigma
 
+    key = ("objective_perturbation", epsilon, delta, share)
+    if key in erm.meta:
+        return erm.meta[key]
     if share is None:      # smallest predicted excess over a public grid of Jacobian shares
-        return min((calibrate(erm, epsilon, delta, s) for s in JACOBIAN_SHARES),
-                   key=lambda c: c["bound"])
+        erm.meta[key] = min((calibrate(erm, epsilon, delta, s) for s in JACOBIAN_SHARES),
+                            key=lambda c: c["bound"])
+        return erm.meta[key]
     n, zeta, bH, nL = erm.n, erm.zeta, erm.beta_H, erm.n * erm.l2
     e3 = SMOOTH_SHARE * epsilon
     e1 = share * epsilon
@@ -76,6 +78,7 @@ def calibrate(erm, epsilon, delta, share=None):
     c["bound"] = (Delta * r2 * r2 / (2 * n) + 2 * noise_mean * wC / n
                   + (erm.zeta + erm.l2 * r2) * smooth_norm)
     c["width_C"] = wC
+    erm.meta[key] = c
     return c
 
 
@@ -96,8 +99,8 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
     def private_erm(self, erm, spec, *, rng, accountant, label, options):
         from privfair.privacy import approximate_event, gaussian_mechanism, gaussian_noise_vector
 
-        if spec is None:
-            return E.solve_certified(erm).theta
+        if spec is None:            # ε = ∞ reference: no certificate needed
+            return E.solve(erm).theta
         eps, delta = spec["epsilon"], spec["delta"]
         c = calibrate(erm, eps, delta, options.get("jacobian_share"))
         src = (f"ζ = ω·sup|l'|·‖u‖ = {c['zeta']:.4g} per row (gradient change ≤ 2ζ in the span of "

@@ -25,6 +25,7 @@ from .data import Dataset
 from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
 from .cells import ProxyCells
 from .postprocess import PostProcessed
+from .torch_model import TorchModel  # torch is imported lazily
 from .expr import (Constant, Constraint, Expression, Variable, abs, gmean, hmean, hstack, lse,
                    maximum, norm1, norm2, norm_inf, pos, smax, square, sum)
 from .privacy import Accountant, BudgetFilter, Certificate
@@ -34,16 +35,28 @@ from .problem import Minimize, Problem, maximize, minimize
 from .stats import Rates, estimate_group_mass_bound, rates
 from . import norms, sparse  # noqa: E402
 from .sparse import SparseLinear  # noqa: E402
+from .report import Report, report  # noqa: E402
+from .pareto import pareto  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "scores", "DP", "BudgetFilter", "Accountant", "Certificate", "Result", "Dataset", "datasets", "errors", "metrics", "privacy",
-    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "ProxyCells", "PostProcessed",
+    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "ProxyCells", "PostProcessed", "TorchModel",
     "rates", "Rates", "estimate_group_mass_bound",
     "Expression", "Variable", "Constant", "Constraint",
     "abs", "maximum", "pos", "sum", "norm1", "norm2", "norm_inf", "square", "lse", "smax",
     "gmean", "hmean", "hstack",
     "Problem", "Minimize", "minimize", "maximize", "Analysis", "analyze",
     "norms", "sparse", "SparseLinear",
+    "report", "Report", "pareto",
 ]
+
+
+def __getattr__(name):
+    """``pf.sklearn`` loads :mod:`privfair.sklearn` on first use (scikit-learn is optional)."""
+    if name == "sklearn":
+        import importlib
+
+        return importlib.import_module(".sklearn", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

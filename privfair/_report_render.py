@@ -37,6 +37,8 @@ def _meas_rows(rep):
 
 def _eo_rows(rep):
     e = rep.eo
+    if e is None:   # the decision set has no VC dimension (e.g. ProxyCells)
+        return []
     return [("[A] Cor 8.9", "|A|⁴·VC/(εα³)", _n(e["agarwal"])),
             ("[J]", f"|A|³·VC/(εα^(3+r)), r={e['r']:.3g}", _n(e["jagielski"]))]
 
@@ -59,7 +61,8 @@ def _header(rep):
 
 def _footer(rep):
     e = rep.eo
-    lines = [f"EO: |A|={e['A']}, VC={e['VC']} ({e['vc_source']}), q_min={e['q_min']}; {e['note']}"]
+    lines = ([f"EO: |A|={e['A']}, VC={e['VC']} ({e['vc_source']}), q_min={e['q_min']}; {e['note']}"]
+             if e is not None else ["EO comparison: omitted (the decision set declares no VC dimension)"])
     lines += [f"refused: {k}: {v}" for k, v in rep.refused.items()]
     return lines
 
@@ -92,8 +95,9 @@ def _formulas(rep):
             out.append((f"{b.backend} ({b.theorem})", expr, vals))
     for lb in rep.lower_bounds:
         out.append((f"{lb.theorem}, {lb.name} (order, constant 1)", lb.formula, {}))
-    out.append(("[A] Cor 8.9 (order)", rep.eo["formula_A"], {}))
-    out.append(("[J] (order)", rep.eo["formula_J"], {}))
+    if rep.eo is not None:
+        out.append(("[A] Cor 8.9 (order)", rep.eo["formula_A"], {}))
+        out.append(("[J] (order)", rep.eo["formula_J"], {}))
     return [(t, e, sp.latex(e), v) for t, e, v in out]
 
 

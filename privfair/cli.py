@@ -1,23 +1,314 @@
 """The ``privfair`` command line.
 
-``privfair demo`` runs the main job on the bundled Adult data; ``privfair datasets`` lists the
-bundled datasets.  Wrong flags give a one-line error and exit code 2.
+Commands (``privfair COMMAND --help`` documents each; see also ``docs/cli.md``)::
+
+    privfair solve PROBLEM.py --epsilon 1 [--delta D] [--protect sensitive|row] [--backend auto]
+                   [--seed S] [--alpha A] [--certificate out.md] [--report out.html]
+    privfair report PROBLEM.py [--epsilon 1] [--delta D] [--protect ...] [--alpha A] [--output F]
+    privfair audit --backend NAME [--epsilon 1] [--delta 0] [--runs 2000] [--negative-control]
+    privfair backends
+    privfair datasets
+    privfair demo [--epsilon 1] [--constraint equalized_odds|demographic_parity] [--subsample N]
+
+The PROBLEM.py convention
+-------------------------
+A problem file is ordinary Python, executed with :func:`runpy.run_path` (its directory is put on
+``sys.path`` while it loads, as ``python PROBLEM.py`` would; ``__name__`` is
+``"__privfair_problem__"``, so an ``if __name__ == "__main__":`` block does not run).  It must
+define
+
+* ``problem`` — a :class:`privfair.Problem` over the private training data, **or**
+* ``build()`` — a function returning such a problem, or a ``(problem, test)`` pair;
+
+and may define ``test``, a :class:`privfair.Dataset` on which the metrics are also reported (a
+held-out split; it is not used by the solve), and ``rebuild(data)``, a function building the same
+problem on another :class:`privfair.Dataset` (``privfair report --measure`` uses it to measure on
+subsamples).  ``examples/problem_adult_eo.py`` is an example.
+
+Exit codes
+----------
+``0`` success; ``1`` an audit whose verdict is not the expected one (the honest run refuted, or
+a requested negative control not refuted), or an internal error; ``2`` a usage or input error —
+a wrong flag, a missing or broken problem file, an invalid privacy parameter, a problem no
+backend accepts, an unwritable output file.  Every error is one line on stderr,
+``privfair: error: ...``, never a traceback (set ``PRIVFAIR_TRACEBACK=1`` to see the traceback
+of an internal error); ``130`` interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
+import math
+import os
+import pathlib
 import sys
+import time
 
 from .errors import PrivfairError
 
+#: exit codes (documented in the module docstring and docs/cli.md)
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+
+class CommandError(Exception):
+    """A user-facing error of the command line: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``privfair: error: MESSAGE (see 'privfair X --help')``."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        hint = f" (see '{self.prog} --help')"
+        self.exit(EXIT_USAGE, f"privfair: error: {_one_line(message)}{hint}\n")
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+# --------------------------------------------------------------------------- argument types
+def _epsilon(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid ε {text!r}: pass a positive number or 'inf'")
+    if not value > 0:   # also rejects nan
+        raise argparse.ArgumentTypeError(f"invalid ε {text!r}: pass a positive number or 'inf'")
+    return value
+
+
+def _delta(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid δ {text!r}: pass a number in [0, 1)")
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"invalid δ {text!r}: pass a number in [0, 1)")
+    return value
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: pass a positive number")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: pass a positive number")
+    return value
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: pass a positive integer")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: pass a positive integer")
+    return value
+
+
+def _seed(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: pass a non-negative integer")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: pass a non-negative integer")
+    return value
+
+
+def _show_progress(args) -> bool:
+    """Progress bars go to stderr, only when it is a terminal and --no-progress is not given."""
+    return not getattr(args, "no_progress", False) and sys.stderr.isatty()
+
+
+# --------------------------------------------------------------------------- problem files
+def load_problem_file(path, with_rebuild=False):
+    """Load a PROBLEM.py file: ``(problem, test or None)``, and its ``rebuild`` (or None) when
+    ``with_rebuild``; see the module docstring.
+
+    Raises :class:`CommandError` (one line, naming the file) when the file is missing, is not
+    Python, fails to run, or defines no problem.
+    """
+    import runpy
+
+    from .data import Dataset
+    from .problem import Problem
+
+    p = pathlib.Path(path)
+    if not p.exists():
+        raise CommandError(f"{path}: no such file")
+    if not p.is_file():
+        raise CommandError(f"{path}: not a file (pass a PROBLEM.py file)")
+    if p.suffix != ".py":
+        raise CommandError(f"{path}: expected a Python file defining `problem` (PROBLEM.py)")
+    folder = str(p.resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        try:
+            ns = runpy.run_path(str(p), run_name="__privfair_problem__")
+        except SyntaxError as exc:
+            raise CommandError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+        except SystemExit:
+            raise CommandError(f"{path}: the file called sys.exit() while loading") from None
+        except PrivfairError as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        except Exception as exc:   # the user's code failed: report it on one line
+            raise CommandError(f"{path}: {type(exc).__name__} while loading: {exc}") from None
+        problem, test = ns.get("problem"), ns.get("test")
+        if problem is None and callable(ns.get("build")):
+            try:
+                built = ns["build"]()
+            except PrivfairError as exc:
+                raise CommandError(f"{path}: build() failed: {exc}") from None
+            except Exception as exc:
+                raise CommandError(f"{path}: build() raised {type(exc).__name__}: {exc}") from None
+            if isinstance(built, tuple) and len(built) == 2:
+                problem, test = built
+            else:
+                problem = built
+    finally:
+        try:
+            sys.path.remove(folder)
+        except ValueError:  # pragma: no cover - the file removed it itself
+            pass
+    if problem is None:
+        raise CommandError(f"{path}: defines neither `problem` (a pf.Problem) nor `build()` "
+                           "returning one")
+    if not isinstance(problem, Problem):
+        raise CommandError(f"{path}: `problem` is a {type(problem).__name__}, not a pf.Problem")
+    if test is not None and not isinstance(test, Dataset):
+        raise CommandError(f"{path}: `test` is a {type(test).__name__}, not a pf.Dataset")
+    if getattr(problem, "rates", None) is None or getattr(problem.rates, "data", None) is None:
+        raise CommandError(f"{path}: the problem is not built over a dataset (use pf.rates(...))")
+    rebuild = ns.get("rebuild")
+    if rebuild is not None and not callable(rebuild):
+        raise CommandError(f"{path}: `rebuild` must be a function rebuild(data) -> pf.Problem")
+    return (problem, test, rebuild) if with_rebuild else (problem, test)
+
+
+def _privacy(args, problem):
+    from .privacy.spec import DP
+
+    n = problem.rates.data.n
+    if math.isinf(args.epsilon):
+        delta = 0.0 if args.delta is None else args.delta
+    else:
+        delta = 1.0 / n ** 2 if args.delta is None else args.delta
+    return DP(args.epsilon, delta, protect=args.protect)
+
+
+def _check_writable(path):
+    """Fail before any budget is spent when an output file cannot be written."""
+    if path is None:
+        return
+    p = pathlib.Path(path)
+    if p.is_dir():
+        raise CommandError(f"{path}: is a directory (pass a file name)")
+    parent = p.parent if str(p.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise CommandError(f"{path}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CommandError(f"{path}: not writable")
+
+
+def _write(path, text):
+    try:
+        pathlib.Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def full_report(problem, privacy, alpha, **options):
+    """``(report or None, note)``: issue 7's sample-complexity report (:func:`privfair.report.report`)
+    when that module is installed; otherwise, or if it fails on this problem, ``None`` and a
+    one-line note saying why (the commands then show the analysis and the plan ranking only)."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("privfair.report") is None:
+        return None, "the full sample-complexity report (issue 7) is pending"
+    fn = getattr(importlib.import_module("privfair.report"), "report", None)
+    if not callable(fn):
+        return None, "the full sample-complexity report (issue 7) is pending"
+    try:
+        return fn(problem, privacy, alpha=alpha, **options), ""
+    except PrivfairError:
+        raise
+    except Exception as exc:   # an addition to the output: report it, keep the rest
+        return None, (f"the sample-complexity report failed on this problem "
+                      f"({type(exc).__name__}: {_one_line(exc)})")
+
+
+def _html_body(page: str) -> str:
+    """The inside of ``<body>`` of a complete HTML page (to embed one page in another)."""
+    import re
+
+    m = re.search(r"<body[^>]*>(.*)</body>", page, flags=re.S | re.I)
+    return m.group(1) if m else page
+
+
+def _metrics_rows(result, train, test):
+    """[(split, metrics dict, rows)] on the training data and, if given, the test data."""
+    return [(split, result.metrics(data), data.n)
+            for split, data in (("train", train), ("test", test)) if data is not None]
+
+
+def _format_metrics(rows):
+    return "\n".join(f"{split:5s}: error {m['error']:.4f}   DP violation {m['dp_violation']:.4f}   "
+                     f"EO violation {m['eo_violation']:.4f}   (expected prediction, {n} rows)"
+                     for split, m, n in rows)
+
+
+def simple_html_report(title, sections, metrics_rows=(), raw_html=()) -> str:
+    """A self-contained HTML page: ``sections`` is a list of (heading, preformatted text),
+    ``raw_html`` a list of (heading, HTML fragment) appended as they are."""
+    esc = html.escape
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{esc(title)}</title>",
+             "<style>body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;"
+             "padding:0 1em}pre{background:#f6f8fa;padding:1em;overflow-x:auto;"
+             "white-space:pre-wrap}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+             "padding:.3em .8em;text-align:right}</style></head><body>",
+             f"<h1>{esc(title)}</h1>"]
+    if metrics_rows:
+        parts.append("<h2>Metrics</h2><table><tr><th>split</th><th>rows</th><th>error</th>"
+                     "<th>DP violation</th><th>EO violation</th></tr>")
+        for split, m, n in metrics_rows:
+            parts.append(f"<tr><td>{esc(split)}</td><td>{n}</td><td>{m['error']:.4f}</td>"
+                         f"<td>{m['dp_violation']:.4f}</td><td>{m['eo_violation']:.4f}</td></tr>")
+        parts.append("</table><p>Metrics of the expected prediction of the (randomized) "
+                     "decision.</p>")
+    for heading, text in sections:
+        parts.append(f"<h2>{esc(heading)}</h2><pre>{esc(str(text))}</pre>")
+    for heading, fragment in raw_html:
+        parts.append(f"<h2>{esc(heading)}</h2>\n<div>{fragment}</div>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- commands
 def _cmd_datasets(args) -> int:
     from .datasets import list_datasets
 
     for name, description in list_datasets().items():
         print(f"{name:10s} {description}")
-    return 0
+    return EXIT_OK
+
+
+def _cmd_backends(args) -> int:
+    from .backends import BACKENDS
+
+    for name, b in BACKENDS.items():
+        flags = []
+        if getattr(b, "non_private_only", False):
+            flags.append("non-private reference (ε = ∞) only")
+        if not getattr(b, "needs_group_mass", True):
+            flags.append("needs no group-mass bound")
+        extra = f"  [{'; '.join(flags)}]" if flags else ""
+        print(f"{name:16s} {b.theorem}{extra}")
+    return EXIT_OK
 
 
 def _cmd_demo(args) -> int:
@@ -25,33 +316,417 @@ def _cmd_demo(args) -> int:
 
     run_demo(epsilon=args.epsilon, constraint=args.constraint, seed=args.seed,
              subsample=args.subsample)
-    return 0
+    return EXIT_OK
+
+
+def _cmd_solve(args) -> int:
+    import privfair as pf
+
+    from .backends import get
+
+    if args.backend != "auto":
+        get(args.backend)                 # an unknown name fails before the file is loaded
+    _check_writable(args.certificate)
+    _check_writable(args.report)
+    problem, test = load_problem_file(args.problem)
+    train = problem.rates.data
+    privacy = _privacy(args, problem)
+    t0 = time.perf_counter()
+    print(f"privfair {pf.__version__} — solving {args.problem} ({train.n} rows, groups "
+          f"{train.groups}); privacy: ε={privacy.epsilon:g}, δ={privacy.delta:.3g}, "
+          f"protect={privacy.protect!r}\n")
+    print(problem, "\n")
+    plans = problem.plan(privacy, backend=args.backend, alpha=args.alpha)
+    print(plans.explain(), "\n")
+    result = problem.solve(privacy, backend=args.backend, seed=args.seed,
+                           progress=_show_progress(args), alpha=args.alpha)
+    print(result.certificate, "\n")
+    if "note" in result.info:
+        print("note:", result.info["note"], "\n")
+    rows = _metrics_rows(result, train, test)
+    print(f"backend: {result.backend}   ({time.perf_counter() - t0:.1f} s)")
+    print(_format_metrics(rows))
+    if args.certificate:
+        _write(args.certificate, result.certificate.to_markdown() + "\n")
+        print(f"certificate written to {args.certificate}")
+    if args.report:
+        rep, note = full_report(problem, privacy, args.alpha, measure=False)
+        sections = [("Problem", problem), ("Analysis", plans.analysis), ("Plan", plans.explain()),
+                    ("Privacy certificate", result.certificate)]
+        if "note" in result.info:
+            sections.append(("Note", result.info["note"]))
+        if note:
+            sections.append(("Sample-complexity report", note))
+        raw = [("Sample-complexity report", _html_body(rep.to_html()))] if rep is not None else []
+        _write(args.report, simple_html_report(
+            f"privfair solve — {pathlib.Path(args.problem).name}", sections, rows, raw))
+        print(f"report written to {args.report}")
+    return EXIT_OK
+
+
+def _cmd_report(args) -> int:
+    _check_writable(args.output)
+    problem, test, rebuild = load_problem_file(args.problem, with_rebuild=True)
+    privacy = _privacy(args, problem)
+    plans = problem.plan(privacy, alpha=args.alpha)
+    options = {"measure": args.measure, "seeds": args.seeds, "beta": args.beta}
+    if args.measure and rebuild is not None:
+        options["build"] = rebuild
+    rep, note = full_report(problem, privacy, args.alpha, **options)
+    head = (f"privfair report — {args.problem} (ε={privacy.epsilon:g}, δ={privacy.delta:.3g}, "
+            f"protect={privacy.protect!r}, α={args.alpha:g})")
+    ranking = "plan ranking (theorem bounds on the excess risk of h):\n" + plans.explain()
+    blocks = [head, str(problem), str(plans.analysis), ranking]
+    blocks.append(str(rep) if rep is not None else
+                  f"note: {note}; this is the compiler's analysis and the planner's ranking.")
+    text = "\n\n".join(blocks)
+    print(text)
+    if args.output:
+        if args.output.lower().endswith((".html", ".htm")):
+            sections = [("Problem", problem), ("Analysis", plans.analysis),
+                        ("Plan ranking", plans.explain())]
+            if rep is None:
+                sections.append(("Sample-complexity report", note))
+            raw = ([("Sample-complexity report", _html_body(rep.to_html()))]
+                   if rep is not None else [])
+            page = simple_html_report(f"privfair report — {pathlib.Path(args.problem).name}",
+                                      sections, (), raw)
+        else:
+            page = text + "\n"
+        _write(args.output, page)
+        print(f"report written to {args.output}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- audit
+AUDIT_DOC = """The built-in audit instance (20 rows, one feature x, groups a and b of 10 rows each):
+
+  group a: x = 0.25 (y=0), -0.9, -0.8, -0.6, -0.3 (y=0), 0.3, 0.7, 0.8, 0.9, 0.95 (y=1)
+  group b: x = 10 points evenly spaced in [-1.2, 1.2], y = 1[x > 0]
+  neighbours: D and D' = D with row 0 (x = 0.25, y = 0) moved from group a to group b
+  (protect="sensitive": one row's sensitive attribute changes, features and labels fixed)
+
+Problems, by backend:
+  exponential, frank_wolfe, lopt, oracle_learner and any other backend: thresholds
+    t in {-1, -0.5, 0, 0.5, 1} on x, minimize fp[a] + fn[a] (group a's errors / n); the two
+    best thresholds (0 and 0.5) tie on D and the moved row breaks the tie, so the row's
+    change reaches the likely outputs.  Iterative backends run with T = 2 so that the output
+    space stays small enough to histogram.
+  postprocessing: pf.PostProcessed(base = 1[0 <= x <= 0.5]), minimize fp[a] + fn[a] (the
+    base's positive cell of group a ties on D and the moved row breaks the tie).
+  cells: pf.ProxyCells(2, 2), minimize fp[a] + fn[a].
+
+Output tested: the expected prediction of the released decision (a mixture) on the 20 rows
+(and for decisions that read the group, for both groups) — a post-processing of the release,
+so an (ε, δ)-DP backend gives outputs that pass at the certificate's (ε, δ).  When at most
+max(2, runs // 40) distinct outputs occur they are histogrammed as they are; otherwise a
+fifth of the runs (a pilot) fixes the direction that separates D from D' and the other runs
+are projected on it and cut into 20 quantile bins."""
+
+_THRESHOLD_BACKENDS_OPTIONS = {"frank_wolfe": {"T": 2}, "lopt": {"T": 2},
+                               "oracle_learner": {"T": 2}}
+
+
+def audit_pair():
+    """The neighbouring datasets (D, D') of the built-in audit instance (see ``AUDIT_DOC``)."""
+    import numpy as np
+
+    import privfair as pf
+
+    xa = np.array([0.25, -0.9, -0.8, -0.6, -0.3, 0.3, 0.7, 0.8, 0.9, 0.95])
+    ya = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 1])
+    xb = np.linspace(-1.2, 1.2, 10)
+    D = pf.Dataset(np.concatenate([xa, xb])[:, None], np.concatenate([ya, (xb > 0).astype(int)]),
+                   sensitive=np.array(["a"] * 10 + ["b"] * 10), group_names=["a", "b"])
+    return D, D.with_row(0, group="b")
+
+
+def _audit_base(X):
+    import numpy as np
+
+    x = np.asarray(X, dtype=float)[:, 0]
+    return ((x >= 0) & (x <= 0.5)).astype(float)
+
+
+def audit_instances(backend: str):
+    """Candidate (description, problem builder, solve options) for ``backend``, best first."""
+    import numpy as np
+
+    import privfair as pf
+
+    def thresholds(data):
+        r = pf.rates(pf.Thresholds(np.linspace(-1.0, 1.0, 5), score=0), data,
+                     group_mass_bound=0.25)
+        return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"]))
+
+    def postprocessed(data):
+        r = pf.rates(pf.PostProcessed(_audit_base), data)
+        return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"]))
+
+    def cells(data):
+        r = pf.rates(pf.ProxyCells(2, 2), data)
+        return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"]))
+
+    table = {"thresholds": ("5 thresholds on x, minimize fp[a] + fn[a]", thresholds,
+                            _THRESHOLD_BACKENDS_OPTIONS.get(backend, {})),
+             "postprocessed": ("PostProcessed(1[0 <= x <= 0.5]), minimize fp[a] + fn[a]",
+                               postprocessed, {}),
+             "cells": ("ProxyCells(2, 2), minimize fp[a] + fn[a]", cells, {})}
+    first = {"postprocessing": "postprocessed", "cells": "cells"}.get(backend, "thresholds")
+    return [table[first]] + [v for k, v in table.items() if k != first]
+
+
+def _audit_outputs(backend, build, data, privacy, options, runs, seed, progress, label):
+    """Expected predictions of ``runs`` releases on the instance's rows, one row per run."""
+    import numpy as np
+
+    from .privacy.randomness import as_source
+
+    problem = build(data)
+    plan = backend.plan(problem, problem.analyze(privacy), privacy, dict(options))
+    src = as_source(seed)
+    X = data.X
+    needs_sensitive = getattr(problem.rates.decisions, "needs_sensitive", False)
+    out = np.empty((runs, X.shape[0] * (len(data.groups) if needs_sensitive else 1)))
+    iterator = range(runs)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc=label, leave=False, file=sys.stderr)
+    for k in iterator:
+        res = backend.run(plan, rng=src, accountant=None, progress=False)
+        if needs_sensitive:
+            out[k] = np.concatenate([res.predict_proba(X, sensitive=np.array([g] * len(X)))
+                                     for g in data.groups])
+        else:
+            out[k] = res.predict_proba(X)
+    return np.round(out, 9)
+
+
+def _audit_statistic(a, b):
+    """(sample of D, sample of D', bins, description) for check_dp; see ``AUDIT_DOC``."""
+    import numpy as np
+
+    runs = min(len(a), len(b))
+    uniq, codes = np.unique(np.vstack([a, b]), axis=0, return_inverse=True)
+    codes = np.asarray(codes).ravel()
+    if len(uniq) <= max(2, runs // 40):
+        return (codes[:len(a)], codes[len(a):], "discrete",
+                f"{len(uniq)} distinct outputs, histogrammed")
+    k = max(1, len(a) // 5), max(1, len(b) // 5)
+    direction = a[:k[0]].mean(axis=0) - b[:k[1]].mean(axis=0)
+    if not np.any(direction):
+        direction = np.ones(a.shape[1])
+    return (a[k[0]:] @ direction, b[k[1]:] @ direction, 20,
+            f"{len(uniq)} distinct outputs: pilot of {k[0]} + {k[1]} runs fixes a projection, "
+            f"{len(a) - k[0]} + {len(b) - k[1]} runs in 20 quantile bins")
+
+
+def _cmd_audit(args) -> int:
+    import numpy as np
+
+    import privfair as pf
+    from .backends import BACKENDS, get
+    from .privacy.testing import check_dp
+
+    backend = get(args.backend)           # unknown name: typed error, exit 2
+    if getattr(backend, "non_private_only", False):
+        raise CommandError(f"backend {args.backend!r} is a non-private reference solver: "
+                           "nothing to audit")
+    if math.isinf(args.epsilon):
+        raise CommandError("--epsilon inf: a non-private run has no privacy claim to audit")
+    privacy = pf.DP(args.epsilon, args.delta, protect="sensitive")
+    D, Dp = audit_pair()
+    refusals, chosen = [], None
+    for description, build, options in audit_instances(backend.name):
+        problem = build(D)
+        verdict = backend.accepts(problem, problem.analyze(privacy))
+        if verdict:
+            chosen = description, build, options
+            break
+        refusals.append(f"{description}: {verdict.reason}")
+    if chosen is None:
+        raise CommandError(f"backend {args.backend!r} accepts none of the built-in audit "
+                           f"instances ({'; '.join(refusals)})")
+    description, build, options = chosen
+    seeds = np.random.SeedSequence(args.seed).spawn(5)
+    cert = build(D).solve(privacy, backend=backend.name, seed=seeds[0], progress=False,
+                          **options).certificate
+    eps, delta = float(cert.epsilon), float(cert.delta)
+    opts = ", ".join(f"{k}={v}" for k, v in options.items())
+    print(f"privfair audit — backend {backend.name} on the built-in instance: {D.n} rows, "
+          f"{description}{' (' + opts + ')' if opts else ''}; D' moves row 0 from group a to b")
+    print(f"claim (the certificate of a run at ε={args.epsilon:g}, δ={args.delta:g}): "
+          f"ε = {eps:.6g}, δ = {delta:.3g}")
+    progress = _show_progress(args)
+    runs_list = [("honest", args.epsilon, seeds[1], seeds[2])]
+    if args.negative_control:
+        runs_list.append(("negative control", 4 * args.epsilon, seeds[3], seeds[4]))
+    expected_ok = True
+    for kind, eps_run, sD, sDp in runs_list:
+        run_privacy = pf.DP(eps_run, args.delta, protect="sensitive")
+        a = _audit_outputs(backend, build, D, run_privacy, options, args.runs, sD, progress,
+                           f"{kind} D")
+        b = _audit_outputs(backend, build, Dp, run_privacy, options, args.runs, sDp, progress,
+                           f"{kind} D'")
+        xa, xb, bins, how = _audit_statistic(a, b)
+        check = check_dp(xa, xb, eps, delta, bins=bins, z=args.z)
+        if kind == "honest":
+            print(f"\nhonest run: backend at ε={eps_run:g}, {args.runs} runs on D and on D' "
+                  f"({how})")
+        else:
+            print(f"\nnegative control: backend at 4ε = {eps_run:g} (under-noised), "
+                  f"{args.runs} runs on D and on D' ({how}), tested against the same claim")
+        for name, est in (("D → D'", check.forward), ("D' → D", check.backward)):
+            print(f"  δ̂ at ε={eps:.6g}, {name}: {est.delta:.4f} ± {est.stderr:.4f} "
+                  f"(bias allowance {est.bias_bound:.4f}; lower bound {est.lower(args.z):.4f})")
+        verdict = "PASS" if check.passed else "FAIL"
+        if kind == "honest":
+            print(f"  {verdict}: " + ("no evidence against the claim at "
+                                      f"{args.z:g} standard errors" if check.passed else
+                                      f"the outputs refute (ε, δ) = ({eps:.6g}, {delta:.3g})"))
+            expected_ok &= check.passed
+        else:
+            print(f"  {verdict}: " + ("the tester refutes the under-noised run — it has power "
+                                      "on this instance (expected)" if not check.passed else
+                                      "the under-noised run is NOT refuted: no power at "
+                                      f"{args.runs} runs on this instance (raise --runs)"))
+            expected_ok &= not check.passed
+    return EXIT_OK if expected_ok else EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- parser
+def _add_privacy_flags(p, epsilon_required):
+    if epsilon_required:
+        p.add_argument("--epsilon", type=_epsilon, required=True,
+                       help="privacy budget ε (> 0; 'inf' gives a non-private reference run)")
+    else:
+        p.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget ε (default 1)")
+    p.add_argument("--delta", type=_delta, default=None,
+                   help="δ (default 1/n² for n training rows; 0 for pure DP)")
+    p.add_argument("--protect", choices=["sensitive", "row"], default="sensitive",
+                   help="neighbouring relation: one row's sensitive attribute (default) or one "
+                        "whole row")
+    p.add_argument("--alpha", type=_positive_float, default=0.05,
+                   help="target accuracy α: sets the penalty G and iteration counts (default 0.05)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="privfair",
-                                     description="Private fair optimization with proven DP.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="private fair fit on bundled Adult: analysis, certificate, metrics")
-    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget ε (default 1)")
+    parser = _Parser(prog="privfair", description="Private fair optimization with proven DP. "
+                     "Exit codes: 0 ok, 1 audit verdict not as expected or internal error, "
+                     "2 usage or input error.")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("solve", help="solve a PROBLEM.py privately: plan, certificate, metrics",
+                       description="Load PROBLEM.py (a Python file defining `problem`, a "
+                       "pf.Problem, or `build()` returning one, and optionally `test`, a "
+                       "pf.Dataset), solve it privately and print the plan, the privacy "
+                       "certificate and the metrics (train, and test if given).")
+    s.add_argument("problem", metavar="PROBLEM.py", help="the problem file")
+    _add_privacy_flags(s, epsilon_required=True)
+    s.add_argument("--backend", default="auto",
+                   help="'auto' (smallest predicted risk) or a name from 'privfair backends'")
+    s.add_argument("--seed", type=_seed, default=None,
+                   help="seed for a reproducible run (not for real releases)")
+    s.add_argument("--certificate", metavar="OUT.md", default=None,
+                   help="also write the privacy certificate as Markdown")
+    s.add_argument("--report", metavar="OUT.html", default=None,
+                   help="also write a self-contained HTML page (analysis, plan, certificate, "
+                        "metrics)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bars")
+    s.set_defaults(func=_cmd_solve)
+
+    r = sub.add_parser("report", help="the analysis and the plan ranking of a PROBLEM.py "
+                       "(spends nothing)",
+                       description="Print what the compiler proves about PROBLEM.py, the "
+                       "planner's ranking of the backends with their theorem bounds and, when "
+                       "privfair.report is installed, the sample-complexity report (n needed "
+                       "for α, lower bounds).  Spends no privacy budget and releases nothing "
+                       "computed from the private data (unless --measure).")
+    r.add_argument("problem", metavar="PROBLEM.py", help="the problem file")
+    _add_privacy_flags(r, epsilon_required=False)
+    r.add_argument("--output", metavar="FILE", default=None,
+                   help="also write the report (HTML if FILE ends in .html, else text)")
+    r.add_argument("--beta", type=_positive_float, default=0.05,
+                   help="failure probability shown with the bounds (default 0.05)")
+    r.add_argument("--measure", action="store_true",
+                   help="also run the backends and measure their excess risk (on subsamples "
+                        "rebuilt by PROBLEM.py's rebuild(data), else on the full data); the "
+                        "measurement reads the data non-privately: for the analyst, not for "
+                        "release")
+    r.add_argument("--seeds", type=_positive_int, default=3,
+                   help="runs per measured point (default 3)")
+    r.set_defaults(func=_cmd_report)
+
+    a = sub.add_parser("audit", help="empirical privacy loss of a backend vs its claim "
+                       "(neighbouring-dataset tester)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run a backend many times on two neighbouring datasets of a "
+                       "built-in instance and estimate δ̂ at the certificate's ε "
+                       "(privfair.privacy.testing.check_dp, both directions).  Exit 0 when "
+                       "the verdicts are as expected (honest run PASS; negative control, if "
+                       "asked, refuted), 1 otherwise.\n\n" + AUDIT_DOC)
+    a.add_argument("--backend", required=True, help="a name from 'privfair backends'")
+    a.add_argument("--epsilon", type=_epsilon, default=1.0, help="ε to run at (default 1)")
+    a.add_argument("--delta", type=_delta, default=0.0, help="δ to run at (default 0)")
+    a.add_argument("--runs", type=_positive_int, default=2000,
+                   help="runs on each dataset (default 2000)")
+    a.add_argument("--seed", type=_seed, default=0, help="seed of the runs (default 0)")
+    a.add_argument("--z", type=_positive_float, default=4.0,
+                   help="standard errors before a claim is refuted (default 4)")
+    a.add_argument("--negative-control", action="store_true",
+                   help="also run the backend at 4ε (under-noised) against the same claim: "
+                        "the tester should refute it")
+    a.add_argument("--no-progress", action="store_true", help="no progress bars")
+    a.set_defaults(func=_cmd_audit)
+
+    b = sub.add_parser("backends", help="list the registered backends and their theorems",
+                       description="List the registered backends with the theorem each one's "
+                       "privacy proof and risk bound come from.")
+    b.set_defaults(func=_cmd_backends)
+
+    d = sub.add_parser("datasets", help="list the bundled datasets",
+                       description="List the bundled datasets.")
+    d.set_defaults(func=_cmd_datasets)
+
+    p = sub.add_parser("demo", help="private fair fit on bundled Adult: analysis, certificate, "
+                       "metrics", description="The main job: a private fair fit on the bundled "
+                       "UCI Adult data.")
+    p.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget ε (default 1)")
     p.add_argument("--constraint", choices=["equalized_odds", "demographic_parity"],
                    default="equalized_odds")
-    p.add_argument("--seed", type=int, default=None, help="seed for a reproducible run")
-    p.add_argument("--subsample", type=int, default=None, help="use only this many training rows")
+    p.add_argument("--seed", type=_seed, default=None, help="seed for a reproducible run")
+    p.add_argument("--subsample", type=_positive_int, default=None,
+                   help="use only this many training rows")
     p.set_defaults(func=_cmd_demo)
-    d = sub.add_parser("datasets", help="list the bundled datasets")
-    d.set_defaults(func=_cmd_datasets)
     return parser
 
 
+def _version():
+    from . import __version__
+
+    return f"privfair {__version__}"
+
+
 def main(argv=None) -> int:
+    """Run the command line; returns the exit code (argparse errors raise SystemExit(2))."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except PrivfairError as exc:
-        print(f"privfair: error: {exc}", file=sys.stderr)
-        return 2
+    except (CommandError, PrivfairError) as exc:
+        print(f"privfair: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("privfair: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # never a traceback unless asked for
+        if os.environ.get("PRIVFAIR_TRACEBACK"):
+            raise
+        print(f"privfair: error: internal error ({type(exc).__name__}: {_one_line(exc)}); "
+              "set PRIVFAIR_TRACEBACK=1 for the traceback and please report it", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -551,8 +551,10 @@ class GroupNorm(SubmodularNorm):
 
     @property
     def l2_radius(self):
-        # √|A|/F(A) ≤ Σ_hit √|g∩A| / Σ_hit d_g ≤ max_g √|g|/d_g (mediant inequality); attained
-        # on the best single group
+        # √|A|/F(A) ≤ Σ_hit √|g∩A| / Σ_hit d_g ≤ max_g √|g|/d_g (mediant inequality), attained by
+        # a whole group when the groups are disjoint; overlapping groups: brute force when small
+        if not self.disjoint and self.p <= BRUTE_FORCE_MAX:
+            return super().l2_radius
         return float(max(math.sqrt(len(g)) / dk for g, dk in zip(self.groups, self.weights)))
 
     @property

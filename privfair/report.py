@@ -213,12 +213,15 @@ def eo_comparison(problem, privacy, alpha):
     rates = problem.rates
     A = len(rates.groups)
     ds = rates.decisions
-    if type(ds).__name__ == "Thresholds":
-        vc, vc_src = 1, "Thresholds (one score): VC = 1"
+    # the decision set knows its VC dimension (one home per fact); finite sets without one
+    # fall back on log₂|C|
+    vc = getattr(ds, "vc_dimension", None)
+    if vc is not None:
+        vc, vc_src = int(vc), f"{type(ds).__name__}.vc_dimension"
     elif getattr(ds, "is_finite", False):
         vc, vc_src = max(1, math.ceil(math.log2(len(ds)))), "finite set: VC ≤ ⌈log₂|C|⌉"
     else:
-        vc, vc_src = getattr(ds, "n_features", 1) + 1, "linear classifier: VC = d + 1"
+        return None
     q = rates.group_mass_bound
     q = float(np.min(q)) if q is not None and rates.group_mass_source == "public" else None
     r = max(0.0, 2 * math.log(q) / math.log(alpha) - 1) if q else 0.0

@@ -14,6 +14,7 @@ ARGS = {
     "private_test_selection": ["--n", "3000", "--seed", "0"],
     "adult_demographic_parity": ["--subsample", "3000", "--seed", "0"],
     "adult_equalized_odds": ["--subsample", "3000", "--seed", "0"],
+    "problem_adult_eo": ["--subsample", "3000", "--seed", "0"],
 }
 
 

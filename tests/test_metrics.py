@@ -39,3 +39,98 @@ def test_bad_inputs_name_the_field():
         metrics.dp_violation([0, 1, 1], ["a", "b"])
     with pytest.raises(metrics.InvalidInputError, match="y_pred"):
         metrics.dp_violation([0, 2], ["a", "b"])
+
+
+# ------------------------------------------------------------------ MetricFrame cross-checks
+@pytest.fixture(scope="module")
+def fitted():
+    """A private fair fit (privfair.sklearn) on pandas inputs with column names."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("sklearn", reason="scikit-learn is a dev extra")
+    from privfair.sklearn import PrivateFairClassifier
+
+    rng = np.random.default_rng(7)
+    n = 1200
+    sex = pd.Series(rng.choice(["Female", "Male"], n, p=[0.4, 0.6]), name="sex")
+    race = pd.Series(rng.choice(["B", "W"], n, p=[0.3, 0.7]), name="race")
+    X = pd.DataFrame({"age": rng.normal(size=n), "hours": rng.normal(size=n),
+                      "proxy": rng.normal(size=n) + 1.0 * (sex == "Male")})
+    y = pd.Series((X["age"] + 0.5 * X["proxy"] + rng.normal(scale=0.8, size=n) > 0.4)
+                  .astype(int), name="y")
+    clf = PrivateFairClassifier(decision_set="thresholds", constraint="equalized_odds",
+                                level=0.05, epsilon=2.0, backend="exponential", seed=0)
+    clf.fit(X, y, sensitive_features=sex)
+    return X, y, sex, race, clf
+
+
+def _by_group_rates(fm, y, p, a):
+    return fm.MetricFrame(
+        metrics={"selection_rate": fm.selection_rate, "tpr": fm.true_positive_rate,
+                 "fpr": fm.false_positive_rate, "accuracy": lambda t, q: float(np.mean(t == q))},
+        y_true=y, y_pred=p, sensitive_features=a)
+
+
+def test_metricframe_agrees_on_the_estimators_hard_predictions(fitted):
+    X, y, sex, _, clf = fitted
+    p = clf.predict(X)
+    mf = _by_group_rates(fairlearn_metrics, y, p, sex)
+    yv, av = y.to_numpy(), sex.to_numpy()
+    sel = metrics.selection_rates(p, av)
+    tpr = metrics.selection_rates(p[yv == 1], av[yv == 1])
+    fpr = metrics.selection_rates(p[yv == 0], av[yv == 0])
+    for g in ("Female", "Male"):
+        assert mf.by_group.loc[g, "selection_rate"] == pytest.approx(sel[g], abs=1e-9)
+        assert mf.by_group.loc[g, "tpr"] == pytest.approx(tpr[g], abs=1e-9)
+        assert mf.by_group.loc[g, "fpr"] == pytest.approx(fpr[g], abs=1e-9)
+    assert mf.overall["accuracy"] == pytest.approx(1 - metrics.error(yv, p), abs=1e-9)
+    diff = mf.difference(method="between_groups")
+    assert diff["selection_rate"] == pytest.approx(metrics.dp_violation(p, av), abs=1e-9)
+    assert max(diff["tpr"], diff["fpr"]) == pytest.approx(metrics.eo_violation(yv, p, av),
+                                                          abs=1e-9)
+    assert fairlearn_metrics.equalized_odds_difference(y, p, sensitive_features=sex) == \
+        pytest.approx(metrics.eo_violation(yv, p, av), abs=1e-9)
+    assert fairlearn_metrics.demographic_parity_difference(y, p, sensitive_features=sex) == \
+        pytest.approx(metrics.dp_violation(p, av), abs=1e-9)
+
+
+def test_metricframe_agrees_on_expected_predictions(fitted):
+    """privfair's metrics of the randomized classifier's expected prediction are fairlearn's
+    mean_prediction per group (on all rows, and on the rows of each label)."""
+    from privfair.sklearn import PrivateFairClassifier
+
+    X, y, sex, _, _ = fitted
+    clf = PrivateFairClassifier(decision_set="cells", constraint="demographic_parity", level=0.1,
+                                epsilon=4.0, seed=0).fit(X, y, sensitive_features=sex)
+    q = clf.predict_proba(X)[:, 1]
+    assert np.any((q > 0) & (q < 1))               # a randomized rule: fractional predictions
+    yv, av = y.to_numpy(), sex.to_numpy()
+    mf = fairlearn_metrics.MetricFrame(metrics=fairlearn_metrics.mean_prediction, y_true=y,
+                                       y_pred=q, sensitive_features=sex)
+    sel = metrics.selection_rates(q, av)
+    for g in ("Female", "Male"):
+        assert mf.by_group[g] == pytest.approx(sel[g], abs=1e-9)
+    assert mf.difference() == pytest.approx(metrics.dp_violation(q, av), abs=1e-9)
+    gaps = [fairlearn_metrics.MetricFrame(metrics=fairlearn_metrics.mean_prediction,
+                                          y_true=yv[yv == k], y_pred=q[yv == k],
+                                          sensitive_features=av[yv == k]).difference()
+            for k in (0, 1)]
+    assert max(gaps) == pytest.approx(metrics.eo_violation(yv, q, av), abs=1e-9)
+    summary = clf.result_.metrics(clf.problem_.rates.data)
+    assert summary["eo_violation"] == pytest.approx(metrics.eo_violation(yv, q, av), abs=1e-9)
+    assert summary["error"] == pytest.approx(metrics.error(yv, q), abs=1e-9)
+
+
+def test_metricframe_agrees_on_intersectional_groups(fitted):
+    pd = pytest.importorskip("pandas")
+    X, y, sex, race, clf = fitted
+    p = clf.predict(X)
+    sf = pd.DataFrame({"sex": sex, "race": race})
+    mf = _by_group_rates(fairlearn_metrics, y, p, sf)
+    av, yv = sf.to_numpy(), y.to_numpy()
+    sel = metrics.selection_rates(p, av)
+    for (s, r), value in mf.by_group["selection_rate"].items():
+        assert value == pytest.approx(sel[f"{s}|{r}"], abs=1e-9)
+    diff = mf.difference(method="between_groups")
+    assert diff["selection_rate"] == pytest.approx(metrics.dp_violation(p, av), abs=1e-9)
+    assert max(diff["tpr"], diff["fpr"]) == pytest.approx(metrics.eo_violation(yv, p, av),
+                                                          abs=1e-9)

@@ -1,0 +1,340 @@
+"""scikit-learn interface: :class:`PrivateFairClassifier`.
+
+A scikit-learn classifier that states and solves a private fair problem —
+
+    minimize error(ℓ)  subject to  gap(ℓ) ≤ level,
+
+where ``gap`` is the equalized-odds gap (largest |ΔFPR| or |ΔTPR| over pairs of groups) or the
+demographic-parity gap (largest |Δ selection rate|), under (ε, δ)-differential privacy — with
+``fit(X, y, sensitive_features=...)`` as in fairlearn.  It needs scikit-learn (a dev extra);
+``import privfair.sklearn`` (or ``pf.sklearn``) loads it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from privfair.sklearn import PrivateFairClassifier
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(400, 3)); a = rng.choice(["F", "M"], 400)
+>>> y = (X[:, 0] + 0.5 * (a == "M") + rng.normal(size=400) > 0).astype(int)
+>>> clf = PrivateFairClassifier(decision_set="thresholds", epsilon=2.0, seed=0)
+>>> clf.fit(X, y, sensitive_features=a).predict_proba(X[:2]).shape
+(2, 2)
+>>> clf.certificate_.epsilon <= 2.0
+True
+
+Design
+------
+* Hyper-parameters are only stored by ``__init__`` (scikit-learn convention) and validated in
+  :meth:`~PrivateFairClassifier.fit`, which raises the typed errors of :mod:`privfair.errors`
+  (``InvalidInputError``, ``InvalidPrivacyError`` — both ``ValueError``) before anything is
+  released.
+* ``X`` is validated by scikit-learn (numeric, finite, 2-D; pandas DataFrames keep their column
+  names: ``feature_names_in_``); ``y`` must be binary (``classes_``, the positive class is
+  ``classes_[1]``); ``sensitive_features`` is anything :class:`privfair.Dataset` accepts as
+  ``sensitive`` (an array, a pandas Series or DataFrame — several columns form intersectional
+  groups).  The sensitive attribute is used only to fit: the fitted rule never reads it.
+* ``decision_set="cells"`` (default): randomized rules on the cells of a public score × a private
+  proxy of the group (:class:`privfair.ProxyCells`, the ``cells`` backend; two groups,
+  ``protect="sensitive"``).  ``decision_set="thresholds"``: thresholds on a score, on the fixed
+  grid ``linspace(-4, 4, n_thresholds)`` (the score is a logit); the score is ``public_score`` (a
+  callable ``X -> scores`` trained on public data) or, by default, a ridge logistic regression
+  of y on X — public only under ``protect="sensitive"``, so ``protect="row"`` needs
+  ``public_score``.
+* Without ``sensitive_features`` there are no groups and no constraint: ``fit`` warns
+  (:class:`NoSensitiveFeaturesWarning`) and fits the *unconstrained* error minimizer over
+  thresholds of the score.  Under ``protect="sensitive"`` nothing in such data is protected, so
+  this fit is the non-private reference (ε = ∞, no budget spent, the certificate says so);
+  under ``protect="row"`` it is private at ``epsilon``.  The fallback exists so that the estimator
+  works in generic scikit-learn tooling (``check_estimator``, pipelines that cannot route
+  ``sensitive_features``); it is not a fair fit.
+* The fitted classifier is randomized (a mixture of rules): ``predict_proba[:, 1]`` is its
+  expected prediction, ``predict`` thresholds it at 1/2; ``result_.sample`` draws the randomized
+  predictions the fairness guarantees speak of.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted
+
+from .errors import DataError, InvalidInputError, InvalidPrivacyError
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(estimator, *args, **kwargs):
+        return estimator._validate_data(*args, **kwargs)
+
+__all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning"]
+
+_CONSTRAINTS = ("equalized_odds", "demographic_parity", None)
+_DECISION_SETS = ("cells", "thresholds")
+
+
+class NoSensitiveFeaturesWarning(UserWarning):
+    """``fit`` was called without ``sensitive_features``: an unconstrained fit (see the module
+    docstring)."""
+
+
+class _PublicScore:
+    """The logit of a ridge logistic regression of y on X (picklable callable X -> scores)."""
+
+    def __init__(self, coef):
+        self.coef = np.asarray(coef, dtype=float)
+
+    def __call__(self, X):
+        return self.coef[0] + np.asarray(X, dtype=float) @ self.coef[1:]
+
+    def __repr__(self):
+        return f"_PublicScore(<{self.coef.size - 1} features>)"
+
+
+def _check_choice(name, value, choices):
+    if not any(value is c or (c is not None and value == c) for c in choices):
+        raise InvalidInputError(name, value, f"choose one of {list(choices)}")
+
+
+def _check_real(name, value, low, high, *, low_open=False, allow_inf=False, error=InvalidInputError):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
+    if ok:
+        v = float(value)
+        ok = (v > low if low_open else v >= low) and v <= high and (allow_inf or math.isfinite(v))
+    if not ok:
+        bound = f"{'>' if low_open else '≥'} {low:g}" + (f" and ≤ {high:g}" if math.isfinite(high)
+                                                       else "")
+        raise error(name, value, f"pass a number {bound}" + (" (or inf)" if allow_inf else ""))
+
+
+def _check_int(name, value, low, optional=False):
+    if optional and value is None:
+        return
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low):
+        raise InvalidInputError(name, value, f"pass an integer ≥ {low}"
+                                + (" or None" if optional else ""))
+
+
+class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
+    """A differentially private, fairness-constrained binary classifier.
+
+    Parameters
+    ----------
+    constraint : {"equalized_odds", "demographic_parity", None}, default "equalized_odds"
+        The fairness constraint: the largest |ΔFPR| or |ΔTPR| (equalized odds), or the largest
+        |Δ selection rate| (demographic parity), over all pairs of groups, is ≤ ``level``.
+        ``None``: minimize the error only.
+    level : float, default 0.03
+        The constraint's bound (≥ 0).
+    epsilon : float, default 1.0
+        Privacy budget ε (> 0); ``float("inf")`` gives the non-private reference fit.
+    delta : float or None, default None
+        δ in [0, 1); ``None`` means 1/n² for n training rows.
+    protect : {"sensitive", "row"}, default "sensitive"
+        Neighbouring relation: one row's sensitive attribute changes, or one whole row.
+    backend : str, default "auto"
+        ``"auto"`` (the planner's choice) or a name from ``privfair.backends.BACKENDS``.
+    decision_set : {"cells", "thresholds"}, default "cells"
+        :class:`privfair.ProxyCells` rules (two groups, ``protect="sensitive"``) or thresholds
+        of a score (see the module docstring).
+    score_bins, proxy_bins : int or None, default None
+        Cells of ``decision_set="cells"``; ``None``: (20, 8) from 20,000 rows on, else (10, 4).
+    n_thresholds : int, default 50
+        Size of the threshold grid of ``decision_set="thresholds"``.
+    public_score : callable or None, default None
+        The score of ``decision_set="thresholds"``: ``X -> (n,)`` logits trained on public data;
+        ``None`` fits a ridge logistic regression of y on X (public under
+        ``protect="sensitive"`` only).
+    group_mass_bound : float or None, default None
+        A public lower bound on every group's share of each label (for conditional rates); ``None``
+        lets the backend estimate it privately or not need it.
+    alpha : float, default 0.05
+        Target accuracy of the solve (sets the penalty G and iteration counts).
+    seed : int or None, default None
+        Seed for reproducible noise (tests and examples, not real releases); ``None`` draws from
+        the operating system.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str (only when X was a DataFrame with string column names)
+    groups_ : list of str -- the groups of the sensitive attribute (``["all"]`` without one)
+    problem_ : privfair.Problem -- the problem solved
+    result_ : privfair.Result -- the fitted (randomized) decision
+    certificate_ : privfair.privacy.Certificate -- the privacy proof of the fit
+    backend_ : str -- the backend that ran
+    """
+
+    def __init__(self, constraint="equalized_odds", level=0.03, epsilon=1.0, delta=None,
+                 protect="sensitive", backend="auto", decision_set="cells", score_bins=None,
+                 proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
+                 seed=None):
+        self.constraint = constraint
+        self.level = level
+        self.epsilon = epsilon
+        self.delta = delta
+        self.protect = protect
+        self.backend = backend
+        self.decision_set = decision_set
+        self.score_bins = score_bins
+        self.proxy_bins = proxy_bins
+        self.n_thresholds = n_thresholds
+        self.public_score = public_score
+        self.group_mass_bound = group_mass_bound
+        self.alpha = alpha
+        self.seed = seed
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        _check_choice("constraint", self.constraint, _CONSTRAINTS)
+        _check_real("level", self.level, 0.0, math.inf)
+        _check_real("epsilon", self.epsilon, 0.0, math.inf, low_open=True, allow_inf=True,
+                    error=InvalidPrivacyError)
+        if self.delta is not None:
+            _check_real("delta", self.delta, 0.0, 1.0, error=InvalidPrivacyError)
+            if self.delta >= 1:
+                raise InvalidPrivacyError("delta", self.delta, "pass δ in [0, 1), e.g. 1e-6")
+        _check_choice("protect", self.protect, ("sensitive", "row"))
+        if not isinstance(self.backend, str):
+            raise InvalidInputError("backend", self.backend, "pass 'auto' or a backend name")
+        _check_choice("decision_set", self.decision_set, _DECISION_SETS)
+        _check_int("score_bins", self.score_bins, 1, optional=True)
+        _check_int("proxy_bins", self.proxy_bins, 1, optional=True)
+        _check_int("n_thresholds", self.n_thresholds, 2)
+        if self.public_score is not None and not callable(self.public_score):
+            raise InvalidInputError("public_score", self.public_score,
+                                    "pass a callable X -> scores, or None")
+        if self.group_mass_bound is not None:
+            _check_real("group_mass_bound", self.group_mass_bound, 0.0, 1.0, low_open=True)
+        _check_real("alpha", self.alpha, 0.0, math.inf, low_open=True)
+        if self.seed is not None:
+            _check_int("seed", self.seed, 0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False    # binary labels: the rates are FPR/TPR
+        # a private fit on the checks' tiny data sets is noisy by design
+        tags.classifier_tags.poor_score = True
+        tags.non_deterministic = self.seed is None
+        return tags
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sensitive_features=None):
+        """Fit privately.
+
+        Parameters
+        ----------
+        X : array-like or pandas.DataFrame of shape (n, d) -- numeric features.
+        y : array-like of shape (n,) -- binary labels (any two values).
+        sensitive_features : array-like, pandas.Series or DataFrame of length n, optional
+            The sensitive attribute(s); several columns form intersectional groups.  Without
+            it, an unconstrained fit with a warning (see the module docstring).
+
+        Returns
+        -------
+        self
+        """
+        import privfair as pf
+
+        self._check_params()
+        X, y = _validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y")
+        if y_type not in ("binary",) and np.unique(y).size > 2:
+            raise ValueError("Only binary classification is supported. The type of the target "
+                             f"is {y_type}.")
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); PrivateFairClassifier "
+                             "needs samples of both classes")
+        self.classes_ = classes
+        y01 = (y == classes[1]).astype(np.int64)
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(c) for c in names]
+        n = X.shape[0]
+
+        if sensitive_features is None:
+            warnings.warn("fit() without sensitive_features: no groups, so no fairness "
+                          "constraint — fitting the unconstrained error minimizer over "
+                          "thresholds of the score (non-private under protect='sensitive', "
+                          "where nothing in this data is protected); pass "
+                          "sensitive_features=... for a private fair fit",
+                          NoSensitiveFeaturesWarning, stacklevel=2)
+            data = pf.Dataset(X, y01, np.full(n, "all", dtype=object), labels=[0, 1],
+                              feature_names=names)
+        else:
+            data = pf.Dataset(X, y01, sensitive_features, labels=[0, 1], feature_names=names)
+            if data.n_groups < 2:
+                raise DataError("sensitive_features", f"one group {data.groups}",
+                                "a fairness constraint needs at least two groups; omit "
+                                "sensitive_features for an unconstrained fit")
+        fallback = sensitive_features is None
+        self.groups_ = list(data.groups)
+
+        decision_set = "thresholds" if fallback else self.decision_set
+        if decision_set == "cells":
+            big = n >= 20_000
+            bins = (self.score_bins or (20 if big else 10), self.proxy_bins or (8 if big else 4))
+            r = pf.rates(pf.ProxyCells(*bins), data, group_mass_bound=self.group_mass_bound)
+        else:
+            score = self.public_score
+            if score is None:
+                if self.protect == "row":
+                    raise InvalidInputError(
+                        "public_score", None, "decision_set='thresholds' fits its score on X and y, "
+                        "which protect='row' protects: pass public_score=<a callable trained on public "
+                        "data>, or use protect='sensitive'")
+                score = _PublicScore(pf.scores.fit_score(X, y01))
+            grid = np.linspace(-4.0, 4.0, int(self.n_thresholds))
+            r = pf.rates(pf.Thresholds(grid, score=score), data,
+                         group_mass_bound=None if fallback else self.group_mass_bound)
+
+        constraints = []
+        if not fallback and self.constraint is not None:
+            terms = []
+            for g, h in itertools.combinations(data.groups, 2):
+                if self.constraint == "equalized_odds":
+                    terms += [pf.abs(r.fpr[g] - r.fpr[h]), pf.abs(r.tpr[g] - r.tpr[h])]
+                else:
+                    terms.append(pf.abs(r.selection[g] - r.selection[h]))
+            gap = terms[0] if len(terms) == 1 else pf.maximum(*terms)
+            constraints.append(gap <= float(self.level))
+        problem = pf.Problem(pf.minimize(r.error()), constraints)
+
+        epsilon = float(self.epsilon)
+        if fallback and self.protect == "sensitive":
+            epsilon = math.inf     # one group: nothing is protected by this relation
+        if math.isinf(epsilon):
+            delta = 0.0
+        else:
+            delta = 1.0 / n ** 2 if self.delta is None else float(self.delta)
+        privacy = pf.DP(epsilon, delta, protect=self.protect)
+        result = problem.solve(privacy, backend=self.backend, seed=self.seed, progress=False,
+                               alpha=float(self.alpha))
+        self.problem_ = problem
+        self.result_ = result
+        self.certificate_ = result.certificate
+        self.backend_ = result.backend
+        return self
+
+    # ------------------------------------------------------------------ predict
+    def _expected(self, X):
+        check_is_fitted(self, "result_")
+        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        return np.clip(self.result_.predict_proba(X), 0.0, 1.0)
+
+    def predict_proba(self, X):
+        """``[P(ŷ = classes_[0]), P(ŷ = classes_[1])]`` of the randomized classifier, (n, 2)."""
+        p = self._expected(X)
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """``classes_[1]`` where the expected prediction is ≥ 1/2, else ``classes_[0]``."""
+        p = self._expected(X)
+        return self.classes_[(p >= 0.5).astype(np.int64)]

@@ -1,0 +1,303 @@
+"""The command line: every command runs (a few through ``python -m privfair`` in a subprocess,
+the rest through ``privfair.cli.main``), ``--help`` everywhere, and wrong flags or bad files give
+one line on stderr with exit code 2 — never a traceback."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from privfair.cli import audit_pair, build_parser, load_problem_file, main
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# A small, fast PROBLEM.py: thresholds on one feature, a demographic-parity constraint.
+TINY = textwrap.dedent('''
+    import numpy as np
+    import privfair as pf
+
+    rng = np.random.default_rng(0)
+    n = 400
+    a = rng.choice(["a", "b"], n)
+    x = rng.normal(size=n) + 0.8 * (a == "a")
+    y = (x + rng.normal(scale=0.8, size=n) > 0.5).astype(int)
+    data = pf.Dataset(x[:, None], y, sensitive=a, group_names=["a", "b"])
+    train, test = data.split(0.25, rng=0)
+    r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 15), score=0), train, group_mass_bound=0.1)
+    problem = pf.Problem(pf.minimize(r.error()),
+                         [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
+''')
+
+
+@pytest.fixture()
+def tiny(tmp_path):
+    path = tmp_path / "tiny_problem.py"
+    path.write_text(TINY)
+    return path
+
+
+def run_module(*args, env=None, cwd=None):
+    """``python -m privfair ARGS`` in a subprocess (the installed entry point's module)."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env.pop("PRIVFAIR_TRACEBACK", None)
+    return subprocess.run([sys.executable, "-m", "privfair", *map(str, args)], capture_output=True,
+                          text=True, env=full_env, cwd=cwd, timeout=120)
+
+
+def assert_one_line_error(err: str):
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("privfair: error: "), err
+    assert "Traceback" not in err
+
+
+# ------------------------------------------------------------------ through the real entry point
+def test_module_help_lists_every_command():
+    proc = run_module("--help")
+    assert proc.returncode == 0, proc.stderr
+    for command in ("solve", "report", "audit", "backends", "datasets", "demo"):
+        assert command in proc.stdout
+
+
+def test_module_solve_writes_certificate_and_report(tiny, tmp_path):
+    cert, page = tmp_path / "cert.md", tmp_path / "out.html"
+    proc = run_module("solve", tiny, "--epsilon", "1", "--seed", "0", "--certificate", cert,
+                      "--report", page, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "accepted (best first)" in out                 # the plan explanation
+    assert "privfair privacy certificate" in out
+    assert "train: error" in out and "test : error" in out
+    assert cert.read_text().startswith("### Privacy certificate")
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "</html>" in html
+    for section in ("Metrics", "Analysis", "Plan", "Privacy certificate"):
+        assert f"<h2>{section}</h2>" in html
+    assert "<script" not in html and "http://" not in html and "https://" not in html
+
+
+def test_module_bad_file_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "broken.py"
+    bad.write_text("problem = (\n")
+    proc = run_module("solve", bad, "--epsilon", "1")
+    assert proc.returncode == 2
+    assert_one_line_error(proc.stderr)
+    assert "syntax error" in proc.stderr
+
+
+def test_console_script_is_installed():
+    script = pathlib.Path(sys.executable).parent / "privfair"
+    if not script.exists():
+        pytest.skip("the privfair console script is not installed next to this interpreter")
+    proc = subprocess.run([str(script), "backends"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "exponential" in proc.stdout
+
+
+# ------------------------------------------------------------------ --help everywhere
+@pytest.mark.parametrize("command", [[], ["solve"], ["report"], ["audit"], ["backends"],
+                                     ["datasets"], ["demo"]])
+def test_help_everywhere(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(command + ["--help"])
+    assert exc.value.code == 0
+    assert "usage: privfair" in capsys.readouterr().out
+
+
+def test_audit_help_documents_the_instance(capsys):
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    out = capsys.readouterr().out
+    assert "neighbours" in out and "negative control" in out.lower()
+
+
+# ------------------------------------------------------------------ wrong flags: exit 2, one line
+@pytest.mark.parametrize("argv", [
+    [],
+    ["frobnicate"],
+    ["solve"],                                              # no PROBLEM.py
+    ["solve", "p.py"],                                      # --epsilon is required
+    ["solve", "p.py", "--epsilon", "abc"],
+    ["solve", "p.py", "--epsilon", "-1"],
+    ["solve", "p.py", "--epsilon", "nan"],
+    ["solve", "p.py", "--epsilon", "1", "--delta", "2"],
+    ["solve", "p.py", "--epsilon", "1", "--protect", "everything"],
+    ["solve", "p.py", "--epsilon", "1", "--seed", "-3"],
+    ["solve", "p.py", "--epsilon", "1", "--alpha", "0"],
+    ["audit"],                                              # --backend is required
+    ["audit", "--backend", "exponential", "--runs", "0"],
+    ["audit", "--backend", "exponential", "--bogus"],
+    ["demo", "--epsilon", "abc"],
+    ["demo", "--constraint", "calibration"],
+])
+def test_wrong_flags_exit_2_with_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert_one_line_error(capsys.readouterr().err)
+
+
+# ------------------------------------------------------------------ bad files: exit 2, one line
+BAD_FILES = {
+    "syntax.py": ("x = (\n", "syntax error"),
+    "noproblem.py": ("x = 1\n", "defines neither `problem`"),
+    "wrongtype.py": ("problem = 3\n", "not a pf.Problem"),
+    "raises.py": ("raise RuntimeError('boom')\n", "RuntimeError while loading: boom"),
+    "imports.py": ("import no_such_module_xyz\n", "ModuleNotFoundError"),
+    "exits.py": ("import sys\nsys.exit(3)\n", "sys.exit()"),
+    "badbuild.py": ("def build():\n    return 1 / 0\n", "build() raised ZeroDivisionError"),
+    "badtest.py": (TINY + "test = 'not a dataset'\n", "`test` is a str"),
+    "privfairerror.py": ("import privfair as pf\npf.DP(-1)\n", "epsilon"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_problem_files_exit_2_with_one_line(name, tmp_path, capsys):
+    text, message = BAD_FILES[name]
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["solve", str(path), "--epsilon", "1"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err)
+    assert message in err and name in err
+
+
+@pytest.mark.parametrize("target", ["missing.py", "folder", "data.csv"])
+def test_missing_folder_or_non_python_file_exit_2(target, tmp_path, capsys):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "data.csv").write_text("a,b\n")
+    assert main(["report", str(tmp_path / target)]) == 2
+    assert_one_line_error(capsys.readouterr().err)
+
+
+def test_unknown_backend_and_unwritable_output_fail_before_solving(tiny, tmp_path, capsys):
+    assert main(["solve", str(tiny), "--epsilon", "1", "--backend", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err)
+    assert "backend" in captured.err and captured.out == ""
+    assert main(["solve", str(tiny), "--epsilon", "1",
+                 "--report", str(tmp_path / "no" / "such" / "dir.html")]) == 2
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err)
+    assert "does not exist" in captured.err and captured.out == ""
+
+
+def test_refused_problem_is_a_one_line_error(tiny, capsys):
+    # cells needs pf.ProxyCells: refused, nothing spent, exit 2
+    assert main(["solve", str(tiny), "--epsilon", "1", "--backend", "cells"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err)
+    assert "ProxyCells" in err
+
+
+# ------------------------------------------------------------------ commands
+def test_solve_in_process_with_build_and_delta_default(tmp_path, capsys):
+    path = tmp_path / "built.py"
+    path.write_text(TINY.replace("problem = pf.Problem(", "_p = pf.Problem(")
+                    + "\ndef build():\n    return _p, test\n")
+    assert main(["solve", str(path), "--epsilon", "2", "--seed", "1", "--backend", "exponential",
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "δ=1.11e-05" in out                      # default δ = 1/n², n = 300 training rows
+    assert "backend: exponential" in out and "test : error" in out
+
+
+def test_solve_non_private_reference(tiny, capsys):
+    assert main(["solve", str(tiny), "--epsilon", "inf", "--backend", "exponential"]) == 0
+    assert "NOT PRIVATE (ε = ∞)" in capsys.readouterr().out
+
+
+def test_report_prints_analysis_and_ranking(tiny, tmp_path, capsys):
+    page = tmp_path / "report.html"
+    assert main(["report", str(tiny), "--epsilon", "1", "--output", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "plan ranking" in out and "exponential" in out
+    assert "Lipschitz" in out or "lipschitz" in out          # the compiler's analysis
+    html = page.read_text()
+    assert "<h2>Analysis</h2>" in html and "<h2>Plan ranking</h2>" in html
+
+
+def test_backends_lists_every_registered_backend(capsys):
+    from privfair.backends import BACKENDS
+
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    for name, backend in BACKENDS.items():
+        assert any(line.startswith(name) and backend.theorem in line for line in out.splitlines())
+
+
+def test_datasets(capsys):
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    assert "adult" in out and "compas" in out
+
+
+def test_example_problem_file_loads_and_solves(capsys, monkeypatch):
+    monkeypatch.setenv("PRIVFAIR_SUBSAMPLE", "2000")
+    path = ROOT / "examples" / "problem_adult_eo.py"
+    problem, test = load_problem_file(path)
+    assert problem.rates.data.n == 2000 and test.n == 15060
+    assert main(["solve", str(path), "--epsilon", "1", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "backend: cells" in out and "test : error" in out
+
+
+# ------------------------------------------------------------------ audit
+def test_audit_pair_differs_in_one_sensitive_value_only():
+    import numpy as np
+
+    D, Dp = audit_pair()
+    assert np.array_equal(D.X, Dp.X) and np.array_equal(D.y, Dp.y)
+    assert np.flatnonzero(D.group != Dp.group).tolist() == [0]
+
+
+def test_audit_passes_and_negative_control_is_refuted(capsys):
+    code = main(["audit", "--backend", "exponential", "--runs", "2000", "--negative-control",
+                 "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    honest, control = out.split("negative control:")
+    assert "PASS" in honest and "δ̂ at ε=1" in honest and "±" in honest
+    assert "FAIL" in control and "refutes" in control
+
+
+@pytest.mark.parametrize("backend", ["oracle_learner", "postprocessing"])
+def test_audit_other_backends_pass(backend, capsys):
+    assert main(["audit", "--backend", backend, "--runs", "150", "--seed", "1"]) == 0
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_audit_without_power_exits_1(capsys):
+    # 60 runs cannot refute lopt's 4× under-noised run: the expected verdict is not met
+    assert main(["audit", "--backend", "lopt", "--runs", "60", "--negative-control"]) == 1
+    assert "NOT refuted" in capsys.readouterr().out
+
+
+def test_audit_refusals_are_one_line_errors(monkeypatch, capsys):
+    from privfair.backends import BACKENDS
+    from privfair.backends.base import Backend, Verdict
+
+    class Picky(Backend):
+        name, theorem = "picky", "none"
+
+        def accepts(self, problem, analysis):
+            return Verdict(False, "accepts nothing")
+
+    class Reference(Backend):
+        name, theorem, non_private_only = "reference", "none", True
+
+    monkeypatch.setitem(BACKENDS, "picky", Picky())
+    monkeypatch.setitem(BACKENDS, "reference", Reference())
+    for name, message in (("picky", "accepts nothing"), ("reference", "non-private"),
+                          ("nope", "backend")):
+        assert main(["audit", "--backend", name]) == 2
+        err = capsys.readouterr().err
+        assert_one_line_error(err)
+        assert message in err
+
+
+def test_parser_is_buildable_without_side_effects():
+    parser = build_parser()
+    assert parser.prog == "privfair"

@@ -1,0 +1,227 @@
+"""privfair.sklearn.PrivateFairClassifier: scikit-learn's estimator checks, fair private fits with
+sensitive features, pandas inputs, typed validation errors."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn", reason="scikit-learn is a dev extra")
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+import privfair as pf  # noqa: E402
+from privfair.errors import (BackendRefusedError, DataError, InvalidInputError,  # noqa: E402
+                             InvalidPrivacyError)
+from privfair.sklearn import NoSensitiveFeaturesWarning, PrivateFairClassifier  # noqa: E402
+
+
+class RowSum:
+    """A public score: picklable, and with a stable repr (pytest-xdist ids must match)."""
+
+    def __call__(self, X):
+        return np.asarray(X, dtype=float).sum(axis=1)
+
+    def __repr__(self):
+        return "RowSum()"
+
+
+row_sum = RowSum()
+
+
+# ------------------------------------------------------------------ scikit-learn's checks
+# The checks call fit(X, y) without sensitive_features: the documented fallback (an
+# unconstrained threshold fit, non-private under protect="sensitive").  The second instance runs
+# the same checks through a private solve (protect="row", a public score, ε = 1).
+@pytest.mark.filterwarnings("ignore::privfair.sklearn.NoSensitiveFeaturesWarning")
+@parametrize_with_checks([
+    PrivateFairClassifier(seed=0),
+    PrivateFairClassifier(protect="row", decision_set="thresholds", public_score=row_sum,
+                          backend="exponential", seed=0),
+])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ------------------------------------------------------------------ data
+def synthetic(n=1500, seed=0, groups=("F", "M"), labels=(0, 1)):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(list(groups), n)
+    X = rng.normal(size=(n, 4))
+    shift = 0.6 * (a == groups[-1])
+    y = (X[:, 0] + 0.5 * X[:, 1] + shift + 0.7 * rng.normal(size=n) > 0.3).astype(int)
+    X[:, 3] += 1.5 * shift                       # a proxy of the group among the features
+    return X, np.asarray(labels)[y], a
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic()
+
+
+# ------------------------------------------------------------------ fits with sensitive features
+@pytest.mark.parametrize("decision_set,constraint", [
+    ("cells", "equalized_odds"), ("cells", "demographic_parity"),
+    ("thresholds", "equalized_odds"), ("thresholds", None),
+])
+def test_private_fair_fit(data, decision_set, constraint):
+    X, y, a = data
+    clf = PrivateFairClassifier(decision_set=decision_set, constraint=constraint, epsilon=2.0,
+                                seed=0)
+    assert clf.fit(X, y, sensitive_features=a) is clf
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert ((proba >= 0) & (proba <= 1)).all()
+    pred = clf.predict(X)
+    assert set(pred) <= set(clf.classes_)
+    np.testing.assert_array_equal(pred, clf.classes_[(proba[:, 1] >= 0.5).astype(int)])
+    assert 0.0 <= clf.score(X, y) <= 1.0
+    assert clf.certificate_.is_private and clf.certificate_.epsilon <= 2.0 * (1 + 1e-9)
+    assert clf.certificate_.delta <= 1.0 / len(X) ** 2 * (1 + 1e-9)
+    assert clf.groups_ == ["F", "M"] and clf.n_features_in_ == 4
+    assert isinstance(clf.result_, pf.Result) and clf.backend_ == clf.result_.backend
+    if decision_set == "cells":
+        assert clf.backend_ == "cells"
+    if constraint is not None:
+        assert len(clf.problem_.constraints) == 1
+
+
+def test_string_labels_and_positive_class(data):
+    X, y, a = data
+    labels = np.where(y == 1, "yes", "no")
+    clf = PrivateFairClassifier(decision_set="thresholds", backend="exponential", seed=0)
+    clf.fit(X, labels, sensitive_features=a)
+    assert list(clf.classes_) == ["no", "yes"]
+    p = clf.predict_proba(X)[:, 1]
+    np.testing.assert_array_equal(clf.predict(X) == "yes", p >= 0.5)
+
+
+def test_seed_makes_fits_reproducible(data):
+    X, y, a = data
+    kw = dict(decision_set="cells", seed=3)
+    p1 = PrivateFairClassifier(**kw).fit(X, y, sensitive_features=a).predict_proba(X)
+    p2 = PrivateFairClassifier(**kw).fit(X, y, sensitive_features=a).predict_proba(X)
+    np.testing.assert_array_equal(p1, p2)
+
+
+def test_non_private_reference_and_row_privacy(data):
+    X, y, a = data
+    ref = PrivateFairClassifier(decision_set="thresholds", epsilon=float("inf"),
+                                backend="exponential").fit(X, y, sensitive_features=a)
+    assert not ref.certificate_.is_private
+    row = PrivateFairClassifier(decision_set="thresholds", protect="row", public_score=row_sum,
+                                backend="exponential", seed=0).fit(X, y, sensitive_features=a)
+    assert row.certificate_.relation == "row"
+
+
+def test_three_groups_thresholds_constrain_every_pair():
+    X, y, a = synthetic(n=900, groups=("a", "b", "c"))
+    clf = PrivateFairClassifier(decision_set="thresholds", constraint="demographic_parity",
+                                backend="exponential", seed=0).fit(X, y, sensitive_features=a)
+    assert clf.groups_ == ["a", "b", "c"]
+    assert str(clf.problem_.g[0]).count("selection") == 6        # 3 pairs × 2 terms
+    with pytest.raises(BackendRefusedError, match="two groups"):
+        PrivateFairClassifier(seed=0).fit(X, y, sensitive_features=a)   # cells: 2 groups only
+
+
+# ------------------------------------------------------------------ pandas
+def test_pandas_inputs_keep_column_names(data):
+    pd = pytest.importorskip("pandas")
+    X, y, a = data
+    cols = ["age", "hours", "score", "zip_income"]
+    Xdf = pd.DataFrame(X, columns=cols)
+    clf = PrivateFairClassifier(decision_set="thresholds", backend="exponential", seed=0)
+    clf.fit(Xdf, pd.Series(y, name="label"), sensitive_features=pd.Series(a, name="sex"))
+    assert list(clf.feature_names_in_) == cols
+    assert clf.problem_.rates.data.feature_names == cols
+    assert clf.problem_.rates.data.sensitive_names == ["sex"]
+    with pytest.warns(UserWarning, match="valid feature names"):
+        np.testing.assert_array_equal(clf.predict(Xdf), clf.predict(Xdf.to_numpy()))
+    with pytest.raises(ValueError, match="feature names"):
+        clf.predict(Xdf[cols[::-1]])                           # columns in another order
+
+
+def test_pandas_dataframe_of_sensitive_features_is_intersectional(data):
+    pd = pytest.importorskip("pandas")
+    X, y, a = data
+    race = np.where(np.arange(len(a)) % 3 == 0, "B", "W")
+    sf = pd.DataFrame({"sex": a, "race": race})
+    clf = PrivateFairClassifier(decision_set="thresholds", constraint="demographic_parity",
+                                backend="exponential", seed=0).fit(X, y, sensitive_features=sf)
+    assert clf.groups_ == ["F|B", "F|W", "M|B", "M|W"]
+
+
+def test_pipeline_routes_sensitive_features(data):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, a = data
+    pipe = make_pipeline(StandardScaler(), PrivateFairClassifier(seed=0))
+    pipe.fit(X, y, privatefairclassifier__sensitive_features=a)
+    assert pipe.predict_proba(X).shape == (len(X), 2)
+    assert pipe[-1].certificate_.is_private
+
+
+# ------------------------------------------------------------------ sklearn conventions
+def test_get_params_set_params_clone_and_pickle(data):
+    X, y, a = data
+    clf = PrivateFairClassifier(constraint="demographic_parity", level=0.05, epsilon=0.5, seed=1)
+    params = clf.get_params()
+    assert params["constraint"] == "demographic_parity" and params["level"] == 0.05
+    assert params["epsilon"] == 0.5 and params["decision_set"] == "cells"
+    assert clf.set_params(level=0.1) is clf and clf.level == 0.1
+    twin = clone(clf)
+    assert twin.get_params() == clf.get_params() and not hasattr(twin, "result_")
+    clf.fit(X, y, sensitive_features=a)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
+
+
+def test_missing_sensitive_features_warns_and_spends_nothing(data):
+    X, y, _ = data
+    with pytest.warns(NoSensitiveFeaturesWarning, match="sensitive_features"):
+        clf = PrivateFairClassifier(seed=0).fit(X, y)
+    assert clf.groups_ == ["all"] and clf.problem_.constraints == []
+    assert not clf.certificate_.is_private
+
+
+# ------------------------------------------------------------------ typed errors in fit
+@pytest.mark.parametrize("params,error,field", [
+    ({"constraint": "calibration"}, InvalidInputError, "constraint"),
+    ({"level": -0.1}, InvalidInputError, "level"),
+    ({"epsilon": 0}, InvalidPrivacyError, "epsilon"),
+    ({"epsilon": "1"}, InvalidPrivacyError, "epsilon"),
+    ({"delta": 1.0}, InvalidPrivacyError, "delta"),
+    ({"protect": "everything"}, InvalidInputError, "protect"),
+    ({"decision_set": "trees"}, InvalidInputError, "decision_set"),
+    ({"score_bins": 0}, InvalidInputError, "score_bins"),
+    ({"n_thresholds": 1}, InvalidInputError, "n_thresholds"),
+    ({"public_score": "logit"}, InvalidInputError, "public_score"),
+    ({"group_mass_bound": 0.0}, InvalidInputError, "group_mass_bound"),
+    ({"alpha": -1}, InvalidInputError, "alpha"),
+    ({"seed": -1}, InvalidInputError, "seed"),
+    ({"backend": "nope"}, InvalidInputError, "backend"),
+    ({"decision_set": "thresholds", "protect": "row"}, InvalidInputError, "public_score"),
+])
+def test_bad_hyper_parameters_raise_typed_errors_in_fit(data, params, error, field):
+    X, y, a = data
+    clf = PrivateFairClassifier(**params)                 # __init__ only stores
+    with pytest.raises(error, match=field):
+        clf.fit(X, y, sensitive_features=a)
+    assert not hasattr(clf, "result_")
+
+
+def test_bad_data_raises_typed_errors(data):
+    X, y, a = data
+    with pytest.raises(DataError, match="sensitive"):
+        PrivateFairClassifier().fit(X, y, sensitive_features=a[:-1])
+    with pytest.raises(DataError, match="two groups"):
+        PrivateFairClassifier().fit(X, y, sensitive_features=np.full(len(a), "F"))
+    with pytest.raises(ValueError, match="Only binary"):
+        PrivateFairClassifier().fit(X, np.arange(len(X)) % 3, sensitive_features=a)
+
+
+def test_lazy_attribute_on_the_package():
+    assert pf.sklearn.PrivateFairClassifier is PrivateFairClassifier
