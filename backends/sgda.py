@@ -170,6 +170,8 @@ def noise_multiplier(epsilon, delta, T, q):
     substitution, per-row norm 1) that the accountant (PLD) proves (epsilon, delta)-DP."""
     from privfair.privacy import calibrate_gaussian
 
+    if q >= 1.0:   # no subsampling: a substituted row moves the sum by up to 2 (both ends ≤ 1)
+        return float(calibrate_gaussian(epsilon, delta, T=T, sensitivity=2.0))
     return float(calibrate_gaussian(epsilon, delta, T=T, sensitivity=1.0, sampling_rate=q,
                                     neighbouring="replace", method="pld", rtol=1e-3))
 
@@ -245,8 +247,9 @@ class SGDABackend(Backend):
         if private and privacy.delta <= 0:
             self.refuse("the Gaussian releases need δ > 0, e.g. pf.DP(1.0, 1/n**2)")
         n = r.n
-        m = min(float(o["batch_size"]), n / 8.0) if n >= 16 else n / 2.0
-        q = max(1.0 / n, m / n)
+        # default: at most n/8 rows a batch (amplification); a given batch_size is capped at n
+        m = min(float(o["batch_size"]), n if "batch_size" in options else max(1.0, n / 8.0))
+        q = min(1.0, max(1.0 / n, m / n))
         T = max(len(path), int(math.ceil(o["epochs"] / q)))
         public_p = o.get("group_probabilities") is not None
         count_share = o["count_share"] if private and not public_p else 0.0

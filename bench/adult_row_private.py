@@ -181,7 +181,7 @@ def main(argv=None):
         run_privfair(train, test, "plain", "output_perturbation", seeds, R=1.0, radius=60.0,
                      l2_logistic=3e-3), "ε=1 row")
     if args.dual_fw:
-        add("privfair dual_frank_wolfe, error (R=1, radius 60, Λ=3e-3, T=5)",
+        add("privfair dual_frank_wolfe, error (R=1, radius 60, Λ=3e-3, T=5; seeds 0..2)",
             run_privfair(train, test, "plain", "dual_frank_wolfe", seeds[:3], R=1.0, radius=60.0,
                          l2_logistic=3e-3, options={"T": 5}), "ε=1 row")
     add(f"privfair objective_perturbation, error + {MU}·DP gap (penalty)",
