@@ -217,7 +217,8 @@ LOSSES = {
 }
 
 
-def glm(X, y, decisions, loss="logistic", *, label_bound=1.0):
+def glm(X, y, decisions, loss="logistic", *, label_bound=1.0, sample_weight=None,
+        weight_bound=None):
     """A GLM ERM min_{θ∈C} (1/n)Σ l(θᵀ(x̃_i, 1), y_i) + (Λ/2)‖θ‖², from arrays.
 
     Parameters
@@ -227,6 +228,10 @@ def glm(X, y, decisions, loss="logistic", *, label_bound=1.0):
         clipped to [−label_bound, label_bound]).
     decisions : SparseLinear -- C, Λ and R.
     loss : {"logistic", "squared", "smoothed_hinge", "hinge"}
+    sample_weight : (n,) array, optional -- per-row multipliers c_i ≥ 0 of the loss (e.g. subgroup
+        weights, [A] §1.3.1); each must depend on its own row only.
+    weight_bound : float, optional -- a *public* bound on every c_i (required with
+        ``sample_weight``; the sensitivity scales with it and is never read from the data).
 
     Returns
     -------
@@ -251,8 +256,21 @@ def glm(X, y, decisions, loss="logistic", *, label_bound=1.0):
         Y = _positive(label_bound, "label_bound")
         y = np.clip(y, -Y, Y)
     n = X.shape[0]
-    return ERM.from_arrays(X, y, decisions, LOSSES[loss], weights=np.full(n, 1.0 / n),
-                           row_weight_bound=1.0, label_bound=Y)
+    if sample_weight is None:
+        c, bound = np.ones(n), 1.0
+    else:
+        c = np.asarray(sample_weight, dtype=float).reshape(-1)
+        if c.shape != (n,) or not np.isfinite(c).all() or (c < 0).any():
+            raise InvalidInputError("sample_weight", c.shape, f"one finite weight ≥ 0 per row ({n})")
+        if weight_bound is None:
+            raise InvalidInputError("weight_bound", None, "declare a public bound on the weights, "
+                                    "e.g. weight_bound=max of your subgroup weights")
+        bound = _positive(weight_bound, "weight_bound")
+        if (c > bound).any():
+            raise InvalidInputError("sample_weight", float(c.max()),
+                                    f"weights must not exceed the declared weight_bound={bound:g}")
+    return ERM.from_arrays(X, y, decisions, LOSSES[loss], weights=c / n,
+                           row_weight_bound=bound, label_bound=Y)
 
 
 def fit(erm, privacy, method="output_perturbation", seed=None, **options):
