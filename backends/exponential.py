@@ -55,14 +55,8 @@ class ExponentialBackend(Backend):
         if ds is None or not getattr(ds, "is_finite", False):
             return Verdict(False, "needs a finite decision set (pf.FiniteSet or pf.Thresholds); "
                                   f"got {type(ds).__name__}")
-        for name in ("f", "g"):
-            L = analysis.lipschitz.get(name)
-            if L is not None and all(v is None for v in L.values()):
-                return Verdict(False, f"the Lipschitz constant of {name} is unknown: "
-                                      f"{analysis.reason(f'lipschitz of {name}')}")
-        if analysis.delta_l("l1") is None and analysis.group_mass.get("source") != "private":
-            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
-        return Verdict(True)
+        why = analysis.sensitivity_unproven()
+        return Verdict(False, why) if why else Verdict(True)
 
     def plan(self, problem, analysis, privacy, options) -> Plan:
         m = len(problem.rates.decisions)

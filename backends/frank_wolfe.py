@@ -360,14 +360,8 @@ class FrankWolfeBackend(Backend):
                             if k.startswith("smoothness"))
             return Verdict(False, "the smoothness of h_smooth is unknown (Frank–Wolfe's rate needs "
                                   f"it): {why or 'no constant proven'}")
-        for name in ("f", "g"):
-            L = analysis.lipschitz.get(name)
-            if L is not None and all(v is None for v in L.values()):
-                return Verdict(False, f"the Lipschitz constant of {name} is unknown: "
-                                      f"{analysis.reason(f'lipschitz of {name}')}")
-        if analysis.delta_l("l1") is None and analysis.group_mass.get("source") != "private":
-            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
-        return Verdict(True)
+        why = analysis.sensitivity_unproven()
+        return Verdict(False, why) if why else Verdict(True)
 
     # -- plan ---------------------------------------------------------------------------------
     def _options(self, options):

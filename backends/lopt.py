@@ -130,15 +130,9 @@ class LoptBackend(Backend):
         if not analysis.is_convex:
             why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
             return Verdict(False, f"LOPT needs convex f and g: {why}")
-        for name in ("f", "g"):
-            L = analysis.lipschitz.get(name)
-            if L is not None and all(v is None for v in L.values()):
-                return Verdict(False, f"the Lipschitz constant of {name} is unknown: "
-                                      f"{analysis.reason(f'lipschitz of {name}')}")
-        private = analysis.privacy.is_private
-        pending = analysis.group_mass.get("source") == "private"     # estimated at solve time
-        if private and analysis.delta_l("l1") is None and not pending:
-            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
+        why = analysis.sensitivity_unproven()
+        if why:
+            return Verdict(False, why)
         if kind == "erm":
             bad = _sign_violation(problem, analysis)
             if bad is not None:
@@ -152,7 +146,7 @@ class LoptBackend(Backend):
                     "on fp/fn/fpr/fnr (non-positive on tn/tp/tnr/tpr, none on selection), or a "
                     "finite decision set (pf.Thresholds / pf.FiniteSet) with backend='lopt' or "
                     "'exponential'"))
-            if private and analysis.privacy.delta == 0:
+            if analysis.privacy.is_private and analysis.privacy.delta == 0:
                 return Verdict(False, "the linear-classifier oracle is noisy gradient descent, "
                                       "(ε, δ)-DP only: pass pf.DP(epsilon, delta > 0)")
         return Verdict(True)

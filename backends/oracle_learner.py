@@ -211,11 +211,8 @@ class OracleLearnerBackend(Backend):
             J.extract_terms(problem)
         except J.Unsupported as err:
             return Verdict(False, str(err))
-        private = analysis.privacy.is_private
-        if (private and analysis.delta_l("l1") is None
-                and analysis.group_mass.get("source") != "private"):
-            return Verdict(False, f"Δℓ is unknown: {analysis.reason('delta_l')}")
-        return Verdict(True)
+        why = analysis.sensitivity_unproven()
+        return Verdict(False, why) if why else Verdict(True)
 
     # ------------------------------------------------------------------------------ planning
     def plan(self, problem, analysis, privacy, options) -> Plan:

@@ -210,6 +210,24 @@ class Analysis:
             grad = grad + self.G * sig * np.asarray(g.grad(l), dtype=float)
         return grad
 
+    def sensitivity_unproven(self) -> str | None:
+        """Why the sensitivity of h cannot be bounded, or None when it can.
+
+        Needs the Lipschitz constants of f and g in some norm and, for a private run, Δℓ —
+        which may still be pending a private group-mass estimate at solve time (that is fine:
+        the planner resolves it before any backend runs).  The precondition every
+        score-releasing backend shares; asked here so that each states it the same way.
+        """
+        for name in ("f", "g"):
+            L = self.lipschitz.get(name)
+            if L is not None and all(v is None for v in L.values()):
+                return (f"the Lipschitz constant of {name} is unknown: "
+                        f"{self.reason(f'lipschitz of {name}')}")
+        pending = self.group_mass.get("source") == "private" and self.group_mass.get("bound") is None
+        if self.privacy.is_private and self.delta_l("l1") is None and not pending:
+            return f"Δℓ is unknown: {self.reason('delta_l')}"
+        return None
+
     def reason(self, prop: str) -> str | None:
         return self.reasons.get(prop)
 
