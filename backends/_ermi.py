@@ -23,15 +23,17 @@ Which pieces read a_i (the private attribute under protect="sensitive"):
 
 * ∇_W ψ_i = −2 W[c_i] ⊙ F_i (every r)            — public given θ, W
           + 2 F_i / √p̃[c_i,a_i] at slot (c_i, a_i) — private; ‖·‖₂ ≤ 2/√min p̃ since ‖F‖₂ ≤ 1
-* ∇_θ ψ_i = J_iᵀ (v_i + k_ref[c_i]), v_i = −Σ_r W[c_i,r,:]²   — public
+* ∇_θ ψ_i = J_iᵀ (v_i + k_ref[c_i]), v_i = −Σ_r W[c_i,r,:]²   — public (a-free)
           + J_iᵀ k̄[c_i,a_i]                                 — private
   with J_i = ∂F(x_i)/∂θ (L × P), k = 2W/√p̃, k_ref[c] the midrange of k[c, r, :] over r
   (public) and k̄ = k − k_ref.  Since Σ_j F_j = 1, 1ᵀJ_i = 0, so k̄ may be centred per slot
   (minus its mean over labels) without changing J_iᵀk̄.
 
-The private θ-piece is clipped *a-independently*: J_i is scaled to Frobenius norm ≤ ζ (the
-factor depends on x_i and θ only), so the contribution J̃_iᵀ k̄[c_i,a_i] has norm
-≤ ζ·max_{c,r}‖k̄[c,r]‖ whatever a_i is, and groups are never clipped differently.
+Both θ-pieces are clipped *a-independently*: J_i is scaled to Frobenius norm ≤ ζ (the factor
+f_i depends on x_i and θ only), so the private contribution J̃_iᵀ k̄[c_i,a_i] has norm
+≤ ζ·max_{c,r}‖k̄[c,r]‖ whatever a_i is, groups are never clipped differently, and the sum of the
+two pieces is the gradient of Σ_i f_i ψ_i — a reweighting by public factors, not a bias
+towards the reference k_ref.
 """
 
 from __future__ import annotations
@@ -181,12 +183,15 @@ class LinearAdapter:
         F = self._probs(torch, z)
         if self.K == 1:
             s = F[:, 1]
-            gz = (s - y.to(s.dtype)) + lam * (v[:, 1] - v[:, 0]) * s * (1.0 - s)
+            gz = s - y.to(s.dtype)
+            if lam:
+                gz = gz + lam * (v[:, 1] - v[:, 0]) * s * (1.0 - s)
             gz = gz[:, None]
         else:
-            onehot = torch.nn.functional.one_hot(y, self.K).to(F.dtype)
-            Fv = (F * v).sum(dim=1, keepdim=True)
-            gz = (F - onehot) + lam * (F * v - F * Fv)
+            gz = F - torch.nn.functional.one_hot(y, self.K).to(F.dtype)
+            if lam:
+                Fv = (F * v).sum(dim=1, keepdim=True)
+                gz = gz + lam * (F * v - F * Fv)
         return gz.T @ Xh, F
 
     def private_sum(self, torch, theta, X, kbar_rows, zeta):
@@ -261,7 +266,7 @@ class ModuleAdapter:
         th = theta.detach().requires_grad_(True)
         F = self._probs(torch, self._params(th), X)
         ce = torch.nn.functional.nll_loss(torch.log(F.clamp_min(1e-30)), y, reduction="sum")
-        obj = ce + lam * (F * v).sum() if lam else ce
+        obj = ce + lam * (F * v).sum() if lam else ce      # (the backend passes lam = 0)
         (g,) = torch.autograd.grad(obj, th)
         return g.detach(), F.detach()
 

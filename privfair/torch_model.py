@@ -148,7 +148,7 @@ class TorchModel(DecisionSet):
         out = []
         with torch.no_grad():
             for s in range(0, X.shape[0], CHUNK_ROWS):
-                z = mod(torch.as_tensor(X[s:s + CHUNK_ROWS], dtype=torch.float32, device=device))
+                z = mod(torch.tensor(X[s:s + CHUNK_ROWS], dtype=torch.float32, device=device))
                 out.append(probs_from_logits(z, self.binary_logit).double().cpu().numpy())
         return np.concatenate(out, axis=0) if out else np.zeros((0, self.n_classes))
 

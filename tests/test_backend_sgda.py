@@ -1,0 +1,368 @@
+"""DP-SGDA on ERMI ([L] Algorithm 1): the ERMI min-max pieces against direct computation, the
+per-player private pieces against autograd, multi-class multi-group training, the knob rule, the
+certificate, refusals, and the neighbouring-dataset tester with a negative control."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is an optional extra")
+
+import privfair as pf  # noqa: E402
+from privfair.backends import _ermi as E  # noqa: E402
+from privfair.backends import get  # noqa: E402
+from privfair.errors import BackendRefusedError, InvalidInputError  # noqa: E402
+from privfair.privacy import Accountant  # noqa: E402
+from privfair.privacy.randomness import as_source  # noqa: E402
+from privfair.privacy.testing import check_dp  # noqa: E402
+
+SGDA = "sgda"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+
+# ------------------------------------------------------------------------------ ERMI math
+def _soft(rng, n, L):
+    Z = rng.normal(size=(n, L))
+    return np.exp(Z) / np.exp(Z).sum(axis=1, keepdims=True)
+
+
+def _ermi_by_hand(F, a, y, notion, G):
+    """Σ_{j,r} p(j,r)²/(p(j)p(r)) − 1 (per label slice for equalized odds, weighted by p(y))."""
+    n, L = F.shape
+    out = 0.0
+    for s in ([None] if notion == "demographic_parity" else range(L)):
+        rows = np.ones(n, bool) if s is None else (y == s)
+        Fs, as_ = F[rows], a[rows]
+        val = -1.0
+        for j in range(L):
+            pj = Fs[:, j].mean()
+            for r in range(G):
+                pr = (as_ == r).mean()
+                pjr = (Fs[:, j] * (as_ == r)).mean()
+                val += pjr ** 2 / (pj * pr)
+        out += rows.mean() * val
+    return out
+
+
+@pytest.mark.parametrize("notion", E.NOTIONS)
+def test_ermi_is_the_maximum_of_mean_psi_at_w_star(notion):
+    rng = np.random.default_rng(0)
+    n, L, G = 300, 3, 4
+    F, a, y = _soft(rng, n, L), rng.integers(0, G, n), rng.integers(0, L, n)
+    c, S = E.slices(notion, y, L)
+    counts = np.zeros((G, L))
+    np.add.at(counts, (a, y), 1)
+    p = E.group_probabilities(counts, notion)                    # exact p̃ = p̂
+    direct = E.ermi(F, a, c, p)
+    assert direct == pytest.approx(_ermi_by_hand(F, a, y, notion, G), rel=1e-10)
+    Ws = E.w_star(F, a, c, p)
+    assert E.psi_rows(Ws, F, a, c, p).mean() == pytest.approx(direct, rel=1e-10)
+    assert np.linalg.norm(Ws) <= E.w_radius(p, L)                # the projection keeps W*
+    for _ in range(5):                                             # strongly concave: W* is the max
+        Wp = Ws + 0.1 * rng.normal(size=Ws.shape)
+        assert E.psi_rows(Wp, F, a, c, p).mean() < direct
+    # the two sides of independence: ERMI vanishes when F does not depend on a
+    F_indep = np.tile(F[:1], (n, 1))
+    assert E.ermi(F_indep, a, c, p) == pytest.approx(0.0, abs=1e-12)
+
+
+def _psi_torch(W, F, a, c, p):
+    quad = -(W[c] ** 2 * F[:, None, :]).sum(dim=(1, 2))
+    lin = 2.0 * (W[c, a] * F).sum(dim=1) / p[c, a].sqrt()
+    return quad + lin - 1.0
+
+
+def _adapters():
+    torch.manual_seed(0)
+    mlp = pf.TorchModel(lambda: torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(),
+                                                    torch.nn.Linear(5, 3)), 4, 3)
+    one = pf.TorchModel(lambda: torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(),
+                                                    torch.nn.Linear(3, 1)), 4, 2)
+    return [("linear-binary", E.LinearAdapter(4, 1), 2), ("linear-softmax", E.LinearAdapter(4, 3), 3),
+            ("mlp-softmax", E.ModuleAdapter(mlp), 3), ("mlp-one-logit", E.ModuleAdapter(one), 2)]
+
+
+@pytest.mark.parametrize("name,adapter,L", _adapters(), ids=lambda v: v if isinstance(v, str) else "")
+def test_public_plus_private_pieces_are_the_gradient_of_psi(name, adapter, L):
+    """Unclipped, Σ_i ∇θψ_i = public piece (v + k_ref) + private piece k̄, and the W-gradient splits
+    into −2W⊙F (public) and 2F/√p̃ at the row's slot (private) — checked against autograd."""
+    rng = np.random.default_rng(1)
+    n, G, S = 40, 3, L
+    X = torch.tensor(rng.normal(size=(n, 4)), dtype=torch.float32)
+    y = torch.tensor(rng.integers(0, L, n))
+    a = torch.tensor(rng.integers(0, G, n))
+    c = y.clone()                                                  # equalized-odds slices
+    p = torch.tensor(rng.uniform(0.2, 1.0, size=(S, G)), dtype=torch.float32)
+    p = p / p.sum(dim=1, keepdim=True)
+    W = torch.tensor(rng.normal(size=(S, G, L)), dtype=torch.float32)
+    theta = adapter.theta0(torch, "cpu")
+    theta = theta + 0.3 * torch.randn(theta.shape, generator=torch.Generator().manual_seed(2))
+    # autograd reference
+    th = theta.clone().requires_grad_(True)
+    Wg = W.clone().requires_grad_(True)
+    F = adapter._probs(torch, adapter._params(th), X) if hasattr(adapter, "_params") else \
+        adapter.probs(torch, th, X)
+    total = _psi_torch(Wg, F, a, c, p).sum()
+    g_theta, g_W = torch.autograd.grad(total, (th, Wg))
+    # the pieces
+    k_ref, kbar, _ = E.private_coefficients(W, p.sqrt())
+    v = (k_ref - (W ** 2).sum(dim=1))[c]
+    g_ce, _ = adapter.public_grad(torch, theta, X, y, v, 0.0)
+    g_pub, F2 = adapter.public_grad(torch, theta, X, y, v, 1.0)
+    s_th, F3, clipped = adapter.private_sum(torch, theta, X, kbar[c, a], 1e6)
+    assert clipped == 0.0
+    assert torch.allclose(g_pub - g_ce + s_th, g_theta, atol=2e-4, rtol=1e-3)
+    Fs = torch.zeros(S, L).index_add_(0, c, F2)
+    s_w = torch.zeros(S * G, L).index_add_(0, c * G + a, 2.0 * F3 / p.sqrt()[c, a][:, None])
+    assert torch.allclose(-2.0 * W * Fs[:, None, :] + s_w.view(S, G, L), g_W, atol=1e-4)
+
+
+def test_private_theta_piece_is_bounded_for_every_group():
+    """Each row's clipped contribution J̃ᵢᵀk̄[c,r] has norm ≤ ζ·max‖k̄‖ whatever its group r, and
+    the clip factor does not depend on r."""
+    rng = np.random.default_rng(3)
+    ad = E.LinearAdapter(3, 4)
+    theta = torch.tensor(rng.normal(size=(4, 4)) * 0.1, dtype=torch.float32)
+    X = torch.tensor(rng.normal(size=(1, 3)) * 10, dtype=torch.float32)
+    W = torch.tensor(rng.normal(size=(1, 5, 4)), dtype=torch.float32)
+    p = torch.full((1, 5), 0.2)
+    _, kbar, kmax = E.private_coefficients(W, p.sqrt())
+    zeta = 0.3
+    for r in range(5):
+        s, _, frac = ad.private_sum(torch, theta, X, kbar[0, r][None], zeta)
+        assert float(s.norm()) <= zeta * kmax * (1 + 1e-5)
+        assert frac == 1.0                                           # the big row is clipped, for every r
+
+
+# ------------------------------------------------------------------------ multi-class, 5 groups
+def _multigroup(n, seed):
+    """5 groups, 4 classes: the label distribution and the features depend on the group."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 5, n)
+    x = rng.normal(size=(n, 6)) + 1.0 * np.eye(5, 6)[g]        # group g shifts feature g
+    y = np.argmax(2.0 * x[:, :4] + rng.gumbel(size=(n, 4)), axis=1)
+    return pf.Dataset(x, y, sensitive=np.array(list("ABCDE"))[g], labels=[0, 1, 2, 3],
+                      group_names=list("ABCDE"))
+
+
+def _multiclass_dp(P, group):
+    """[L] eq. (10) for the randomized classifier of [L] §3 (ŷ = j with probability F_j(x)):
+    max over classes and pairs of groups of |P(ŷ = j | g) − P(ŷ = j | g')|."""
+    R = np.array([P[group == gi].mean(axis=0) for gi in np.unique(group)])
+    return float((R.max(axis=0) - R.min(axis=0)).max())
+
+
+def test_five_groups_four_classes_reduces_dp_violation():
+    data = _multigroup(3000, 0)
+    model = pf.TorchModel(lambda: torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(),
+                                                      torch.nn.Linear(8, 4)), 6, 4)
+    prob = pf.Problem(pf.minimize(pf.rates(model, data).error()))
+    kw = dict(backend=SGDA, fairness="demographic_parity", epochs=12, lr=0.5, seed=0)
+    privacy = pf.DP(3.0, 1e-5)
+    base = prob.solve(privacy, lam=0.0, **kw)
+    fair = prob.solve(privacy, lam=8.0, **kw)
+    v0 = _multiclass_dp(model.probabilities(base.decision, data.X), data.group)
+    v1 = _multiclass_dp(model.probabilities(fair.decision, data.X), data.group)
+    err0 = np.mean(model.predict(base.decision, data.X) != data.y)
+    err1 = np.mean(model.predict(fair.decision, data.X) != data.y)
+    assert v0 > 0.3                                                  # unfair without the regularizer
+    assert v1 < 0.4 * v0                                             # ERMI cuts the violation
+    assert err0 < 0.35 and err1 < err0 + 0.1                         # at a moderate error cost
+    assert base.certificate.epsilon == 0.0                           # λ = 0 reads no group: nothing spent
+    assert 0 < fair.certificate.epsilon <= 3.0
+
+
+# ------------------------------------------------------------------------------ binary data
+def _binary(n, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b"], n, p=[0.6, 0.4])
+    y = rng.binomial(1, np.where(a == "a", 0.5, 0.25))
+    x = np.column_stack([1.5 * y + rng.normal(size=n) + 0.8 * (a == "a"), rng.normal(size=n)])
+    return pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+
+
+def _dp_problem(data, level=0.05, shape="abs"):
+    r = pf.rates(pf.LinearClassifier(data.n_features, radius=20.0), data)
+    gap = r.selection["a"] - r.selection["b"]
+    g = {"abs": pf.abs(gap), "lse": pf.lse(pf.abs(gap), eta=400)}[shape]
+    return pf.Problem(pf.minimize(r.error()), [g <= level])
+
+
+def test_knob_rule_picks_the_first_feasible_checkpoint_exactly_at_eps_inf():
+    data = _binary(3000, 0)
+    prob = _dp_problem(data, level=0.05)
+    res = prob.solve(pf.DP(math.inf), backend=SGDA, seed=0, epochs=10)
+    r = prob.rates
+    g = [float(prob.g[0].value(r.evaluate(d))) for d in res.info["checkpoints"]]
+    assert g[0] > 0                                                   # λ = 0 is unfair here
+    first = next(i for i, v in enumerate(g) if v <= 0)
+    assert res.info["chosen_index"] == first
+    assert res.info["chosen_lambda"] == res.info["lambdas"][first] > 0
+    assert np.allclose(res.decision, res.info["checkpoints"][first])
+
+
+def test_lse_constraint_is_accepted_and_equalized_odds_is_detected():
+    data = _binary(2000, 1)
+    plan = _dp_problem(data, shape="lse").plan(pf.DP(1.0, 1e-6), backend=SGDA).chosen
+    assert plan.params["fairness"] == "demographic_parity"
+    r = pf.rates(pf.LinearClassifier(2, radius=20.0), data)
+    eo = pf.Problem(pf.minimize(r.error()), [pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]),
+                                                        pf.abs(r.tpr["a"] - r.tpr["b"])) <= 0.05])
+    p = eo.plan(pf.DP(1.0, 1e-6), backend=SGDA).chosen
+    assert p.params["fairness"] == "equalized_odds"
+    assert math.isinf(p.predicted_excess_risk)
+    text = p.explain()
+    assert "knob" in text and "AboveThreshold" in text and "stationarity" in text
+
+
+def test_refusals_name_the_reason():
+    data = _binary(400, 2)
+    r = pf.rates(pf.LinearClassifier(2, radius=20.0), data)
+    gap = pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05
+    cases = [
+        (pf.Problem(pf.minimize(r.error()), [gap]), pf.DP(1.0, 1e-6, protect="row"), "sensitive"),
+        (pf.Problem(pf.minimize(r.fp["a"]), [gap]), pf.DP(1.0, 1e-6), "error"),
+        (pf.Problem(pf.minimize(r.error()), [pf.abs(r.fp["a"] - r.fp["b"]) <= 0.05]),
+         pf.DP(1.0, 1e-6), "joint"),
+        (pf.Problem(pf.minimize(r.error()), [gap]), pf.DP(1.0), "δ > 0"),
+    ]
+    for prob, privacy, why in cases:
+        plans = prob.plan(privacy, backend=SGDA)
+        assert plans.chosen is None and why in plans.refused[SGDA]
+    thr = pf.rates(pf.Thresholds([0.0, 1.0]), data)
+    plans = pf.Problem(pf.minimize(thr.error())).plan(pf.DP(1.0, 1e-6), backend=SGDA)
+    assert "LinearClassifier or pf.TorchModel" in plans.refused[SGDA]
+
+
+def test_torch_model_validation():
+    class BN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.bn = torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)
+
+        def forward(self, x):
+            return self.bn(self.lin(x))
+
+    with pytest.raises(InvalidInputError, match="buffers"):
+        pf.TorchModel(BN(), 3, 2)
+    with pytest.raises(InvalidInputError, match="logits"):
+        pf.TorchModel(torch.nn.Linear(3, 5), 3, 4)
+    C = pf.TorchModel(torch.nn.Linear(3, 1), 3, 2)
+    assert C.binary_logit and C.P == 4
+    theta = np.array([1.0, 0.0, 0.0, -0.5])
+    assert C.predict(theta, np.array([[1.0, 0, 0], [0.0, 0, 0]])).tolist() == [1, 0]
+    with pytest.raises(InvalidInputError):
+        C.predict(np.zeros(3), np.zeros((1, 3)))
+
+
+def test_importing_privfair_does_not_import_torch():
+    code = ("import sys\n"
+            "import privfair as pf, privfair.backends as b\n"
+            "assert 'sgda' in b.BACKENDS and hasattr(pf, 'TorchModel')\n"
+            "assert 'torch' not in sys.modules\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+# ------------------------------------------------------------------------------ privacy
+def test_certificate_is_the_accountant_total_and_within_the_request():
+    data = _binary(3000, 3)
+    privacy = pf.DP(1.0, 1e-6)
+    res = _dp_problem(data).solve(privacy, backend=SGDA, seed=0, epochs=4)
+    cert = res.certificate
+    kinds = [ev.mechanism for ev in cert.releases]
+    assert kinds == ["subsampled_gaussian", "pure", "laplace"]        # steps, λ choice, counts
+    assert cert.releases[0].count == res.plan.params["T"]
+    assert cert.releases[0].neighbouring == "replace" and cert.idealized_numerics
+    acc = Accountant(delta=privacy.delta)
+    acc.extend(cert.releases)
+    assert acc.total().epsilon == pytest.approx(cert.epsilon, rel=1e-9)
+    assert cert.epsilon <= privacy.epsilon and cert.delta <= privacy.delta
+    noise = res.info["noise"]
+    assert noise["z"] > 0 and noise["paper_sigma_w_mean_grad"] > 0
+
+
+def test_refusal_and_test_knob_spend_nothing():
+    data = _binary(400, 4)
+    budget = pf.BudgetFilter(2.0, 1e-6)
+    prob = _dp_problem(data)
+    with pytest.raises(BackendRefusedError):
+        prob.solve(pf.DP(1.0, 1e-6, protect="row"), backend=SGDA, budget=budget)
+    assert budget.spent == (0.0, 0.0)
+    with pytest.raises(BackendRefusedError, match="_noise_multiplier"):
+        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, budget=budget, _noise_multiplier=0.1, epochs=1)
+    assert budget.spent == (0.0, 0.0)
+    res = prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, seed=0, _noise_multiplier=0.1, epochs=1)
+    assert any("TEST ONLY" in n for n in res.certificate.notes)
+    assert "TEST-ONLY" in res.certificate.releases[0].sensitivity_source
+
+
+def test_cuda_device_is_a_typed_error_without_a_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present; bench/dp_fermi_adult.py --gpu measures it")
+    prob = _dp_problem(_binary(200, 5))
+    with pytest.raises(InvalidInputError, match="CUDA"):
+        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, device="cuda", seed=0, epochs=1)
+
+
+def _neighbours(n_per_group=100):
+    """Group a: x = (1, 0), y = 1; group b: x = (−1, 0), y = 0 — predictions differ by group, so
+    the fairness gradient is large.  Row 0 alone has a second feature, x = (1, 1): only its own
+    terms move w₂, so the released w₂ isolates it.  D' moves row 0 from a to b."""
+    x = np.zeros((2 * n_per_group, 2))
+    x[:n_per_group, 0], x[n_per_group:, 0], x[0, 1] = 1.0, -1.0, 1.0
+    y = np.array([1] * n_per_group + [0] * n_per_group)
+    a = np.array(["a"] * n_per_group + ["b"] * n_per_group)
+    D = pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+    return D, D.with_row(0, group="b")
+
+
+def _tiny_problem(data):
+    lin = torch.nn.Linear(2, 1)
+    with torch.no_grad():                       # row 0: σ'(z) = 0.2, ‖J‖_F = 0.2·√2·√3 ≈ ζ = 0.5
+        lin.weight.copy_(torch.tensor([[1.0, 0.0]]))
+        lin.bias.fill_(0.0)
+    return pf.Problem(pf.minimize(pf.rates(pf.TorchModel(lin, 2, 2), data).error()))
+
+
+#: q = 1 (batch = n: no sampling randomness, so the noise is all that varies), public p̃ (no count
+#: release), one λ (no selection): the output is the last iterate of T = 4 noisy steps
+TINY = dict(fairness="demographic_parity", group_probabilities={"a": 0.5, "b": 0.5}, lam=2.0,
+            epochs=4, clip=0.5, batch_size=200, theta_share=0.7, average=False)
+
+
+def _outputs(data, privacy, n_runs, seed, mult=None):
+    b = get(SGDA)
+    prob = _tiny_problem(data)
+    opts = dict(TINY, **({} if mult is None else {"_noise_multiplier": mult}))
+    plan = b.plan(prob, prob.analyze(privacy), privacy, opts)
+    src = as_source(seed)
+    out = np.empty(n_runs)
+    for i in range(n_runs):
+        out[i] = b.run(plan, rng=src, accountant=None).decisions[0][1]    # the released w₂
+    return out
+
+
+def test_neighbour_tester_passes_and_a_tenth_of_the_noise_is_refuted():
+    D, Dp = _neighbours()
+    privacy = pf.DP(3.0, 1e-3)
+    cert = _tiny_problem(D).solve(privacy, backend=SGDA, seed=0, **TINY).certificate
+    assert len(cert.releases) == 1 and cert.epsilon <= 3.0
+    eps, delta = cert.epsilon, cert.delta
+    n = 1000
+    honest = check_dp(_outputs(D, privacy, n, 1), _outputs(Dp, privacy, n, 2), eps, delta, bins=10)
+    assert honest.passed
+    cheat = check_dp(_outputs(D, privacy, n, 3, 0.1), _outputs(Dp, privacy, n, 4, 0.1), eps, delta,
+                     bins=10)
+    assert not cheat.passed
