@@ -310,7 +310,7 @@ def test_refusal_and_test_knob_spend_nothing():
 
 def test_cuda_device_is_a_typed_error_without_a_gpu():
     if torch.cuda.is_available():
-        pytest.skip("a GPU is present; bench/dp_fermi_adult.py --gpu measures it")
+        pytest.skip(reason="a GPU is present; bench/dp_fermi_adult.py --gpu measures it")
     prob = _dp_problem(_binary(200, 5))
     with pytest.raises(InvalidInputError, match="CUDA"):
         prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, device="cuda", seed=0, epochs=1)

@@ -91,7 +91,7 @@ def test_module_bad_file_is_one_line_exit_2(tmp_path):
 def test_console_script_is_installed():
     script = pathlib.Path(sys.executable).parent / "privfair"
     if not script.exists():
-        pytest.skip("the privfair console script is not installed next to this interpreter")
+        pytest.skip(reason="the privfair console script is not installed next to this interpreter")
     proc = subprocess.run([str(script), "backends"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "exponential" in proc.stdout
 

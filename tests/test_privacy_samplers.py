@@ -264,7 +264,7 @@ def test_speed_of_exact_samplers():
 def test_cuda_scores_and_noise():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
+        pytest.skip(reason="no CUDA device")
     scores = torch.arange(100_000, dtype=torch.float32, device="cuda")
     assert pp.exponential_mechanism(scores, 1.0, 100.0, rng=0) >= 99_990
     z = pp.gaussian_noise_vector((1000, 100), 1.5, rng=1, namespace="torch", device="cuda")

@@ -118,8 +118,10 @@ def test_html_is_self_contained_with_png_figures(rep, tmp_path):
         assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
-                    reason="chromium is not installed (apt-get install -y chromium)")
+NO_CHROMIUM = not (shutil.which("chromium") or shutil.which("chromium-browser"))
+
+
+@pytest.mark.skipif(NO_CHROMIUM, reason="chromium is not installed (apt-get install -y chromium)")
 def test_html_renders_non_blank_in_headless_chromium(rep, tmp_path):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     html_path = rep.save(tmp_path / "report.html")
