@@ -96,6 +96,17 @@ class Backend:
     def run(self, plan: Plan, *, rng, accountant, device: str = "cpu", progress: bool = True):
         raise NotImplementedError  # pragma: no cover
 
+    def formula(self, plan: Plan):
+        """The plan's bound as a sympy formula, or None where the backend exposes none.
+
+        Returns ``(sympy.Eq(excess, expr), values)`` where ``values`` maps every free symbol's
+        name of ``expr`` except ``epsilon`` (and ``delta``, ``n``, ``alpha`` where they occur) to
+        its value in this plan.  The expression must come from the same pure function the plan
+        evaluates numerically (one home per formula), so that substituting ``values`` and the
+        plan's privacy gives back ``plan.predicted_excess_risk`` — tests check this.
+        """
+        return None
+
     def refuse(self, reason: str):
         """Raise the typed refusal (nothing has been spent when this is called)."""
         raise BackendRefusedError(f"backend={self.name!r}", self.name, reason)

@@ -74,6 +74,15 @@ class ExponentialBackend(Backend):
                              privacy.epsilon, 0.0)],
                     predicted_excess_risk=risk, theorem=self.theorem)
 
+    def formula(self, plan):
+        import sympy as sp
+
+        d, e, m, rho = sp.symbols("Delta_h epsilon m rho", positive=True)
+        expr = utility_bound(d, e, m, rho=rho, log=sp.log)
+        return (sp.Eq(sp.Symbol("excess"), expr, evaluate=False),
+                {"Delta_h": plan.params.get("sensitivity_h"), "m": plan.params.get("candidates"),
+                 "rho": RHO})
+
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         from privfair.privacy import exponential_mechanism
         from privfair.result import Result

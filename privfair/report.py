@@ -236,17 +236,10 @@ def eo_comparison(problem, privacy, alpha):
 
 
 def _formula(name, plan):
-    """The sympy formula of a backend's bound, where the backend exposes it as a pure function."""
-    if name != "exponential":
-        return None
-    import sympy as sp
+    """The sympy formula of a backend's bound (``Backend.formula``), or None."""
+    from privfair.backends import get
 
-    from privfair.backends.exponential import RHO, utility_bound
-
-    d, e, m, rho = sp.symbols("Delta_h epsilon m rho", positive=True)
-    return sp.Eq(sp.Symbol("excess"), utility_bound(d, e, m, rho=rho, log=sp.log),
-                 evaluate=False), {"Delta_h": plan.params.get("sensitivity_h"), "m":
-                                   plan.params.get("candidates"), "rho": RHO}
+    return get(name).formula(plan)
 
 
 def _reference(problem, analysis, mixture):
