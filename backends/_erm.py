@@ -308,7 +308,7 @@ def _sign_reason(problem, analysis):
     if r is None:
         return "the objective's gradient is not constant (f must be affine in ℓ)"
     try:
-        a = cell_coefficients(problem.rates, r)
+        a = cell_coefficients(problem.rates, r, "public")
     except _NeedsMass:
         return None       # conditional weights: checked once the group-mass bound is known
     bad = _bad_cells(a)
@@ -351,25 +351,65 @@ def constraint_direction(g, K):
     return d
 
 
-def cell_coefficients(rates, r, empirical=False):
-    """n·a_{g,y}: the weight of a row of cell (g, y) on its mass on ŷ = 1 in n·(r·ℓ), with the
-    public group-mass bound as the conditional denominators (``empirical``: the data's own
-    masses when no bound is known — ε = ∞ reference runs only).  Shape (G, 2)."""
+#: how the conditional denominators of :func:`cell_coefficients` are taken
+DENOMINATORS = ("public", "clamped", "empirical")
+
+
+def cell_coefficients(rates, r, denominators="public"):
+    """n·a_{g,y}, shape (G, 2): the one home of "a linear objective over the rates → a weighted
+    ERM" (the row-private ERM backends, their constraint form and the LOPT oracles all use it).
+
+    ℓ is linear in the mass s_i(θ) ∈ [0, 1] each row puts on ŷ = 1 (surrogate or 0-1), so
+
+        r·ℓ(θ, D) = const(D) + (1/n)·Σ_i a_{g_i,y_i}·s_i(θ),
+        n·a_{g,y} = Δr_joint(g,y) + n·Δr_rate(g,y)/den_{g,y} + n·r_sel(g)/den_g,
+
+    Δr = (weight on the ŷ = 1 coordinate) − (weight on the ŷ = 0 one) of the block.
+    ``denominators`` — the den of the conditional coordinates:
+
+    * ``"public"``: n·q, q the (declared or privately estimated) group-mass bound.  Each row's
+      weight then depends on its own (group, label) only (*row-local*), which the perturbation
+      mechanisms' proofs need; the ERM minimizes r'·ℓ with the conditional weights scaled by
+      max(n_{g,y}, nq)/(nq) ≥ 1 (``rescaling``), not r·ℓ.  Raises ``_NeedsMass`` without q.
+    * ``"clamped"``: max(n_{g,y}, nq) — exactly r·ℓ as :class:`privfair.stats.Rates` defines it
+      (the noisy-GD oracle; its sensitivity pays for the data-dependent denominators).
+    * ``"empirical"``: the public bound if there is one, else max(n_{g,y}, 1) — ε = ∞ only.
+    """
+    if denominators not in DENOMINATORS:
+        raise ValueError(f"denominators must be one of {DENOMINATORS}")
     r = np.asarray(r, float)
-    G = rates.G
+    G, n = rates.G, rates.n
     a = np.zeros((G, 2))
-    uses_cond = np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0)
-    q, qg = rates._bound(None)
-    if uses_cond and q is None and empirical:
-        q = np.maximum(rates._n_gy, 1.0) / rates.n
-        qg = np.maximum(rates._n_gy.sum(axis=1), 1.0) / rates.n
-    if uses_cond and q is None:
-        raise _NeedsMass()
+    uses_cond = bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
+    if denominators == "clamped":
+        den, den_g = rates._denominators(None)
+    else:
+        q, qg = rates._bound(None)
+        if uses_cond and q is None and denominators == "empirical":
+            q = np.maximum(rates._n_gy, 1.0) / n
+            qg = np.maximum(rates._n_gy.sum(axis=1), 1.0) / n
+        if uses_cond and q is None:
+            raise _NeedsMass()
+        den, den_g = (None, None) if q is None else (n * np.asarray(q), n * np.asarray(qg))
     for y in (0, 1):
         a[:, y] = r[rates._joint[:, y, 1]] - r[rates._joint[:, y, 0]]
         if uses_cond:
-            a[:, y] += (r[rates._rate[:, y, 1]] - r[rates._rate[:, y, 0]]) / q[:, y] + r[rates._sel] / qg
+            a[:, y] += n * ((r[rates._rate[:, y, 1]] - r[rates._rate[:, y, 0]]) / den[:, y]
+                            + r[rates._sel] / den_g)
     return a
+
+
+def rescaling(rates):
+    """(G, 2) factors max(n_{g,y}, nq)/(nq) ≥ 1 by which ``"public"`` denominators inflate the
+    conditional weights relative to r·ℓ (data-dependent: for diagnostics and tests only)."""
+    den, _ = rates._denominators(None)
+    q, _ = rates._bound(None)
+    return den / (rates.n * np.asarray(q))
+
+
+def row_coefficients(rates, r, denominators="clamped"):
+    """a_{g_i,y_i} per row (mean form): r·ℓ(θ) = const + Σ_i coef_i·s_i(θ)."""
+    return cell_coefficients(rates, r, denominators).ravel()[rates._cell] / rates.n
 
 
 def _bad_cells(a, tol=1e-12):
@@ -396,7 +436,7 @@ def multiplier_range(a_f, a_d):
 
 def erm_from_problem(problem, r, empirical=False):
     """The ERM of the weighted surrogate error r·ℓ(θ) (public denominators; see module doc)."""
-    return erm_from_rates(problem.rates, r, empirical)
+    return erm_from_rates(problem.rates, r, "empirical" if empirical else "public")
 
 
 def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturbation", rng=None,
@@ -412,7 +452,8 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
     from . import get
 
     b = get(method)
-    erm = erm_from_rates(rates, np.asarray(r, float), empirical=not math.isfinite(epsilon))
+    erm = erm_from_rates(rates, np.asarray(r, float),
+                         "public" if math.isfinite(epsilon) else "empirical")
     why = b.erm_reason(erm, None)
     if why:
         b.refuse(why)
@@ -421,12 +462,14 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
                          options=dict(options or {}))
 
 
-def erm_from_rates(rates, r, empirical=False):
-    """:func:`erm_from_problem` for a Rates object and weights r over ℓ."""
+def erm_from_rates(rates, r, denominators="public"):
+    """The weighted GLM ERM of r·ℓ(θ) (:func:`cell_coefficients`): a y = 0 row's mass φ̃(z) is
+    convex, a y = 1 row's 1 − φ̃(−z) concave, so row i gets the loss weight a·1[y=0] − a·1[y=1]
+    (≥ 0 exactly when the ERM is convex) on φ(∓z)/φ(B), and r·ℓ = const + the ERM's Σ w_i l_i."""
     from privfair.sparse import LOSSES
 
     ds = rates.decisions
-    a = cell_coefficients(rates, r, empirical)
+    a = cell_coefficients(rates, r, denominators)
     bad = _bad_cells(a, tol=1e-9 * (1 + np.abs(a).max()))
     if bad:
         raise ValueError(f"cell {bad} has the wrong sign: the weighted ERM is not convex")
@@ -494,10 +537,16 @@ def remaining_cap(accountant, privacy):
 
 
 # ------------------------------------------------------------------------------------ results
-def make_result(name, theta, ds, plan, trace, info):
+def make_result(name, theta, ds, plan, trace, info, weights=None):
+    """A Result of one decision θ, or of the mixture ``theta`` (a list) with ``weights``."""
     from privfair.result import Result
 
-    return Result(name, [np.asarray(theta, float)], [1.0], ds, plan=plan, trace=trace, info=info)
+    if weights is None:
+        return Result(name, [np.asarray(theta, float)], [1.0], ds, plan=plan, trace=trace,
+                      info=info)
+    keep = [(np.asarray(t, float), float(w)) for t, w in zip(theta, weights) if w > 0]
+    return Result(name, [t for t, _ in keep], [w for _, w in keep], ds, plan=plan, trace=trace,
+                  info=info)
 
 
 def fit_erm(erm, privacy, method, seed=None, **options):
@@ -583,61 +632,88 @@ def gamma_norm_noise(P, kappa, rng):
 
 
 # ------------------------------------------------------------------------------------ Lagrangian
+#: defaults of the constraint form (public hyper-parameters; docs/sparsity.md §4)
+PROBE_SHARE = 0.0        # ε of a ν = 0 probe ERM ÷ ε of the final ERM (0: the labels' statistic)
+RELEASE_SHARE = 0.06     # ε of each Laplace release of u ÷ ε of the final ERM
+ZERO_FRACTION = 0.85     # a-priori zero crossing of u(ν), as a fraction of the convex range
+RHO = 0.05               # failure probability of the release margin
+
+
 @dataclass
 class LagrangeSetup:
-    """The public data of the multiplier search for one constraint g(ℓ) = φ(d·ℓ) ≤ 0."""
+    """The public data of the multiplier rule for one constraint g(ℓ) = φ(d·ℓ) ≤ 0."""
 
     r_f: np.ndarray
     d: np.ndarray
     nu_range: tuple
     support: np.ndarray
-    delta_l2: float
-    probe_share: float = 0.3
+    delta_u: float                 # ℓ1 (= |·|) sensitivity of the scalar u = d·ℓ_S (0-1 rates)
+    const_u: float | None          # u of the constant rule ŷ = 0 when it is public, else None
+    probe_share: float = PROBE_SHARE
     empirical: bool = False
 
 
-def lagrange_setup(problem, analysis, probe_share=0.3, empirical=False):
+
+
+def _const_u(rates, d, S):
+    """d·ℓ of the constant rule ŷ = 0 when it does not depend on the data: ŷ = 0 puts no mass
+    on fp/tp (joint) or fpr/tpr/selection, and all of a block's mass on tnr/fnr (= 1); only
+    the joint tn/fn coordinates hold data-dependent masses."""
+    joint0 = rates._joint[:, :, 0].ravel()
+    if np.any(d[joint0] != 0):
+        return None
+    ones = rates._rate[:, :, 0].ravel()
+    return float(d[ones].sum())
+
+
+def lagrange_setup(problem, analysis, probe_share=PROBE_SHARE, empirical=False):
     """None when q is not yet known (ranking before a private group-mass estimate)."""
     rates = problem.rates
     r_f = objective_gradient(problem)
     g = problem.g[0]
     d = constraint_direction(g, problem.variable.size)
     try:
-        a_f, a_d = cell_coefficients(rates, r_f, empirical), cell_coefficients(rates, d, empirical)
+        a_f = cell_coefficients(rates, r_f, "empirical" if empirical else "public")
+        a_d = cell_coefficients(rates, d, "empirical" if empirical else "public")
     except _NeedsMass:
         return None
     lo, hi = multiplier_range(a_f, a_d)
     S = np.asarray(sorted(g.support()), dtype=int)
-    dl2 = float(rates.delta_l("l2", "row", support=S)) if rates._q is not None else math.nan
-    return LagrangeSetup(r_f, d, (lo, hi), S, dl2, float(probe_share), bool(empirical))
+    du = math.nan
+    if rates._q is not None or not rates.uses_conditional(S):
+        # |d·Δℓ_S| ≤ ‖d_S‖∞·‖Δℓ_S‖₁ (Hölder) with the compiler's Δℓ₁ under row replacement
+        du = float(np.abs(d[S]).max()) * float(rates.delta_l("l1", "row", support=S))
+    return LagrangeSetup(r_f, d, (lo, hi), S, du, _const_u(rates, d, S), float(probe_share),
+                         bool(empirical))
 
 
-#: ERM calls of the search: two probes (ν = 0 and ν = ν_max/2 on the violated side), one final
-LAGRANGE_CALLS = 3
+#: ERM calls of the constraint form: a probe at ν = 0 and the final ERM
+LAGRANGE_CALLS = 2
 
 
-def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(), release_share=0.35):
-    """Budgets of the search's releases, fitted to the cap by the accountant: the final ERM at
-    ε = x, each probe at probe_share·x, each of the two constraint releases at release_share·x."""
-    from privfair.privacy import calibrate_gaussian_sigma, gaussian_event, laplace_event
+def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(),
+                    release_share=RELEASE_SHARE):
+    """Budgets of the constraint form's releases, fitted to the cap by the accountant: the final
+    ERM at ε = x, the probe at probe_share·x, each of the two Laplace releases of u at
+    release_share·x (pure ε: the scalar has a tiny ℓ1 sensitivity, δ would only cost)."""
+    from privfair.privacy import laplace_event
 
-    dc = delta_cap / 12 if delta_cap > 0 else 0.0
+    dc = delta_cap / 8 if delta_cap > 0 else 0.0
     ps, rs = setup.probe_share, release_share
 
-    def release_event(x):
-        if dc > 0:
-            return gaussian_event(1.0, calibrate_gaussian_sigma(1.0, rs * x, dc), epsilon=rs * x,
-                                  delta=dc)
-        return laplace_event(1.0, rs * x, dimension=2)
-
     def events(x):      # in recording order, one event per release (as the run records them)
-        probe = backend.planned_events(erm0, {"epsilon": ps * x, "delta": dc}, count=1)
-        final = backend.planned_events(erm0, {"epsilon": x, "delta": 4 * dc}, count=1)
-        return (probe + [release_event(x)]) * 2 + final
-    x = fit_cached((backend.name, "lagrange", ps, rs), events, eps_cap, delta_cap, existing,
+        out = []
+        if ps > 0:
+            out += backend.planned_events(erm0, {"epsilon": ps * x, "delta": dc}, count=1)
+        out += [laplace_event(1.0, rs * x)]
+        out += backend.planned_events(erm0, {"epsilon": x, "delta": delta_cap - dc if ps > 0
+                                              else delta_cap}, count=1)
+        return out + [laplace_event(1.0, rs * x)]
+    x = fit_cached((backend.name, "lagrange2", ps, rs), events, eps_cap, delta_cap, existing,
                    eps_cap)
-    return {"probe": {"epsilon": ps * x, "delta": dc}, "final": {"epsilon": x, "delta": 4 * dc},
-            "release": {"epsilon": rs * x, "delta": dc}}
+    return {"probe": {"epsilon": ps * x, "delta": dc} if ps > 0 else None,
+            "final": {"epsilon": x, "delta": delta_cap - dc if ps > 0 else delta_cap},
+            "release": {"epsilon": rs * x}}
 
 
 _BUDGETS: dict = {}
@@ -654,16 +730,55 @@ def fit_cached(tag, events, eps_cap, delta_cap, existing, hi):
     return _BUDGETS[key]
 
 
+def release_margin(setup, release, lipschitz_phi, rho=RHO):
+    """A bound on |noise| of a convex combination of the (at most two) released u's, holding
+    with probability ≥ 1 − ρ, times φ's Lipschitz constant: L_φ·b·log(2/ρ) for Laplace(b)
+    noises — each |Lap(b)| > b·log(2/ρ) w.p. ρ/2, and |p·e₀ + (1 − p)·e₁| ≤ max(|e₀|, |e₁|)."""
+    if release is None:
+        return 0.0
+    b = setup.delta_u / release["epsilon"]
+    return lipschitz_phi * b * math.log(2 / rho)
+
+
+def repair_weights(phi, u_main, partners, margin):
+    """The mixture (weight on the main decision, partner index, partner weight) with the largest
+    weight on the main decision such that φ(u) ≤ −margin; ``partners`` is a list of u's; None
+    when even the best partner alone violates.  φ is convex, so the feasible weights form an
+    interval, found on a grid of 4,001 points (post-processing of released values)."""
+    if phi(u_main) <= -margin:
+        return 1.0, None, 0.0
+    grid = np.linspace(1.0, 0.0, 4001)
+    best = None
+    for j, u in enumerate(partners):
+        if u is None:
+            continue
+        ok = [p for p in grid if phi(p * u_main + (1 - p) * u) <= -margin]
+        if ok and (best is None or ok[0] > best[0]):
+            best = (float(ok[0]), j, 1.0 - float(ok[0]))
+    return best
+
+
 def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, private, label,
                  slack=None, options=None):
-    """Private secant search for the multiplier ν of the constraint (docs/sparsity.md §4).
+    """The constraint form (docs/sparsity.md §4): probe, interpolated multiplier, final ERM and
+    a fair repair.  Returns (decisions, weights, trace, margin).
 
-    Two cheap private probes — ν = 0 and ν₁ = ν_max/2 on the side the released constraint
-    statistic says is violated — give the linear statistic u = d·ℓ (released with Gaussian noise)
-    at two multipliers; the secant model u(ν) picks the smallest |ν| whose predicted constraint
-    value is ≤ −slack, and one final private ERM at that ν (most of the budget) is returned.
-    Every ERM and release is a recorded mechanism; ν and the decision are post-processing."""
-    from privfair.privacy import calibrate_gaussian_sigma, gaussian_mechanism, laplace_mechanism
+    1. θ₀ = private ERM at ν = 0 (budget ``probe``); ũ₀ = d·ℓ_S(θ₀) + Laplace (0-1 rates).
+       With ``probe_share = 0`` (default) no probe ERM is run: ũ₀ is the released statistic
+       of the rule ŷ = y (for a selection-rate gap: the gap of the base rates), which an
+       accurate unconstrained classifier approximately reproduces.
+    2. If φ(ũ₀) ≤ −m, ν₁ = 0.  Otherwise ν₁ interpolates linearly between (0, ũ₀) and the
+       a-priori zero crossing (ν_z, 0), ν_z = ZERO_FRACTION·ν_side (the end of the convex range
+       on the side that moves u towards the feasible set), to the boundary value u* of the
+       feasible side: ν₁ = ν_z·(1 − u*/ũ₀), clipped to [0, ν_side].
+    3. θ₁ = private ERM at ν₁ (budget ``final``); ũ₁ released like ũ₀.
+    4. Repair: the mixture with the largest weight on θ₁ whose released u satisfies φ(u) ≤ −m,
+       the partner being the constant rule ŷ = 0 (whose u is public, e.g. 0 for selection-rate
+       gaps) or θ₀; u is linear in mixtures, so the mixture's u is the same mixture of ũ's.
+    m (``slack``) is the release margin (:func:`release_margin`), so the constraint holds on the
+    training data with probability ≥ 1 − ρ for the returned mixture.  Every ERM and release is
+    a recorded mechanism; ν₁ and the mixture weights are post-processing."""
+    from privfair.privacy import laplace_mechanism
     from privfair.stats import Rates
 
     rates, g = problem.rates, problem.g[0]
@@ -672,60 +787,85 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
                  group_mass_source=rates.group_mass_source)
     S, d, trace = setup.support, setup.d, []
     rel = budget["release"] if private else None
-    norm = "l2"
-    if private:
-        norm = "l2" if rel["delta"] > 0 else "l1"
-        sens = setup.delta_l2 if norm == "l2" else float(rates.delta_l("l1", "row", support=S))
-        sigma_r = (calibrate_gaussian_sigma(sens, rel["epsilon"], rel["delta"]) if norm == "l2"
-                   else sens / rel["epsilon"] * math.sqrt(2))
-        Lg = analysis.lipschitz.get("g", {}).get("l2") or 1.0
-        slack = Lg * sigma_r * math.sqrt(len(S)) if slack is None else slack
-    else:
-        slack = 0.0 if slack is None else slack
+    base = np.full(problem.variable.size, 0.5)
     dd = float(d @ d)
+    ell_at = lambda u: base + (u - float(d @ base)) * d / dd       # noqa: E731 - ℓ with d·ℓ = u
+    phi = lambda u: float(g.value(ell_at(u)))                      # noqa: E731
+    Lphi = analysis.lipschitz.get("g", {}).get("linf")             # ≥ ‖∇g‖₁ = |φ'|·‖d‖₁
+    Lphi = Lphi / float(np.abs(d).sum()) if Lphi else 1.0
+    if slack is None:
+        slack = release_margin(setup, rel, Lphi) if private else 0.0
 
     def erm_at(nu, spec, what):
         erm = erm_from_problem(problem, setup.r_f + nu * d, setup.empirical)
         return backend.private_erm(erm, spec, rng=rng, accountant=accountant,
                                    label=f"{label}: {what} ERM at ν={nu:.4g}", options=options or {})
 
-    def release(theta, nu):
-        l_S = hard.evaluate(theta)[S]
+    def release(theta, what):
+        if theta is None:     # ŷ = y: counts C[g, y, ŷ] with all of a cell's rows at ŷ = y
+            C = np.zeros((hard.G, 2, 2))
+            for y in (0, 1):
+                C[:, y, y] = hard._n_gy[:, y]
+            ell = hard._from_counts(C)
+        else:
+            ell = hard.evaluate(theta)
+        u = float(d[S] @ ell[S])
         if private:
-            src = (f"compiler: Δℓ({norm}) of the 0-1 statistics g reads, under "
-                   f"protect={analysis.privacy.protect!r}")
-            mech = gaussian_mechanism if norm == "l2" else laplace_mechanism
-            args = (rel["epsilon"], rel["delta"]) if norm == "l2" else (rel["epsilon"],)
-            l_S = mech(l_S, sens, *args, rng, accountant=accountant, sensitivity_source=src,
-                       label=f"{label}: constraint statistics at ν={nu:.4g}")
-        full = np.full(problem.variable.size, 0.5)
-        full[S] = np.asarray(l_S, float)
-        return full
+            u = float(laplace_mechanism(
+                u, setup.delta_u, rel["epsilon"], rng, accountant=accountant,
+                sensitivity_source=("‖d_S‖∞·Δℓ₁(S) of the 0-1 statistics g reads (compiler, "
+                                    "protect='row'; Hölder)"),
+                label=f"{label}: constraint statistic u = d·ℓ of the {what}"))
+        return u
 
-    spec_p = budget["probe"] if private else None
-    th0 = erm_at(0.0, spec_p, "probe")
-    l0 = release(th0, 0.0)
-    g0, u0 = float(g.value(l0)), float(d @ l0)
-    trace.append({"nu": 0.0, "released_g": g0, "released_u": u0})
-    side = float(np.asarray(g.grad(l0), float) @ d)
-    nu_max = setup.nu_range[1] if side >= 0 else setup.nu_range[0]
-    if not math.isfinite(nu_max):
-        nu_max = math.copysign(1.0, side)
-    if g0 <= -slack:
-        nu_star = 0.0
+    th0 = None
+    if setup.probe_share > 0:
+        th0 = erm_at(0.0, budget["probe"] if private else None, "probe")
+        u0 = release(th0, "probe")
+        trace.append({"nu": 0.0, "released_u": u0, "released_g": phi(u0)})
+    else:               # the rule ŷ = y: its u is the labels' own statistic (e.g. base rates)
+        u0 = release(None, "labels (the rule ŷ = y)")
+        trace.append({"labels": True, "released_u": u0, "released_g": phi(u0)})
+    if phi(u0) <= -slack:
+        nu1 = 0.0
     else:
-        nu1 = 0.5 * nu_max
-        th1 = erm_at(nu1, spec_p, "probe")
-        l1 = release(th1, nu1)
-        u1 = float(d @ l1)
-        trace.append({"nu": nu1, "released_g": float(g.value(l1)), "released_u": u1})
-        grid = np.linspace(0.0, 1.0, 401) * nu_max
-        pred = [float(g.value(l0 + ((u1 - u0) * nu / nu1) * d / dd)) for nu in grid]
-        ok = [k for k, v in enumerate(pred) if v <= -slack]
-        nu_star = float(grid[ok[0]] if ok else grid[int(np.argmin(pred))])
-    theta = erm_at(nu_star, budget["final"] if private else None, "final")
-    trace.append({"nu": nu_star, "final": True})
-    return theta, trace, slack
+        ref = u0 if u0 is not None else float(d @ base)
+        side = float(np.asarray(g.grad(ell_at(ref)), float) @ d)
+        nu_side = setup.nu_range[1] if side >= 0 else setup.nu_range[0]
+        if not math.isfinite(nu_side):
+            nu_side = math.copysign(1.0, side)
+        nu_z = ZERO_FRACTION * nu_side
+        if u0 == 0:
+            nu1 = nu_z
+        else:   # u* = the feasible boundary value nearest ũ₀ (φ(u*) = −m), by bisection
+            lo_u, hi_u = 0.0, u0
+            if phi(lo_u) > -slack:
+                nu1 = nu_z
+            else:
+                for _ in range(60):
+                    mid = 0.5 * (lo_u + hi_u)
+                    lo_u, hi_u = (mid, hi_u) if phi(mid) <= -slack else (lo_u, mid)
+                nu1 = float(np.clip(nu_z * (1 - lo_u / u0), min(0.0, nu_side), max(0.0, nu_side)))
+    th1 = erm_at(nu1, budget["final"] if private else None, "final")
+    u1 = release(th1, "final ERM")
+    trace.append({"nu": nu1, "released_u": u1, "released_g": phi(u1), "final": True})
+    const = np.zeros(ds.P)
+    rep = repair_weights(phi, u1, [setup.const_u, u0], slack)
+    if rep is None:      # no partner fixes it: keep θ₁ (reported)
+        decisions, weights, partner = [th1], [1.0], None
+    else:
+        w1, j, wj = rep
+        if j is None:
+            decisions, weights, partner = [th1], [1.0], None
+        else:
+            decisions, weights = [th1, const if j == 0 else th0], [w1, wj]
+            partner = "constant ŷ = 0" if j == 0 else "probe θ₀"
+    trace.append({"repair": partner, "weights": list(map(float, weights)),
+                  "margin": float(slack),
+                  # False: no mixture meets level − margin (e.g. the margin exceeds the level
+                  # on small data): θ₁ is returned without the training-side guarantee
+                  "guarantee": rep is not None})
+    return decisions, weights, trace, slack
 
 
 # ------------------------------------------------------------------------------------ backend base
@@ -788,25 +928,31 @@ class ERMBackend:
                          "weight is its own (row-local)")
         risk, budget = math.inf, []
         if problem.g:
-            setup = lagrange_setup(problem, analysis, opts.get("probe_share", 0.3),
+            setup = lagrange_setup(problem, analysis, opts.get("probe_share", PROBE_SHARE),
                                    empirical=not privacy.is_private)
-            notes.append("constraint: private secant search for the Lagrange multiplier ν of the "
-                         "constraint's linear statistic (probes at ν = 0 and ν_max/2, whose 0-1 "
-                         "constraint statistics are released with Gaussian noise, then one final "
-                         "ERM); no proven excess-risk bound")
+            notes.append("constraint: private ERM at ν = 0 (probe), its 0-1 constraint statistic "
+                         "released (Laplace); the final ERM at the multiplier interpolated "
+                         f"between the probe and the a-priori zero crossing ({ZERO_FRACTION:g} "
+                         "of the convex range); its statistic released; then a mixture with the "
+                         "constant rule ŷ = 0 or the probe repairs a violation of the level minus "
+                         f"the release margin (holds on the training data w.p. ≥ {1 - RHO:g}); "
+                         "no excess-risk bound is claimed")
             if setup is None:
                 notes.append("multiplier range and budget fixed at solve time (after the "
                              "group-mass estimate)")
             else:
                 params.update(nu_range=tuple(float(v) for v in setup.nu_range),
-                              erm_calls=LAGRANGE_CALLS)
+                              erm_calls=LAGRANGE_CALLS if setup.probe_share > 0 else 1)
                 if privacy.is_private and erm0 is not None:
                     b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
-                                        release_share=opts.get("release_share", 0.35))
-                    budget = [("each of 2 probe ERMs", b["probe"]["epsilon"], b["probe"]["delta"]),
-                              ("each of 2 constraint releases", b["release"]["epsilon"],
-                               b["release"]["delta"]),
-                              ("the final ERM", b["final"]["epsilon"], b["final"]["delta"])]
+                                        release_share=opts.get("release_share", RELEASE_SHARE))
+                    budget = []
+                    if b["probe"] is not None:
+                        budget.append(("the probe ERM at ν = 0", b["probe"]["epsilon"],
+                                       b["probe"]["delta"]))
+                    budget += [("each constraint-statistic release (Laplace)",
+                                b["release"]["epsilon"], 0.0),
+                               ("the final ERM", b["final"]["epsilon"], b["final"]["delta"])]
         elif erm0 is not None:
             spec = ({"epsilon": privacy.epsilon, "delta": privacy.delta}
                     if privacy.is_private else None)
@@ -831,7 +977,7 @@ class ERMBackend:
         r_f = objective_gradient(problem)
         ds = problem.rates.decisions
         if problem.g:
-            setup = lagrange_setup(problem, an, opts.get("probe_share", 0.3),
+            setup = lagrange_setup(problem, an, opts.get("probe_share", PROBE_SHARE),
                                    empirical=not private)
             budget = None
             if private:
@@ -839,13 +985,12 @@ class ERMBackend:
                 cap = remaining_cap(accountant, plan.privacy)
                 budget = lagrange_budget(self, erm0, setup, cap[0], cap[1],
                                          existing_events(accountant),
-                                         release_share=opts.get("release_share", 0.35))
-            theta, trace, slack = lagrange_run(self, problem, an, setup, budget, rng=src,
-                                               accountant=accountant, private=private,
-                                               label=self.name, slack=opts.get("slack"),
-                                               options=opts)
+                                         release_share=opts.get("release_share", RELEASE_SHARE))
+            decisions, weights, trace, slack = lagrange_run(
+                self, problem, an, setup, budget, rng=src, accountant=accountant,
+                private=private, label=self.name, slack=opts.get("slack"), options=opts)
             info = {"lagrange": trace, "slack": slack, "budget": budget, "notes": plan.notes}
-            return make_result(self.name, theta, ds, plan, trace, info)
+            return make_result(self.name, decisions, ds, plan, trace, info, weights)
         erm = erm_from_problem(problem, r_f, empirical=not private)
         spec = {"epsilon": plan.privacy.epsilon, "delta": plan.privacy.delta} if private else None
         theta = self.private_erm(erm, spec, rng=src, accountant=accountant, label=self.name,

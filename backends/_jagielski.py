@@ -432,10 +432,17 @@ def thm31_bounds(n_groups, m, epsilon, beta, q_min):
     the theorem needs > 4 ln(4|A|/β)/(mε) (else the gap bound is inf)."""
     if not math.isfinite(epsilon):
         return 0.0, 0.0
-    lg = math.log(4 * n_groups / beta)
-    err = 24 * n_groups * lg / (m * epsilon)
-    den = q_min * m * epsilon - 4 * lg
-    return err, (8 * lg / den if den > 0 else math.inf)
+    if q_min * m * epsilon - 4 * math.log(4 * n_groups / beta) <= 0:
+        return thm31_terms(n_groups, m, epsilon, beta, q_min)[0], math.inf
+    return thm31_terms(n_groups, m, epsilon, beta, q_min)
+
+
+def thm31_terms(n_groups, m, epsilon, beta, q_min, log=math.log):
+    """The two terms of [J] Thm 3.1, pure (no branch): 24|A| ln(4|A|/β)/(mε) and
+    8 ln(4|A|/β)/(q m ε − 4 ln(4|A|/β)) (valid where the denominator is > 0).  ``log`` may be
+    ``sympy.log``."""
+    lg = log(4 * n_groups / beta)
+    return 24 * n_groups * lg / (m * epsilon), 8 * lg / (q_min * m * epsilon - 4 * lg)
 
 
 # ----------------------------------------------------------------------------- [J] Algorithm 3
@@ -462,7 +469,7 @@ def term_geometry(terms, support):
 
 
 def oracle_nu(*, T, B, n_terms, n_candidates, geometry, eps_oracle, s_learner, b, n_support,
-              beta=BETA):
+              beta=BETA, log=math.log, sqrt=math.sqrt, Min=min, Max=max):
     """(ν, η): the game's approximation (Thm 4.3's ν) w.p. ≥ 1 − β, and the auditor's step.
 
     ν = ν_L + ν_A with
@@ -475,35 +482,38 @@ def oracle_nu(*, T, B, n_terms, n_candidates, geometry, eps_oracle, s_learner, b
     comparator's Σ_t a_k·Z_t (sub-exponential Laplace tails, E e^{sZ} ≤ e^{2s²b²} for
     |s| ≤ 1/(2b)), each w.p. ≥ 1 − β/6.  ``b`` = 0 and ``eps_oracle`` = inf for ε = ∞.
     """
+    # pure: ``log, sqrt, Min, Max`` may be sympy's (Backend.formula); the branches test only
+    # structural facts (ε' finite, a release at all), which hold for positive symbols too
     R, A1, Ainf, A2 = geometry
     N = n_terms + 1
-    if math.isfinite(eps_oracle):
+    if eps_oracle != math.inf:
         nu_L = SAMPLER_SLACK * 2 * s_learner / eps_oracle * (
-            math.log(max(n_candidates, 1)) + math.log(2 * T / beta))
+            log(Max(n_candidates, 1)) + log(2 * T / beta))
     else:
         nu_L = 0.0
     if n_terms == 0:
         return nu_L, 0.0
-    z = b * math.log(6 * max(n_support, 1) * T / beta) if b > 0 else 0.0
-    Gh = max(R + A1 * z, 1e-12)
-    eta = min(1.0 / Gh, math.sqrt(math.log(N) / (T * Gh * Gh)))
-    hedge = B * (math.log(N) / eta + eta * T * Gh * Gh)
+    z = b * log(6 * max(n_support, 1) * T / beta) if b != 0 else 0.0
+    Gh = Max(R + A1 * z, 1e-12)
+    eta = Min(1.0 / Gh, sqrt(log(N) / (T * Gh * Gh)))
+    hedge = B * (log(N) / eta + eta * T * Gh * Gh)
     x1 = x2 = 0.0
-    if b > 0:
+    if b != 0:
         V = B * B * Ainf * A1
-        L1 = math.log(6 / beta)
-        x1 = max(b * math.sqrt(8 * V * T * L1), 4 * b * B * Ainf * L1)
-        L2 = math.log(6 * n_terms / beta)
-        x2 = max(b * math.sqrt(8 * A2 * T * L2), 4 * b * Ainf * L2)
+        L1 = log(6 / beta)
+        x1 = Max(b * sqrt(8 * V * T * L1), 4 * b * B * Ainf * L1)
+        L2 = log(6 * n_terms / beta)
+        x2 = Max(b * sqrt(8 * A2 * T * L2), 4 * b * Ainf * L2)
     return nu_L + (hedge + x1 + B * x2) / T, eta
 
 
-def penalty_excess(nu, B, G, range_f):
+def penalty_excess(nu, B, G, range_f, Max=max):
     """Excess of h_G = f + G·max(0, max_k r_k) over its minimum from a ν-approximate equilibrium
     of the game with bound B.  max_{‖λ‖₁≤B} λ·r = B·max(0, max_k r_k), so the game's value is
     min h_B and h_B(Q̄) ≤ min h_B + 2ν.  B = G: 2ν.  B < G: min h_B ≤ min h_G, and Thm 4.4's
     violation bound max_k r_k(Q̄) ≤ (range f + 2ν)/B (a γ-fair mixture exists) adds
     (G − B)·(range f + 2ν)/B.  B > G: 2ν is then relative to the γ-fair optimum f(Q*) ≥ min h_G
     (Thm 4.4's error bound), not to min h_G."""
-    extra = max(0.0, G - B) * (range_f + 2 * nu) / B if B > 0 else (math.inf if G > 0 else 0.0)
-    return 2 * nu + extra
+    if B == 0:
+        return 2 * nu + (math.inf if G > 0 else 0.0)
+    return 2 * nu + Max(0.0, G - B) * (range_f + 2 * nu) / B

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ._erm import row_coefficients
 from .exponential import RHO
 
 DUAL_ORD = {"l1": np.inf, "l2": 2, "linf": 1}
@@ -180,16 +181,6 @@ def erm_lipschitz(rates, r):
     return _c_const(rates) * float(dJ.max() + dR.sum() + np.abs(r[rates._sel]).sum())
 
 
-def _erm_coefficients(rates, r):
-    den, den_g = rates._denominators(None)
-    a = np.zeros((rates.G, 2))
-    for y in (0, 1):
-        a[:, y] = ((r[rates._joint[:, y, 1]] - r[rates._joint[:, y, 0]]) / rates.n
-                   + (r[rates._rate[:, y, 1]] - r[rates._rate[:, y, 0]]) / den[:, y]
-                   + r[rates._sel] / den_g)
-    return a.ravel()[rates._cell]          # per row
-
-
 def erm_gradient_fn(rates, r, device=None):
     """θ ↦ ∇_θ Σ_k r_k ℓ_k(θ, D): numpy (``rates.weighted_value_and_grad``) or torch."""
     r = np.asarray(r, float)
@@ -200,7 +191,7 @@ def erm_gradient_fn(rates, r, device=None):
     dev = "cuda" if device == "cuda" else "cpu"
     X = torch.as_tensor(rates._Xc, dtype=torch.float64, device=dev)
     sign = torch.as_tensor(np.where(rates.data.y == 1, -1.0, 1.0), device=dev)
-    coef = torch.as_tensor(_erm_coefficients(rates, r), device=dev)
+    coef = torch.as_tensor(row_coefficients(rates, r, "clamped"), device=dev)
     phiB, kind = rates._phiB, rates.surrogate
 
     def grad(theta):
@@ -274,6 +265,67 @@ def erm_sign_mask(rates):
     """Per coordinate of ℓ: +1 convex in θ (weight must be ≥ 0), −1 concave (≤ 0), 0 neither."""
     kind = {"convex": 1, "concave": -1}
     return np.array([kind.get(c, 0) for c in rates.curvature])
+
+
+# ----------------------------------------------------------------------------- row oracle
+#: methods of the row-private weighted-ERM oracle (backends/_erm.private_weighted_erm)
+ROW_METHODS = ("objective_perturbation", "output_perturbation")
+
+
+def row_oracle_reason(rates, method):
+    """None, or why the row-private weighted-ERM oracle cannot run (checked before spending)."""
+    from privfair.sparse import LOSSES, SparseLinear
+
+    ds = rates.decisions
+    if not isinstance(ds, SparseLinear):
+        return ("under protect='row' the linear-classifier oracle is a row-private weighted ERM "
+                "(objective/output perturbation), which needs a pf.SparseLinear decision set "
+                f"with a declared feature_bound; got {type(ds).__name__}")
+    if ds.feature_bound is None or abs(ds.feature_bound - rates.feature_bound) > 1e-12:
+        return (f"unbounded or mismatched features: SparseLinear(feature_bound={ds.feature_bound})"
+                f" must equal pf.rates(..., feature_bound={rates.feature_bound}) — rows are "
+                "clipped to that public bound, without which no sensitivity is bounded")
+    loss = LOSSES[rates.surrogate]
+    if not loss.smooth:
+        return f"the '{rates.surrogate}' surrogate is not smooth: use 'logistic'"
+    if method == "objective_perturbation" and not loss.twice_differentiable:
+        return (f"objective perturbation needs a C² loss; '{rates.surrogate}' is not — use "
+                "surrogate='logistic' or options oracle='output_perturbation' with l2 > 0")
+    if method == "output_perturbation" and not ds.l2 > 0:
+        return "output perturbation needs an explicit ℓ2 term: pf.SparseLinear(..., l2=Λ > 0)"
+    return None
+
+
+def row_oracle(rates, r, spec, method, *, rng, accountant, label=""):
+    """θ from :func:`backends._erm.private_weighted_erm` (public denominators n·q; records the
+    mechanism's event before drawing); ε = ∞ (spec None): the exact minimizer."""
+    from ._erm import private_weighted_erm
+
+    eps, delta = (math.inf, 0.0) if spec is None else (spec["epsilon"], spec["delta"])
+    return private_weighted_erm(rates, r, eps, delta, method=method, rng=rng,
+                                accountant=accountant, label=label)
+
+
+def calibrate_row(T, epsilon, delta, share, method="objective_perturbation", existing=()):
+    """Per-call (ε', δ') of T row-private ERM calls and ε of T − 1 Laplace loss releases at
+    ``share``·ε', fitted to (ε, δ) by the accountant's rules (:func:`backends._erm.fit_scale`)."""
+    from privfair.privacy import approximate_event, laplace_event, pure_event
+
+    from ._erm import fit_cached
+
+    d_call = delta / T if delta > 0 else 0.0
+
+    def events(x):
+        ev = ([approximate_event(x, d_call, theorem=method, count=T)] if d_call > 0
+              else [pure_event(x, theorem=method, count=T)])
+        if T > 1:
+            ev.append(laplace_event(1.0, share * x, dimension=2, count=T - 1))
+        return ev
+    x = fit_cached(("lopt-row", T, share, method), events, epsilon * (1 - 1e-6), delta,
+                   tuple(existing), epsilon)
+    return {"oracle_spec": {"epsilon": x, "delta": d_call}, "oracle_epsilon": x,
+            "release": {"mechanism": "laplace", "epsilon": share * x},
+            "rule": "accountant (basic / advanced / optimal composition of (ε', δ') calls)"}
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -462,6 +514,25 @@ def surrogate_gap(e, e_s):
     return float(np.max(Gb @ gam))
 
 
+def lopt_bound(gap, oracle, noise, beta, D0, D, T, harmonic_minus_1=None):
+    """backends/lopt.py's bound: gap + oracle + release noise + FTL regret β(D0² + D²(H_T − 1))/(2T).
+
+    Pure; ``harmonic_minus_1`` may be a sympy expression (H_T − 1) to get the formula."""
+    H = sum(1.0 / k for k in range(2, T + 1)) if harmonic_minus_1 is None else harmonic_minus_1
+    return gap + oracle + noise + beta * (D0 ** 2 + D ** 2 * H) / (2 * T)
+
+
+def finite_oracle_bound(sens_h, oracle_epsilon, m, T, rho=RHO, log=math.log):
+    """[A] Thm 3.6 per call, union over T calls: 2Δ/ε'·log(2mT/ρ) (×1.01: the sampler's dyadic
+    score grid and rounded-down ε, < 0.3%)."""
+    return 2.02 * sens_h / oracle_epsilon * log(2 * m * T / rho)
+
+
+def gd_oracle_bound(R, LF, K, P, dg, mu, sqrt=math.sqrt):
+    """AdaGrad-norm noisy GD, K steps at μ-GDP: E excess ≤ 2√2·R·√(L²/K + P·Δ²/μ²)."""
+    return 2 * sqrt(2) * R * sqrt(LF ** 2 / K + P * dg ** 2 / mu ** 2)
+
+
 class Bound:
     """The predicted bound of backends/lopt.py (module docstring there) from public constants:
     the Analysis, n, ε, δ, α — never the data.  ``bound(T, cal)`` is +inf when unproven."""
@@ -515,11 +586,9 @@ class Bound:
         if self.kind == "finite":
             if self.sens_h is None:
                 return math.inf
-            # ×1.01 covers the sampler's dyadic score grid and rounded-down ε (< 0.3%)
-            return 2.02 * self.sens_h / cal["oracle_epsilon"] * math.log(2 * self.m * T / RHO)
-        mu, K = cal["oracle_mu"], self.steps(cal["oracle_mu"])
-        return 2 * math.sqrt(2) * self.R * math.sqrt(self.LF ** 2 / K
-                                                     + self.P * self.dg ** 2 / mu ** 2)
+            return finite_oracle_bound(self.sens_h, cal["oracle_epsilon"], self.m, T)
+        mu = cal["oracle_mu"]
+        return gd_oracle_bound(self.R, self.LF, self.steps(mu), self.P, self.dg, mu)
 
     def noise_term(self, T, cal):
         if cal is None or T == 1:
@@ -536,10 +605,15 @@ class Bound:
                          for q in self.D if self.L.get(q) is not None)
         return total / T
 
+    def best_norm(self, T):
+        """The norm q whose regret term is smallest (the bound takes the min over q)."""
+        H = sum(1.0 / k for k in range(2, T + 1))
+        return min((q for q in self.D if self.beta.get(q) is not None),
+                   key=lambda q: self.beta[q] * (self.D0[q] ** 2 + self.D[q] ** 2 * H))
+
     def bound(self, T, cal):
         if not self.proven:
             return math.inf
-        H = sum(1.0 / k for k in range(2, T + 1))
-        regret = min(self.beta[q] * (self.D0[q] ** 2 + self.D[q] ** 2 * H) / (2 * T)
-                     for q in self.D if self.beta.get(q) is not None)
-        return self.gap + self.oracle_term(T, cal) + self.noise_term(T, cal) + regret
+        q = self.best_norm(T)
+        return lopt_bound(self.gap, self.oracle_term(T, cal), self.noise_term(T, cal),
+                          self.beta[q], self.D0[q], self.D[q], T)

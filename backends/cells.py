@@ -48,6 +48,8 @@ import math
 
 import numpy as np
 
+from privfair.theorems import NUMERIC
+
 from .base import Backend, Plan, Verdict
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
@@ -107,13 +109,34 @@ def noise_bound(n, n_released, epsilon2, q_min, rho=RHO):
     S ≤ S_ρ = Gamma⁻¹(1 − ρ; m, 1/ε₂).  Joint frequencies move by ≤ S_ρ/n; a rate A/D with
     A ≤ D, D ≥ n·q_min moves by ≤ 2S_ρ/(n·q_min − S_ρ).
     """
-    from scipy.stats import gamma
-
     if not math.isfinite(epsilon2):
         return 0.0
-    S = float(gamma.ppf(1.0 - rho, n_released, scale=1.0 / epsilon2))
-    D = n * q_min
-    return max(S / n, 2.0 * S / (D - S)) if D > S else math.inf
+    return _sup_error(n, gamma_quantile(n_released, rho) / epsilon2, q_min)
+
+
+def _sup_error(n, S, q_min, ops=NUMERIC):
+    """max(S/n, 2S/(n·q_min − S)) when n·q_min > S, else ∞ (see :func:`noise_bound`)."""
+    B = ops.max(S / n, 2 * S / (n * q_min - S))
+    if ops.symbolic:
+        return ops.where(n * q_min > S, B, ops.inf)
+    return float(B) if n * q_min > S else math.inf
+
+
+def gamma_quantile(n_released, rho=RHO):
+    """Gamma⁻¹(1 − ρ; m, 1): S_ρ·ε₂ for the sum S of m |Lap(1/ε₂)| (scipy, numeric)."""
+    from scipy.stats import gamma
+
+    return float(gamma.ppf(1.0 - rho, n_released))
+
+
+def excess_bound(n, epsilon, share, q_min, L_h, gamma_q, ops=NUMERIC):
+    """The plan's bound: 2·L_h(ℓ∞)·B with B of :func:`noise_bound` written in ε and n.
+
+    ε₂ = (1 − share)·ε (``budget_split``), S_ρ = γ_q/ε₂ with γ_q = :func:`gamma_quantile`
+    (Gamma(m, 1/ε₂) = Gamma(m, 1)/ε₂), B = max(S_ρ/n, 2S_ρ/(n·q_min − S_ρ)) when n·q_min > S_ρ,
+    else ∞.  Pure; ``ops`` may be ``privfair.theorems.symbolic()``.
+    """
+    return 2 * L_h * _sup_error(n, gamma_q / ((1 - share) * epsilon), q_min, ops)
 
 
 def noise_jacobian(rates, Nhat, q, den, den_g, clamped, mix):
@@ -251,9 +274,12 @@ class CellsBackend(Backend):
             declared = getattr(r, "_q", None)
             # the declared bound, else the planner's schema-based guess (never data)
             q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * r.G * r.L)
-            B = noise_bound(r.n, m, eps2, q_min)
             L = analysis.lipschitz.get("h", {}).get("linf")
-            risk = 2.0 * L * B if L is not None else math.inf
+            share = 1.0 - eps2 / privacy.epsilon            # M1's share, as budget_split used
+            params.update(bound_values={"q_min": q_min, "L_h": L, "share": share,
+                                        "gamma_q": gamma_quantile(m)})
+            risk = (excess_bound(r.n, privacy.epsilon, **params["bound_values"])
+                    if L is not None else math.inf)
             m1 = "Gaussian" if privacy.delta > 0 else "Laplace"
             budget = [(f"M1: {m1} release of the proxy statistic T = Σ a_i u_i", eps1,
                        privacy.delta),
@@ -266,6 +292,15 @@ class CellsBackend(Backend):
                  "rule on the fitted cells"]
         return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                     predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+
+    def formula(self, plan):
+        """2·L_h·max(S/n, 2S/(n·q − S)), S = γ_q/((1 − share)·ε): :func:`excess_bound` in sympy."""
+        from privfair.theorems import formula
+
+        v = plan.params.get("bound_values")
+        if v is None or not math.isfinite(plan.predicted_excess_risk):
+            return None
+        return formula(excess_bound, v, standard=("n", "epsilon"))
 
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """Fit on the CPU (numpy; ``device`` is ignored: the work is a few small dense fits)."""

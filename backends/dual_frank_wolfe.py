@@ -31,6 +31,8 @@ import math
 
 import numpy as np
 
+from privfair.theorems import NUMERIC
+
 from . import _erm as E
 from .base import Backend
 
@@ -43,6 +45,25 @@ SELECTION_SHARE = 0.5
 
 def _pad(s):
     return np.concatenate([s, [0.0]])
+
+
+def thm4_bound(L, Gamma, G_K, n, epsilon, delta, log_S, ops=NUMERIC):
+    """[K] Thm 4 (O-form, constants 1): Γ^{2/3}(L·G_K)^{2/3}·log(n|S|)·√log(1/δ)/(nε)^{2/3}, with
+    ``log_S`` = log|S|.  Pure; same value as ``privfair.sparse.theorem4_bound``."""
+    return (Gamma ** (2 / 3) * (L * G_K) ** (2 / 3) * (ops.log(n) + log_S)
+            * ops.sqrt(ops.log(1 / delta)) / (n * epsilon) ** (2 / 3))
+
+
+def excess_bound(L, Gamma, G_K, n, epsilon, delta_K, log_S, share, zeta, Lambda, r_2, P,
+                 sigma, ops=NUMERIC):
+    """The plan's bound: [K] Thm 4 at the selections' ε = share·ε, plus the primal-recovery
+    release (ζ + Λr₂)·σ·√P (σ: analytic Gaussian, numeric; or Δ/((1 − share)ε) for pure ε).
+
+    ``delta_K`` is the δ put into Thm 4 (the plan's δ, or 1e-12 as a stand-in when δ = 0: the
+    theorem is an (ε, δ) statement, so under pure ε this term is not a proven bound).  Pure.
+    """
+    return (thm4_bound(L, Gamma, G_K, n, share * epsilon, delta_K, log_S, ops)
+            + (zeta + Lambda * r_2) * sigma * ops.sqrt(P))
 
 
 class DualFrankWolfeBackend(E.ERMBackend, Backend):
@@ -184,7 +205,6 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
 
     def predicted(self, erm, spec, opts):
         from privfair.privacy import calibrate_gaussian_sigma
-        from privfair.sparse import theorem4_bound
 
         c = self.constants(erm, spec, opts)
         params = {"T": c["T"], "penalty": c["penalty"], "score_sensitivity": c["score_sens"]}
@@ -193,15 +213,31 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         eps, delta = spec["epsilon"], spec["delta"]
         share = opts.get("selection_share", SELECTION_SHARE)
         logS = sum(math.log(len(V)) for _, V in erm.decisions.norm.blocks())
-        k4, _ = theorem4_bound(c["L"], c["diameter"], c["GK"], erm.n, share * eps,
-                               delta if delta > 0 else 1e-12, logS)
         sig = (calibrate_gaussian_sigma(c["theta_sens"], (1 - share) * eps, delta) if delta > 0
                else c["theta_sens"] / ((1 - share) * eps))
+        thm4 = {"L": c["L"], "Gamma": c["diameter"], "G_K": c["GK"],
+                "delta_K": delta if delta > 0 else 1e-12, "log_S": logS}
+        values = {**thm4, "share": share, "zeta": erm.zeta, "Lambda": erm.l2,
+                  "r_2": erm.decisions.radius, "P": erm.P, "sigma": sig}
+        params.update(bound_values=values, thm4_values=thm4)
+        k4 = thm4_bound(c["L"], c["diameter"], c["GK"], erm.n, share * eps, thm4["delta_K"], logS)
         rec = (erm.zeta + erm.l2 * erm.decisions.radius) * sig * math.sqrt(erm.P)
         notes = [f"predicted: [K] Thm 4 (O-form, constants 1) = {k4:.4g} with G_K = λ'·G_|P|(F) = "
                  f"{c['GK']:.4g}, log|S| = {logS:.4g}, plus the primal-recovery release "
                  f"{rec:.4g}"]
-        return k4 + rec, params, notes
+        if delta == 0:
+            notes.append("pure ε: [K] Thm 4 is an (ε, δ) bound; δ = 1e-12 stands in, so this "
+                         "term is not a proven bound")
+        return excess_bound(n=erm.n, epsilon=eps, **values), params, notes
+
+    def formula(self, plan):
+        """:func:`excess_bound` in sympy (σ of the final release enters as a value)."""
+        from privfair.theorems import formula
+
+        v = plan.params.get("bound_values")
+        if v is None or not math.isfinite(plan.predicted_excess_risk):
+            return None
+        return formula(excess_bound, v, standard=("n", "epsilon"), integers=("P",))
 
 
 from . import register  # noqa: E402

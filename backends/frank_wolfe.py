@@ -82,6 +82,8 @@ import math
 
 import numpy as np
 
+from privfair.theorems import NUMERIC
+
 from .base import Backend, Plan, Verdict
 
 #: failure probability ρ of the predicted bound (split between selections and noise)
@@ -157,44 +159,68 @@ class _Constants:
 
     def optimization_bound(self, T: int) -> float:
         """First line of (★): the error of exact Frank–Wolfe after T steps."""
-        if T < 1:
-            return math.inf
-        if self.C == 0 and self.C0 == 0:
-            return 0.0
-        t = np.arange(1, T)
-        return float((self.C0 + 2 * self.C * np.sum((t + 1) / (t + 2))) / (T * (T + 1)))
+        return self.bound(T)["optimization"]
 
     def bound(self, T, eps_E=None, kind=None, scale=None) -> dict:
         """The three parts of (★) for a private plan (selection ε_E, noise kind and scale)."""
-        opt = self.optimization_bound(T)
+        return excess_bound(**self.bound_values(T, eps_E, kind, scale))
+
+    def bound_values(self, T, eps_E=None, kind=None, scale=None) -> dict:
+        """The arguments of :func:`excess_bound` for this problem and plan (all public)."""
+        out = {"T": int(T), "C_0": self.C0, "C_h": self.C}
         if eps_E is None:
-            return {"optimization": opt, "selection": 0.0, "noise": 0.0, "total": opt}
-        sel = 0.0
-        if self.m > 1:
-            sel = (2 * self.em_sensitivity / eps_E * math.log(2 * self.m * T / RHO) * _EM_SLACK)
-        noise = 0.0
-        if T >= 2 and self.d:
-            t = np.arange(1, T, dtype=float)
+            return out
+        norms = tuple(p for p in _NORMS if self.beta.get(p) is not None)
+        out.update(eps_E=eps_E, select=self.m > 1, noisy=T >= 2 and self.d > 0, kind=kind,
+                   norms=norms, m=self.m, Delta_E=self.em_sensitivity, s=scale, d=self.d,
+                   **{f"D_{p}": self.diam[p] for p in norms},
+                   **{f"beta_{p}": self.beta[p] for p in norms})
+        return out
+
+
+def excess_bound(T, C_0, C_h, eps_E=None, *, select=False, noisy=False, kind=None, norms=(),
+                 m=1, Delta_E=0.0, s=0.0, d=0, rho=RHO, slack=_EM_SLACK, ops=NUMERIC, **DB):
+    """(★) of the module docstring: {"optimization", "selection", "noise", "total"}.
+
+    Pure (no problem, no data): T steps, curvature constants C_0 (first step, from the public
+    start) and C_h = min_p β_p D_p²; for a private plan the selection ε_E, the exponential
+    mechanism's sensitivity bound Δ_E over m candidates, the release noise (``kind`` "gaussian"
+    with σ = ``s`` or "laplace" with b = ``s``) on the d support coordinates, and per norm p in
+    ``norms`` the hull diameter ``D_p`` and smoothness ``beta_p`` (keyword arguments).
+    ``select``/``noisy`` say whether there is a choice to make (m > 1) and anything released
+    (T ≥ 2, d > 0).  ``ops`` is :data:`privfair.theorems.NUMERIC` or ``symbolic()``.
+    """
+    inf = ops.inf
+    if not ops.symbolic and T < 1:
+        return {"optimization": inf, "selection": 0.0, "noise": 0.0, "total": inf}
+    opt = (C_0 + 2 * C_h * ops.sum(lambda t: (t + 1) / (t + 2), 1, T - 1)) / (T * (T + 1))
+    if eps_E is None:
+        opt = opt if ops.symbolic else float(opt)
+        return {"optimization": opt, "selection": 0.0, "noise": 0.0, "total": opt}
+    sel = 2 * Delta_E / eps_E * ops.log(2 * m * T / rho) * slack if select else 0
+    noise = 0
+    if noisy:
+        lr = ops.log(2 * (T - 1) / rho)                     # per-step failure ρ/(2(T−1))
+
+        def per_step(t):
             omega = 2 * (t + 1) / (T * (T + 1))
-            sw2 = 2 * (2 * t + 1) / (3 * t * (t + 1))          # Σ_i w_{t,i}²
-            lr = math.log(2 * (T - 1) / RHO)                    # per-step failure ρ/(2(T−1))
-            d = self.d
+            sw = ops.sqrt(2 * (2 * t + 1) / (3 * t * (t + 1)))   # √(Σ_i w_{t,i}²)
             if kind == "gaussian":
-                s = scale * np.sqrt(sw2)
-                N = {"l2": s * (math.sqrt(d) + math.sqrt(2 * lr)),
-                     "linf": s * math.sqrt(2 * (lr + math.log(2 * d))),
-                     "l1": s * (d * math.sqrt(2 / math.pi) + math.sqrt(2 * d * lr))}
-            else:  # Laplace(b): sub-exponential (ν² = 4b²Σw², α = √2·b·max w)
-                nu = 2 * scale * np.sqrt(sw2)
-                al = 2 * math.sqrt(2) * scale / (t + 1)
-                lg = lr + math.log(2 * d)
-                u = np.maximum(nu * math.sqrt(2 * lg), 2 * al * lg)
-                N = {"linf": u, "l2": math.sqrt(d) * u, "l1": d * u}
-            per = [self.diam[p] * self.beta[p] * N[p] for p in _NORMS
-                   if self.beta.get(p) is not None]
-            noise = float(np.sum(omega * np.min(np.stack(per), axis=0))) if per else math.inf
-        return {"optimization": opt, "selection": sel, "noise": noise,
-                "total": opt + sel + noise}
+                g = s * sw
+                N = {"l2": g * (ops.sqrt(d) + ops.sqrt(2 * lr)),
+                     "linf": g * ops.sqrt(2 * (lr + ops.log(2 * d))),
+                     "l1": g * (d * ops.sqrt(2 / ops.pi) + ops.sqrt(2 * d * lr))}
+            else:   # Laplace(b): sub-exponential (ν² = 4b²Σw², α = √2·b·max w)
+                lg = lr + ops.log(2 * d)
+                u = ops.max(2 * s * sw * ops.sqrt(2 * lg), 4 * ops.sqrt(2) * s / (t + 1) * lg)
+                N = {"linf": u, "l2": ops.sqrt(d) * u, "l1": d * u}
+            return omega * ops.min(*[DB[f"D_{p}"] * DB[f"beta_{p}"] * N[p] for p in norms])
+
+        noise = ops.sum(per_step, 1, T - 1) if norms else inf
+    parts = {"optimization": opt, "selection": sel, "noise": noise}
+    if not ops.symbolic:
+        parts = {k: float(v) for k, v in parts.items()}
+    return {**parts, "total": parts["optimization"] + parts["selection"] + parts["noise"]}
 
 
 # ------------------------------------------------------------------------------ calibration
@@ -332,6 +358,21 @@ def calibrate(kind, T, eps_E, z, eps_cap, delta_cap, d, delta_2=None, existing=(
         evs = _plan_events(kind, T, out["eps_E"], out["eps_L"], d)
     out["total_epsilon"] = _total_epsilon(existing + evs, delta_cap)
     return out
+
+
+def cor_b5_bound(K, beta_h, T, log=math.log):
+    """[A] Cor B.5 / Lemma B.4: E h(ĉ) − h* ≤ 2Kβ_h·log T / T (exact LMO, T ≥ 3), β_h = β_f + Gβ_g.
+
+    privfair passes the smoothness of h_smooth (the trap: max(0, g) is not smooth) and K = the
+    support size.  Pure; ``log`` may be ``sympy.log``.
+    """
+    return 2 * K * beta_h * log(T) / T
+
+
+def cor_b5_iterations(K, beta_h, alpha, log=math.log):
+    """[A] Cor B.5: T ≥ (2Kβ_h/α)·log(2Kβ_h/α) makes the bound ≤ α (before rounding up)."""
+    c = 2 * K * beta_h / alpha
+    return c * log(c)
 
 
 # ------------------------------------------------------------------------------ backend
@@ -502,7 +543,32 @@ class FrankWolfeBackend(Backend):
         b = c.beta.get("l2")
         if b is None or T < 2:
             return math.inf
-        return 2 * max(c.d, 1) * b * math.log(T) / T
+        return cor_b5_bound(max(c.d, 1), b, T)
+
+    def formula(self, plan):
+        """(★) + the smoothing gap as a sympy formula (``excess_bound`` with sympy ops).
+
+        ε enters through ε_E and the noise scale s, which the accountant's composition
+        calibrates numerically (no closed form); Δ_E ∝ 1/n likewise enters as a value.
+        """
+        from privfair.theorems import formula
+
+        if not math.isfinite(plan.predicted_excess_risk):
+            return None
+        c = _Constants(plan.problem, plan.analysis)
+        p = plan.params
+        if plan.privacy.is_private:
+            v = c.bound_values(p["T"], p["calibration"]["eps_E"], p["mechanism"], p["noise_scale"])
+            v.update(rho=RHO, slack=_EM_SLACK)
+        else:
+            v = c.bound_values(p["T"])
+        fixed = {k: v.pop(k) for k in ("select", "noisy", "kind", "norms") if k in v}
+        v["gap_smooth"] = c.smoothing_gap
+
+        def total(gap_smooth, ops, **kw):
+            return excess_bound(ops=ops, **kw)["total"] + gap_smooth
+
+        return formula(total, v, **fixed)
 
     # -- run ----------------------------------------------------------------------------------
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):

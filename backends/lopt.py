@@ -64,7 +64,9 @@ from .exponential import RHO
 
 T_GRID = (1, 2, 3, 5, 7, 10, 14, 20, 28, 40, 56, 80, 100)
 T_DEFAULT = 20           # when no bound is proven
-_OPTIONS = ("T", "release_share", "gd_steps", "weights", "anchor", "_noise_multiplier")
+T_ROW = 5                # default T of the row-private ERM oracle (no proven bound)
+ROW_RELEASE_SHARE = 0.3  # its loss releases' ε ÷ the oracle's ε' (Laplace on ℓ_S)
+_OPTIONS = ("T", "release_share", "gd_steps", "weights", "anchor", "oracle", "_noise_multiplier")
 
 
 def _options(options):
@@ -80,6 +82,9 @@ def _options(options):
         raise InvalidInputError("weights", o["weights"], "choose 'smooth' or 'subgradient'")
     if o.get("anchor", "mean") not in ("mean", "last"):
         raise InvalidInputError("anchor", o["anchor"], "choose 'mean' or 'last'")
+    if o.get("oracle", "auto") not in ("auto", "noisy_gd") + O.ROW_METHODS:
+        raise InvalidInputError("oracle", o["oracle"], "choose 'auto', 'noisy_gd', "
+                                "'objective_perturbation' or 'output_perturbation'")
     m = o.get("_noise_multiplier", 1.0)
     if not (isinstance(m, (int, float)) and 0 < m <= 1):
         raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
@@ -95,6 +100,23 @@ def _oracle_kind(problem):
     if isinstance(ds, LinearClassifier) and problem.rates.surrogate is not None:
         return "erm"
     return None
+
+
+def _row_method(problem, analysis, opts=None):
+    """The row-private weighted-ERM oracle's method under protect="row", else None (noisy GD).
+
+    ``auto``: objective perturbation for a pf.SparseLinear decision set under protect="row"
+    (:func:`backends._erm.private_weighted_erm`, public denominators n·q); noisy GD otherwise."""
+    o = (opts or {}).get("oracle", "auto")
+    if o == "noisy_gd" or _oracle_kind(problem) != "erm":
+        return None
+    if o in O.ROW_METHODS:
+        return o
+    from privfair.sparse import SparseLinear
+
+    row = analysis.privacy.protect == "row" and analysis.privacy.is_private
+    return "objective_perturbation" if row and isinstance(problem.rates.decisions,
+                                                          SparseLinear) else None
 
 
 def _sign_violation(problem, analysis):
@@ -146,7 +168,12 @@ class LoptBackend(Backend):
                     "on fp/fn/fpr/fnr (non-positive on tn/tp/tnr/tpr, none on selection), or a "
                     "finite decision set (pf.Thresholds / pf.FiniteSet) with backend='lopt' or "
                     "'exponential'"))
-            if analysis.privacy.is_private and analysis.privacy.delta == 0:
+            method = _row_method(problem, analysis)
+            if method is not None:
+                why = O.row_oracle_reason(problem.rates, method)
+                if why:
+                    return Verdict(False, why)
+            elif analysis.privacy.is_private and analysis.privacy.delta == 0:
                 return Verdict(False, "the linear-classifier oracle is noisy gradient descent, "
                                       "(ε, δ)-DP only: pass pf.DP(epsilon, delta > 0)")
         return Verdict(True)
@@ -156,6 +183,12 @@ class LoptBackend(Backend):
         opts = _options(options)
         kind = _oracle_kind(problem)
         c = O.Bound(problem, analysis, kind, opts)
+        method = _row_method(problem, analysis, opts) if kind == "erm" else None
+        if method is not None:
+            why = O.row_oracle_reason(problem.rates, method)
+            if why:
+                self.refuse(why)
+            return self._plan_row(problem, analysis, privacy, opts, method)
         params = {"oracle": {"finite": "exponential mechanism", "erm": "noisy projected GD"}[kind],
                   "G": analysis.G, "smoothing": analysis.smoothing,
                   "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean")}
@@ -205,6 +238,67 @@ class LoptBackend(Backend):
         return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                     predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
 
+    def _plan_row(self, problem, analysis, privacy, opts, method):
+        """The plan with the row-private weighted-ERM oracle: T calls of ``method`` and T − 1
+        Laplace releases of ℓ_S, composed by the accountant.  No bound is claimed: the oracle
+        minimizes r'·ℓ (conditional weights rescaled by max(n_gy, nq)/(nq), see
+        backends/_erm.cell_coefficients), not r·ℓ, and its excess is in the ERM's units."""
+        T = int(opts.get("T", T_ROW))
+        share = float(opts.get("release_share", ROW_RELEASE_SHARE))
+        params = {"oracle": f"row-private weighted ERM ({method})", "oracle_method": method,
+                  "G": analysis.G, "smoothing": analysis.smoothing,
+                  "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean"),
+                  "T": T, "release_share": share}
+        notes = ["corrections to [A] Algorithm 2 as for the other oracles (G·∇g, released loss "
+                 "vectors, weights at their running mean)",
+                 "protect='row': each oracle call is backends/_erm.private_weighted_erm — "
+                 f"{method} on the weighted GLM ERM of r_t·ℓ with public denominators n·q "
+                 "(row-local weights, sensitivity from the clipped features)",
+                 "no proven bound: the oracle's ERM has the conditional weights rescaled by "
+                 "max(n_gy, nq)/(nq) ≥ 1, so it minimizes r'·ℓ, not r_t·ℓ"]
+        budget, cal = [], None
+        if privacy.is_private:
+            cal = O.calibrate_row(T, privacy.epsilon, privacy.delta, share, method)
+            sp = cal["oracle_spec"]
+            budget = [(f"each of {T} oracle calls ({method})", sp["epsilon"], sp["delta"])]
+            if T > 1:
+                budget.append((f"each of {T - 1} loss releases (Laplace)",
+                               cal["release"]["epsilon"], 0.0))
+        params.update(calibration=cal)
+        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                    predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes)
+
+    def formula(self, plan):
+        """excess = gap + oracle + noise + β(D0² + D²(H_T − 1))/(2T) (:func:`_oracles.lopt_bound`),
+        the oracle term expanded ([A] Thm 3.6 or noisy GD); None when no bound is proven."""
+        import sympy as sp
+
+        if not math.isfinite(plan.predicted_excess_risk) or plan.params.get("oracle_method"):
+            return None
+        kind = _oracle_kind(plan.problem)
+        opts = {k: plan.params[k] for k in ("weights", "anchor", "gd_steps") if k in plan.params}
+        c = O.Bound(plan.problem, plan.analysis, kind, opts)
+        T, cal = plan.params["T"], plan.params["calibration"]
+        q = c.best_norm(T)
+        gap, noise, beta, D0, D = sp.symbols("gap noise beta D0 D", nonnegative=True)
+        Ts = sp.Symbol("T", positive=True, integer=True)
+        values = {"gap": c.gap, "noise": c.noise_term(T, cal), "beta": c.beta[q], "D0": c.D0[q],
+                  "D": c.D[q], "T": T}
+        if cal is None:
+            oracle = sp.Integer(0)
+        elif kind == "finite":
+            dh, eo, m, rho = sp.symbols("Delta_h epsilon_oracle m rho", positive=True)
+            oracle = O.finite_oracle_bound(dh, eo, m, Ts, rho=rho, log=sp.log)
+            values.update(Delta_h=c.sens_h, epsilon_oracle=cal["oracle_epsilon"], m=c.m, rho=RHO)
+        else:
+            R, LF, K, P, dg, mu = sp.symbols("R L_F K P Delta_g mu", positive=True)
+            oracle = O.gd_oracle_bound(R, LF, K, P, dg, mu, sqrt=sp.sqrt)
+            values.update(R=c.R, L_F=c.LF, K=c.steps(cal["oracle_mu"]), P=c.P, Delta_g=c.dg,
+                          mu=cal["oracle_mu"])
+        expr = O.lopt_bound(gap, oracle, noise, beta, D0, D, Ts,
+                            harmonic_minus_1=sp.harmonic(Ts) - 1)
+        return sp.Eq(sp.Symbol("excess"), expr, evaluate=False), values
+
     # ------------------------------------------------------------------------------ running
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         from tqdm.auto import tqdm
@@ -219,9 +313,15 @@ class LoptBackend(Backend):
         src = as_source(rng)
         if mult != 1.0 and not src.seeded:
             self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
-        cal = p["calibration"]
+        cal, method = p["calibration"], p.get("oracle_method")
+        if mult != 1.0 and method is not None:
+            self.refuse("_noise_multiplier is not available for the row-private ERM oracle")
         if private and accountant is not None and accountant.limit is not None:
-            cal = _fit(cal, accountant, T, p.get("gd_steps", 1), len(S), plan.privacy.delta)
+            if method is not None:      # refit with what the accountant already holds
+                cal = O.calibrate_row(T, accountant.limit[0], accountant.limit[1],
+                                      p["release_share"], method, tuple(accountant.events))
+            else:
+                cal = _fit(cal, accountant, T, p.get("gd_steps", 1), len(S), plan.privacy.delta)
         torch_dev = device if device in ("cuda", "torch") else None
         if kind == "finite":
             L = rates.evaluate_all()[:, S]
@@ -247,7 +347,11 @@ class LoptBackend(Backend):
                 loss, rec["index"] = L[idx], idx
             else:
                 r = np.where(mask * r < 0, 0.0, r) * (mask != 0)   # float noise only (accepts)
-                if private:
+                if method is not None:
+                    theta = O.row_oracle(rates, r, cal["oracle_spec"] if private else None,
+                                         method, rng=src, accountant=accountant, label=label)
+                    sens = None
+                elif private:
                     theta, sens = O.erm_oracle(rates, r, cal["oracle_mu"], p["gd_steps"],
                                                plan.privacy.protect, rng=src,
                                                accountant=accountant, device=torch_dev,

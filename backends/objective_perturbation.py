@@ -41,6 +41,31 @@ SMOOTH_SHARE = 0.005                          # ε₃ / ε for the smoothing of 
 JACOBIAN_SHARES = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5)
 
 
+def gaussian_noise_sigma(zeta, eps2, delta2, sqrt=math.sqrt, log=math.log):
+    """σ = ζ/u, u = (√(t² + 2ε₂) − t)/2, t = √(2 log(1/δ₂)) (module docstring, Gaussian b)."""
+    t = sqrt(2 * log(1 / delta2))
+    return zeta / ((sqrt(t * t + 2 * eps2) - t) / 2)
+
+
+def jacobian_ridge(beta_H, eps1, n, l2, expm1=math.expm1, Max=max):
+    """Δ = max(0, β_H/(e^{ε₁} − 1) − nΛ): |log det ratio| ≤ ε₁ (module docstring)."""
+    return Max(0, beta_H / expm1(eps1) - n * l2)
+
+
+def utility_bound(epsilon, n, P, r2, width_C, zeta, beta_H, l2, share, delta2, sigma3,
+                  smooth_share=None, sqrt=math.sqrt, log=math.log, expm1=math.expm1, Max=max):
+    """The plan's bound for (ε, δ > 0): Δr₂²/(2n) + 2σ·w(C)/n + (ζ + Λr₂)·σ₃√P, with
+    ε₁ = share·ε, ε₃ = SMOOTH_SHARE·ε, ε₂ = ε − ε₁ − 2ε₃ (Chaudhuri et al. 2011 / KST Thm 4 form
+    with the Gaussian width; the last term is the smoothing of the certified minimizer).
+    Pure; pass sympy's functions to get the formula."""
+    ss = SMOOTH_SHARE if smooth_share is None else smooth_share
+    e1, e3 = share * epsilon, ss * epsilon
+    e2 = epsilon - e1 - 2 * e3
+    Delta = jacobian_ridge(beta_H, e1, n, l2, expm1=expm1, Max=Max)
+    sigma = gaussian_noise_sigma(zeta, e2, delta2, sqrt=sqrt, log=log)
+    return Delta * r2 * r2 / (2 * n) + 2 * sigma * width_C / n + (zeta + l2 * r2) * sigma3 * sqrt(P)
+
+
 def calibrate(erm, epsilon, delta, share=None):
     """The mechanism's constants for a target (ε, δ): Δ, σ (or κ), σ₃ (or κ₃), ε₁, ε₂, δ₂."""
     from privfair.privacy import calibrate_gaussian_sigma
@@ -56,16 +81,14 @@ def calibrate(erm, epsilon, delta, share=None):
     e3 = SMOOTH_SHARE * epsilon
     e1 = share * epsilon
     e2 = epsilon - e1 - 2 * e3
-    Delta = max(0.0, bH / math.expm1(e1) - nL)
+    Delta = float(jacobian_ridge(bH, e1, n, erm.l2))
     tau = E.tau_target(erm)
     c = {"share": share, "eps1": e1, "eps2": e2, "eps3": e3, "Delta": Delta, "tau": tau,
          "zeta": zeta, "beta_H": bH}
     if delta > 0:
         d3 = 1e-3 * delta / (1 + math.exp(epsilon))
         d2 = (delta - (1 + math.exp(e1 + e2 + e3)) * d3) / math.exp(e3)
-        t = math.sqrt(2 * math.log(1 / d2))
-        u = (math.sqrt(t * t + 2 * e2) - t) / 2
-        c.update(delta2=d2, delta3=d3, sigma=zeta / u,
+        c.update(delta2=d2, delta3=d3, sigma=gaussian_noise_sigma(zeta, e2, d2),
                  sigma3=calibrate_gaussian_sigma(tau, e3, d3))
         noise_mean = c["sigma"]                          # E sup⟨b, θ⟩ = σ·w(C)
         smooth_norm = c["sigma3"] * math.sqrt(erm.P)
@@ -75,9 +98,13 @@ def calibrate(erm, epsilon, delta, share=None):
         smooth_norm = c["kappa3"] * erm.P
     r2 = erm.decisions.radius
     wC = E.primal_width(erm.decisions).value
-    c["bound"] = (Delta * r2 * r2 / (2 * n) + 2 * noise_mean * wC / n
-                  + (erm.zeta + erm.l2 * r2) * smooth_norm)
-    c["width_C"] = wC
+    if delta > 0:
+        c["bound"] = utility_bound(epsilon, n, erm.P, r2, wC, zeta, bH, erm.l2, share,
+                                   c["delta2"], c["sigma3"])
+    else:
+        c["bound"] = (Delta * r2 * r2 / (2 * n) + 2 * noise_mean * wC / n
+                      + (erm.zeta + erm.l2 * r2) * smooth_norm)
+    c.update(width_C=wC, n=n, P=erm.P, r2=r2, l2=erm.l2)
     erm.meta[key] = c
     return c
 
@@ -138,10 +165,30 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
             return 0.0, {}, []
         c = calibrate(erm, spec["epsilon"], spec["delta"], opts.get("jacobian_share"))
         params = {"jacobian_share": c["share"], "Delta": c["Delta"],
-                  "sigma": c.get("sigma", c.get("kappa")), "tau": c["tau"]}
+                  "sigma": c.get("sigma", c.get("kappa")), "tau": c["tau"],
+                  "bound_constants": {k: c[k] for k in ("n", "P", "r2", "width_C", "zeta",
+                                                        "beta_H", "l2", "delta2", "sigma3")
+                                      if k in c}}
         notes = [f"predicted: Δr₂²/(2n) + 2σ·w(C)/n + smoothing, with w(C) = {c['width_C']:.4g} "
                  "(Gaussian width of C; KST Thm 4 form)"]
         return c["bound"], params, notes
+
+
+    def formula(self, plan):
+        """:func:`utility_bound` with sympy (δ > 0, unconstrained plans); None otherwise."""
+        import sympy as sp
+
+        k = plan.params.get("bound_constants")
+        if not k or "delta2" not in k or not math.isfinite(plan.predicted_excess_risk):
+            return None
+        names = ("n", "P", "r_2", "w_C", "zeta", "beta_H", "Lambda", "s_J", "delta_2", "sigma_3")
+        syms = sp.symbols(" ".join(names), nonnegative=True)
+        eps = sp.Symbol("epsilon", positive=True)
+        expr = utility_bound(eps, *syms, sqrt=sp.sqrt, log=sp.log,
+                             expm1=lambda x: sp.exp(x) - 1, Max=sp.Max)
+        vals = (k["n"], k["P"], k["r2"], k["width_C"], k["zeta"], k["beta_H"], k["l2"],
+                plan.params["jacobian_share"], k["delta2"], k["sigma3"])
+        return sp.Eq(sp.Symbol("excess"), expr, evaluate=False), dict(zip(names, vals))
 
 
 from . import register  # noqa: E402

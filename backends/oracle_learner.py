@@ -294,6 +294,30 @@ class OracleLearnerBackend(Backend):
         out._setup = s                    # public constants, reused by run
         return out
 
+    def formula(self, plan):
+        """[J] Thm 4.3–4.4 as planned: excess = 2ν (+ (G − B)(range f + 2ν)/B for B < G), ν from
+        :func:`~._jagielski.oracle_nu` — the same pure functions the plan evaluates — with
+        ε' (``epsilon_o``, the per-mechanism budget the accountant calibrated: no closed form in
+        ε) and the plan's T, B, G, β, |H|, learner sensitivity s and release sensitivity Δ_S as
+        symbols.  None for the regression oracle (no proven bound) and for ε = ∞ runs."""
+        import sympy as sp
+
+        s, P = getattr(plan, "_setup", None), plan.params
+        if s is None or s.kind != "finite" or not plan.privacy.is_private:
+            return None
+        eo, T, B, G, beta, H, sl, dS = sp.symbols(
+            "epsilon_o T B G beta H s Delta_S", positive=True)
+        nterms = len(s.terms)
+        b = dS / eo if s.S.size else 0
+        nu, _ = J.oracle_nu(T=T, B=B, n_terms=nterms, n_candidates=H, geometry=s.geometry,
+                            eps_oracle=eo, s_learner=sl, b=b, n_support=s.S.size, beta=beta,
+                            log=sp.log, sqrt=sp.sqrt, Min=sp.Min, Max=sp.Max)
+        expr = J.penalty_excess(nu, B, G, s.range_f, Max=sp.Max) if nterms else 2 * nu
+        return (sp.Eq(sp.Symbol("excess"), expr, evaluate=False),
+                {"epsilon_o": P["epsilon_per_mechanism"], "T": P["T"], "B": P["B"],
+                 "G": P["G"], "beta": P["beta"], "H": max(s.n_candidates, 1),
+                 "s": P["oracle_sensitivity_max"], "Delta_S": s.delta_S})
+
     # ------------------------------------------------------------------------------ running
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """numpy on the CPU (``device`` is ignored: the work is one (|H|, K) matrix product per

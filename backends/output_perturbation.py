@@ -22,11 +22,40 @@ from __future__ import annotations
 
 import math
 
+from privfair.theorems import NUMERIC
+
 from . import _erm as E
 from .base import Backend
 
 THEOREM = ("[K] Thm 1 / Chaudhuri et al. 2011: ‖θ̂(D) − θ̂(D')‖ ≤ 2ζ/(nΛ); analytic Gaussian "
            "(Balle & Wang 2018)")
+
+
+def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, *, project=True,
+                 ops=NUMERIC):
+    """The plan's bound on E[J(θ_priv)] − J(θ̂) (module docstring), from its constants.
+
+    Δ₂ = 2ζ/(nΛ) + 2τ; Gaussian noise σ = Δ₂·σ₁ (σ₁ = the analytic-Gaussian σ for Δ = 1 at
+    (ε, δ), numeric) or, when ``sigma_1`` is None, the ε-DP density ∝ exp(−ε‖b‖/Δ₂), κ = Δ₂/ε.
+    Projected: (ζ + Λr₂)·E‖b‖; unprojected ([K] Lemma 1): ζ·E|bᵀe| + Λ·E‖b‖²/2.  Pure.
+    """
+    sens = 2 * zeta / (n * Lambda) + 2 * tau
+    if sigma_1 is not None:
+        sigma = sens * sigma_1
+        e_norm, e_abs, e_sq = sigma * ops.sqrt(P), sigma * ops.sqrt(2 / ops.pi), sigma ** 2 * P
+    else:
+        kappa = sens / epsilon
+        e_norm, e_abs, e_sq = P * kappa, kappa * ops.sqrt(P + 1), kappa ** 2 * P * (P + 1)
+    if project:
+        return (zeta + Lambda * r_2) * e_norm
+    return zeta * e_abs + Lambda * e_sq / 2
+
+
+def thm1_bound(L, R_2, G_F, n, epsilon, delta, ops=NUMERIC):
+    """[K] Thm 1 (O-form, constants 1): L·R₂·G_{|P|(F)}·√(log(1/δ) + ε)/(ε√n), the excess risk of
+    output perturbation at λ = L·R₂·√n/G_{|P|(F)}.  Pure; same value as
+    ``privfair.sparse.theorem1_bound``."""
+    return L * R_2 * G_F * ops.sqrt(ops.log(1 / delta) + epsilon) / (epsilon * ops.sqrt(n))
 
 
 class OutputPerturbationBackend(E.ERMBackend, Backend):
@@ -93,7 +122,6 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
 
     def predicted(self, erm, spec, opts):
         from privfair.privacy import calibrate_gaussian_sigma
-        from privfair.sparse import theorem1_bound
 
         params, notes = {}, []
         if spec is None:
@@ -101,28 +129,36 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
         sens, _ = self.sensitivity(erm)
         eps, delta = spec["epsilon"], spec["delta"]
         P, Lu = erm.P, erm.zeta            # ζ = ω·L·‖u‖ (a bound on Σ w_i |l'| ‖u_i‖)
+        sigma = calibrate_gaussian_sigma(sens, eps, delta) if delta > 0 else sens / eps
+        values = {"zeta": Lu, "Lambda": erm.l2, "r_2": erm.decisions.radius, "P": P,
+                  "tau": E.tau_target(erm)}
         if delta > 0:
-            sigma = calibrate_gaussian_sigma(sens, eps, delta)
-            e_norm, e_abs = sigma * math.sqrt(P), sigma * math.sqrt(2 / math.pi)
-            e_sq = sigma ** 2 * P
-        else:
-            kappa = sens / eps
-            sigma = kappa
-            e_norm, e_abs, e_sq = P * kappa, kappa * math.sqrt(P + 1), kappa ** 2 * P * (P + 1)
-        if opts.get("project", True):
-            risk = (Lu + erm.l2 * erm.decisions.radius) * e_norm
+            values["sigma_1"] = sigma / sens       # σ is linear in Δ₂ (Balle & Wang, Thm 8)
+        project = bool(opts.get("project", True))
+        risk = excess_bound(n=erm.n, epsilon=eps, project=project, **values)
+        if project:
             notes.append("predicted: (ω·L·‖u‖ + Λ·r₂)·E‖b‖ (projection is 1-Lipschitz)")
         else:
-            risk = Lu * e_abs + 0.5 * erm.l2 * e_sq
             notes.append("predicted: [K] Lemma 1, E[J(θ̂+b)] − J(θ̂) ≤ ω·L·‖u‖·E|bᵀe| + Λ E‖b‖²/2")
-        params.update(sensitivity=sens, sigma=sigma)
+        params.update(sensitivity=sens, sigma=sigma, bound_values=values, project=project)
         G = E.dual_width(erm.decisions)
+        params["thm1_values"] = {"L": Lu, "R_2": 1.0, "G_F": float(G.value)}
         if delta > 0:
-            k1 = theorem1_bound(Lu, 1.0, G.value, erm.n, eps, delta)
+            k1 = thm1_bound(Lu, 1.0, G.value, erm.n, eps, delta)
             notes.append(f"[K] Thm 1 (O-form, constants 1, at its λ = L·R₂·√n/G): "
                          f"L·R₂·G·√(log(1/δ)+ε)/(ε√n) = {k1:.4g} with G_|P|(F) = {G.value:.4g}"
                          + ("" if G.exact else f" ± {G.stderr:.2g} (Monte Carlo)"))
         return risk, params, notes
+
+    def formula(self, plan):
+        """:func:`excess_bound` in sympy; None without a bound (constraints: the Lagrange search)."""
+        from privfair.theorems import formula
+
+        v = plan.params.get("bound_values")
+        if v is None or not math.isfinite(plan.predicted_excess_risk):
+            return None
+        return formula(excess_bound, v, standard=("n", "epsilon"), integers=("P",),
+                       project=plan.params.get("project", True))
 
 
 from . import register  # noqa: E402

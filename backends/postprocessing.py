@@ -80,6 +80,15 @@ def _shape(problem):
     return pairs, knobs, w[r._joint]
 
 
+
+def utility_bound(n_groups, m, epsilon, beta, q_min, w_error, w_gap, log=math.log):
+    """[J] Thm 3.1 in h's units, w.p. ≥ 1 − β: w_err·(error excess) + w_gap·(gap excess), with
+    the error excess 24|A| ln(4|A|/β)/(mε) (weighted by the objective's largest joint-cell weight)
+    and the gap excess 8 ln(4|A|/β)/(q m ε − 4 ln(4|A|/β)) (weighted by G × the largest gap
+    scale).  Pure; ``log`` may be ``sympy.log`` (Backend.formula)."""
+    err, gap = J.thm31_terms(n_groups, m, epsilon, beta, q_min, log=log)
+    return w_error * err + w_gap * gap
+
 class PostprocessingBackend(Backend):
     name = "postprocessing"
     theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
@@ -127,10 +136,17 @@ class PostprocessingBackend(Backend):
         wmax = float(np.max(np.abs(w_joint))) if w_joint.size else 0.0
         smax = max((p.scale for p in pairs), default=0.0)
         Gpen = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
-        risk = err * wmax + (Gpen * smax * gap if pairs else 0.0)
+        w_gap = Gpen * smax if pairs else 0.0
+        if not privacy.is_private:
+            risk = 0.0
+        elif math.isfinite(gap):
+            risk = utility_bound(G, n, privacy.epsilon, beta, q_min, wmax, w_gap)
+        else:                          # q·m·ε ≤ 4 ln(4|A|/β): Thm 3.1 gives no gap bound
+            risk = err * wmax if w_gap == 0 else math.inf
         params = {"groups": G, "gaps": len(pairs), "beta": beta, "slack": o["slack"],
                   "base": "given" if base_given else "logistic regression of y on X (public)",
                   "gamma": [float(p.gamma) for p in pairs], "error_bound": err, "gap_bound": gap,
+                  "error_weight": wmax, "gap_weight": w_gap,
                   "q_min_for_ranking": q_min, "counts_sensitivity_l1": 2.0}
         notes = [f"knobs: " + "; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}"
                                         for j, k in enumerate(knobs)),
@@ -156,6 +172,23 @@ class PostprocessingBackend(Backend):
         out.run_options = {k: options[k] for k in _OPTIONS if k in options}   # base= etc.
         out._shape = (pairs, knobs, w_joint)          # public: read from the problem only
         return out
+
+    def formula(self, plan):
+        """[J] Thm 3.1 as planned: excess = w_err·24|A| ln(4|A|/β)/(nε) + w_gap·8 ln(4|A|/β)/
+        (q n ε − 4 ln(4|A|/β)) (:func:`utility_bound`, the function the plan evaluates).  None
+        at ε = ∞ and where the gap bound does not apply (q n ε ≤ 4 ln(4|A|/β))."""
+        import sympy as sp
+
+        P = plan.params
+        if not plan.privacy.is_private or not math.isfinite(plan.predicted_excess_risk) \
+                or not math.isfinite(P["gap_bound"]):
+            return None
+        A, beta, q, we, wg = sp.symbols("A beta q w_err w_gap", positive=True)
+        n, e = sp.symbols("n epsilon", positive=True)
+        expr = utility_bound(A, n, e, beta, q, we, wg, log=sp.log)
+        return (sp.Eq(sp.Symbol("excess"), expr, evaluate=False),
+                {"A": P["groups"], "beta": P["beta"], "q": P["q_min_for_ranking"],
+                 "w_err": P["error_weight"], "w_gap": P["gap_weight"]})
 
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """Small dense work on the CPU (``device`` is ignored)."""

@@ -15,7 +15,8 @@ Algorithm (what runs; ``protect="sensitive"``: X and y public, the group A priva
         public  (on B'_t; no A):  g_θ = Σ ∇θCE_i + λ Σ J̃_iᵀ(v + k_ref)[c_i],  g_W = −2 W ⊙ Σ F_i
         private (on B_t):  S_θ = Σ J̃_iᵀ k̄[c_i, a_i] + N(0, (z_θ C_θ,t)² I),
                            S_W = Σ 2F_i/√p̃[c_i, a_i] e_{c_i, a_i} + N(0, (z_W C_W)² I)
-        θ ← Π_Θ(θ − η_θ/(1 + λ)·(g_θ + λ S_θ)/(qn));   W ← Π_D(W + η_W (g_W + S_W)/(qn))
+        θ ← Π_Θ(θ − η_θ/(1 + λ)·(g_θ + λ S_θ)/(qn));   W ← Π_D(W + η_W (g_W + S_W)/(qn·h))
+        (h = 1, or with w_step="newton" ψ's public diagonal curvature in W: see ``w_step``)
         θ̄_s = mean of θ over the second half of stage s         (post-processing)
     choose s by AboveThreshold on g(ℓ(θ̄_s)) (below), output θ̄_s
 
@@ -23,8 +24,10 @@ Privacy (per-player sensitivities; the module docstring of ``_ermi.py`` derives 
 Changing a_i leaves x_i, y_i, hence the public pieces and B'_t, unchanged; only the private
 sums move, through row i's contribution on B_t (if sampled):
 
-* W-player: 2F_i/√p̃[c_i, a_i] at one slot; ‖·‖₂ ≤ C_W = 2/√min p̃ (‖F‖₂ ≤ 1).  p̃ is released
-  (or public), so C_W is public: the private ρ of [L] is never read.
+* W-player: 2w_c F_i/√p̃[c_i, a_i] at one slot (c_i, a_i); ‖·‖₂ ≤ B_W[c_i, a_i] = 2w_c/√p̃
+  (‖F‖₂ ≤ 1).  p̃ is released (or public), so B_W is public: the private ρ of [L] is never read.
+  Slot (c, r) is divided by B_W[c, r] before the noise (a public diagonal rescaling): each slot's
+  noise is z_W·B_W[c, r] (``w_noise="per_slot"``) instead of the worst slot's C_W = max B_W.
 * θ-player: only the fairness term reads a_i: J̃_iᵀ k̄[c_i, a_i], k̄ = 2W/√p̃ minus its public
   midrange over groups k_ref (whose part J̃_iᵀk_ref[c_i] is a-free and joins g_θ), centred over
   labels, J̃_i = J_i·min(1, ζ/‖J_i‖_F) — a factor that does not depend on a_i (applied to both
@@ -33,7 +36,7 @@ sums move, through row i's contribution on B_t (if sampled):
   gradient needs no noise (it reads no A) and is taken on the independent sample B'_t, so the
   noiseless part reveals nothing about B_t and amplification by subsampling stays valid.
 * One step releases both sums on the same B_t: scaling the blocks by 1/(z_θ C_θ,t) and
-  1/(z_W C_W) gives unit noise and per-row norm ≤ (z_θ⁻² + z_W⁻²)^½ = 1/z, so T steps are the
+  1/(z_W B_W[c, r]) gives unit noise and per-row norm ≤ (z_θ⁻² + z_W⁻²)^½ = 1/z, so T steps are the
   Poisson-subsampled Gaussian mechanism with noise multiplier z under substitution
   (``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``), calibrated by the
   accountant (PLD) for the share ε_sgda; z_θ = z/√s_θ, z_W = z/√(1 − s_θ).
@@ -57,7 +60,11 @@ bounds from the released counts).  ``lam=`` fixes λ (no selection, nothing spen
 
 Theorem ([L] Thm 3.4).  E‖∇FERMI(θ̂)‖² = O(√max(d_θ, kl) ln(1/δ)/(εn)) for a uniformly random
 iterate, with unspecified constants and smoothness assumptions — a stationarity bound, not an
-excess risk: the plan predicts ∞ (so ``auto`` does not pick it spuriously).
+excess risk: the plan predicts ∞ (so ``auto`` does not pick it spuriously); the rate at constant
+1 is ``thm34_rate`` (params["stationarity_rate"]), and ``formula`` returns it times C_L = ∞.
+
+Defaults: chosen on a validation split of adult.data (docs/sgda.md, "How the defaults were
+chosen"); equalized odds overrides some (``EO_DEFAULTS``).
 
 Corrections to [L] Algorithm 1 as printed: P̂_S (and ρ) are private — released here; noise on
 the loss gradient is unnecessary under sensitive-attribute privacy (and its minibatch is
@@ -81,7 +88,8 @@ from .base import Backend, Plan, Verdict
 DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.0,
             "lambdas": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
             "count_share": 0.05, "select_share": 0.25, "theta_share": 0.5, "margin": "auto",
-            "average": True, "slice_weights": "balanced"}
+            "average": True, "slice_weights": "balanced", "w_step": "plain",
+            "w_noise": "per_slot"}
 _OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius",
                               "_noise_multiplier")
 #: failure probability of the group-mass lower bounds derived from the released counts
@@ -103,8 +111,14 @@ def _num(o, key, lo, hi, lo_open=True):
     o[key] = float(v)
 
 
-def _options(options):
+#: equalized-odds defaults that differ (chosen on a validation split of adult.data; docs/sgda.md)
+EO_DEFAULTS = {"epochs": 20, "w_step": "newton", "lr_w": 0.05}
+
+
+def _options(options, notion=None):
     o = dict(DEFAULTS)
+    if (options.get("fairness") or notion) == "equalized_odds":
+        o.update(EO_DEFAULTS)
     o.update({k: options[k] for k in _OPTIONS if k in options})
     for key in ("epochs", "batch_size"):
         if isinstance(o[key], bool) or not isinstance(o[key], (int, float)) or o[key] <= 0:
@@ -131,6 +145,12 @@ def _options(options):
     if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
         _bad("_noise_multiplier", m, "test-only knob in (0, 1]")
     o["_noise_multiplier"] = float(m)
+    if o["w_noise"] not in ("per_slot", "uniform"):
+        _bad("w_noise", o["w_noise"], "choose 'per_slot' or 'uniform'")
+    if o["w_step"] not in ("plain", "newton"):
+        _bad("w_step", o["w_step"], "choose 'plain' or 'newton'")
+    if o["w_step"] == "newton" and o["lr_w"] > 1:
+        _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
     if o["slice_weights"] not in ("balanced", "proportional"):
         _bad("slice_weights", o["slice_weights"], "choose 'balanced' or 'proportional'")
     if o.get("w_radius") is not None:
@@ -183,6 +203,13 @@ def noise_multiplier(epsilon, delta, T, q):
                                     neighbouring="replace", method="pld", rtol=5e-3))
 
 
+def thm34_rate(d_theta, d_w, epsilon, delta, n, log=math.log, sqrt=math.sqrt, Max=max):
+    """[L] Thm 3.4's rate √max(d_θ, d_W)·ln(1/δ)/(εn) for E‖∇FERMI(θ̂)‖² (d_W = kl, here the
+    S·G·L entries of W), constant 1: the theorem's constant is unspecified.  Pure; the math
+    functions may be sympy's (Backend.formula)."""
+    return sqrt(Max(d_theta, d_w)) * log(1 / delta) / (epsilon * n)
+
+
 def paper_sigma_w(epsilon, delta, T, n, rho):
     """[L] Thm 3.3's σ_w (std of the noise on the mean W-gradient), as printed."""
     return math.sqrt(16 * T * math.log(1 / delta) / (epsilon ** 2 * n ** 2 * rho))
@@ -233,12 +260,12 @@ class SGDABackend(Backend):
 
     # ------------------------------------------------------------------------------- plan
     def plan(self, problem, analysis, privacy, options) -> Plan:
-        o = _options(options)
         r = problem.rates
         try:
             notion, n_con = _shape(problem)
         except J.Unsupported as err:
             self.refuse(str(err))
+        o = _options(options, notion)
         if notion and o.get("fairness") and o["fairness"] != notion:
             _bad("fairness", o["fairness"], f"the constraint is a {notion} gap; drop fairness=")
         notion = notion or o.get("fairness")
@@ -262,7 +289,13 @@ class SGDABackend(Backend):
         count_share = o["count_share"] if private and not public_p else 0.0
         select_share = o["select_share"] if private and select else 0.0
         eps_sgda = privacy.epsilon * (1 - count_share - select_share) if private else math.inf
-        params = {"fairness": notion, "lambdas": list(path), "select": select, "epochs": o["epochs"],
+        d_theta = (r.decisions.n_features + 1) if not hasattr(r.decisions, "P") else \
+            int(r.decisions.P)
+        d_w = (r.L if notion == "equalized_odds" else 1) * r.G * r.L
+        params = {"d_theta": d_theta, "d_w": d_w, "stationarity_rate": (
+                      thm34_rate(d_theta, d_w, privacy.epsilon, privacy.delta, n)
+                      if private else 0.0),
+                  "fairness": notion, "lambdas": list(path), "select": select, "epochs": o["epochs"],
                   "batch_size": q * n, "sampling_rate": q, "T": T, "lr": o["lr"],
                   "lr_w": o["lr_w"], "clip": o["clip"], "theta_share": o["theta_share"],
                   "private": private, "epsilon_sgda": eps_sgda,
@@ -295,6 +328,22 @@ class SGDABackend(Backend):
                    theorem=self.theorem, notes=notes)
         out.run_options = o
         return out
+
+    def formula(self, plan):
+        """[L] Thm 3.4 as planned: excess = C_L·√max(d_θ, d_W)·ln(1/δ)/(εn) (:func:`thm34_rate`).
+        The theorem bounds a stationarity gap with an unspecified constant, not an excess risk:
+        ``values`` gives C_L = ∞, which is why the plan predicts ∞; the plan records the rate at
+        C_L = 1 as ``params["stationarity_rate"]``.  None at ε = ∞ / λ = 0 (nothing private)."""
+        import sympy as sp
+
+        P = plan.params
+        if not P.get("private"):
+            return None
+        C, dt, dw = sp.symbols("C_L d_theta d_W", positive=True)
+        e, d, n = sp.symbols("epsilon delta n", positive=True)
+        expr = C * thm34_rate(dt, dw, e, d, n, log=sp.log, sqrt=sp.sqrt, Max=sp.Max)
+        return (sp.Eq(sp.Symbol("excess"), expr, evaluate=False),
+                {"C_L": sp.oo, "d_theta": P["d_theta"], "d_W": P["d_w"]})
 
     # -------------------------------------------------------------------------------- run
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
@@ -391,7 +440,14 @@ class SGDABackend(Backend):
         G, L, n, q = r.G, r.L, r.n, P["sampling_rate"]
         W = torch.zeros(S, G, L, device=dev)
         D = o.get("w_radius") or E.w_radius(p_tilde, L)
-        CW = 2.0 / float(psq.min())
+        # per-slot bounds: row i's private W-piece 2F_i/psq[c_i, a_i] sits in slot (c_i, a_i)
+        # only, with ‖·‖₂ ≤ Bw[c_i, a_i] = 2/psq[c_i, a_i] (public: p̃ and the slice weights);
+        # dividing slot (c, r) by Bw[c, r] gives every row a unit-norm contribution, so the noise
+        # of each slot is calibrated to its own bound (a public diagonal rescaling of one
+        # Gaussian mechanism) rather than to the worst slot's C_W = max Bw
+        Bw = 2.0 / psq                                                   # (S, G)
+        CW = float(Bw.max())
+        slot_noise = Bw if o["w_noise"] == "per_slot" else torch.full_like(Bw, CW)
         mexp = q * n
         T, k = P["T"], len(path)
         bounds = [round(T * (s + 1) / k) for s in range(k)]
@@ -425,9 +481,9 @@ class SGDABackend(Backend):
                     noise = gaussian_noise_vector(adapter.P + S * G * L, 1.0, src,
                                                   namespace="torch", device=dev)
                     s_th = s_th + (mult * zt * Ct) * noise[:adapter.P].view_as(s_th)
-                    s_w = s_w + (mult * zw * CW) * noise[adapter.P:].view(S, G, L)
+                    s_w = s_w + (mult * zw) * slot_noise[:, :, None] * noise[adapter.P:].view(S, G, L)
                 step = g_pub + lam * s_th
-                W = _project_w(W + o["lr_w"] * (gW + s_w) / mexp, D)
+                W = w_step(W, gW, s_w, Fs, wt, mexp, o["lr_w"], o["w_step"], D)
             else:
                 step = g_pub
             theta = adapter.project(torch, theta - o["lr"] / (1.0 + lam) * step / mexp)
@@ -547,6 +603,20 @@ def _poisson(gen, n, q, dev, torch):
     k = int(gen.binomial(n, q))
     idx = gen.choice(n, size=k, replace=False, shuffle=False) if k else np.zeros(0, dtype=np.int64)
     return torch.as_tensor(idx, dtype=torch.long, device=dev)
+
+
+def w_step(W, gW, s_w, Fs, wt, mexp, lr_w, mode, D):
+    """The W-player's ascent step on the released gradient gW + s_w (sums over the batches).
+
+    ``"plain"``: W + lr_w (gW + s_w)/(qn).  ``"newton"``: ψ's mean is a separable quadratic in
+    W with diagonal curvature h[c, j] = 2 w_c Σ_{i∈B'_t, c_i=c} F_ij/(qn), public (it reads no
+    a_i), so dividing by it is post-processing; the step is then W ← (1 − lr_w) W + lr_w Ŵ_t,
+    an exponential average of the per-step maximisers Ŵ_t (lr_w = 1: exactly the batch's W*),
+    i.e. every coordinate averages the noise over ~1/lr_w steps whatever its curvature."""
+    if mode == "newton":
+        h = (2.0 * Fs * wt[:, None] / mexp).clamp_min(1.0 / mexp)[:, None, :]
+        return _project_w(W + lr_w * (gW + s_w) / mexp / h, D)
+    return _project_w(W + lr_w * (gW + s_w) / mexp, D)
 
 
 def _project_w(W, D):

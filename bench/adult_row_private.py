@@ -19,14 +19,26 @@ a priori from public quantities (never tuned on the data):
 * demographic parity, penalty form (the Lagrangian route): ``r.error() + 0.24·(selection[Male] −
   selection[Female])`` — 0.24 is three quarters of the largest multiplier for which the weighted
   ERM stays convex (the female share of the population, ≈ 0.32, is public census knowledge);
-* demographic parity, constraint form: ``|selection[Female] − selection[Male]| ≤ 0.03`` solved by
-  the private secant search on the multiplier (two probes + a final ERM; reported, no target);
+* demographic parity, constraint form (target 2): ``pf.minimize(r.error())`` subject to
+  ``pf.abs(r.selection["Female"] - r.selection["Male"]) <= 0.05`` — the level is the target's own
+  0.05, not a tightened one: the backend already tightens it by its release margin and repairs a
+  violation by mixing (docs/sparsity.md §4), so the *training* gap is ≤ 0.05 − margin w.p. ≥ 0.95.
+  Its defaults (no probe ERM: the labels' released gap stands for the unconstrained classifier's;
+  the a-priori zero crossing at 0.85 of the convex multiplier range; release share 0.06) were
+  fixed from public reasoning and the ε = ∞ gap-against-multiplier curve of the *training* split
+  (zero crossing between 0.80 and 0.90 of the range) — never from the test split;
+* LOPT under row privacy (reported, no target): ``pf.minimize(pf.maximum(fpr[F] + fnr[F],
+  fpr[M] + fnr[M]))`` (the worse group's balanced error) with ``backend="lopt"``, whose oracle is
+  the row-private weighted ERM (objective perturbation) — T = 5 calls and 4 Laplace releases;
 * output perturbation uses rows clipped to 1, radius 60 and Λ = 3·10⁻³ in logistic-loss units.
+
+Randomized classifiers (the constraint form's repair mixture, LOPT's uniform mixture) are scored by
+their expected prediction, as BENCHMARKS.md asks.
 
 diffprivlib's ``LogisticRegression(epsilon=1)`` (pure ε, row privacy) is fitted in the same run,
 with ``data_norm`` = the largest row norm (as in BENCHMARKS.md) and with rows clipped to 3.
-Exit status 0 when both targets pass (unconstrained error ≤ 0.19; penalty form DP violation ≤
-0.05 at error ≤ 0.20, means over seeds), 1 otherwise.
+Exit status 0 when both targets pass (unconstrained error ≤ 0.19; the *constraint form*'s DP
+violation ≤ 0.05 at error ≤ 0.20, means over seeds), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ import privfair as pf
 
 R, RADIUS, IB = 3.0, 20.0, 5.0
 MU = 0.24
+LEVEL = 0.05
 
 
 def sparse_set(R=R, radius=RADIUS, l2_logistic=0.0):
@@ -59,10 +72,13 @@ def problem(train, kind, R=R, radius=RADIUS, l2_logistic=0.0):
     r = pf.rates(ds, train, surrogate="logistic", feature_bound=R)
     if kind == "plain":
         return pf.Problem(pf.minimize(r.error()))
+    if kind == "minimax":
+        return pf.Problem(pf.minimize(pf.maximum(r.fpr["Female"] + r.fnr["Female"],
+                                                 r.fpr["Male"] + r.fnr["Male"])))
     if kind == "penalty":
         return pf.Problem(pf.minimize(r.error() + MU * (r.selection["Male"] - r.selection["Female"])))
     return pf.Problem(pf.minimize(r.error()),
-                      [pf.abs(r.selection["Female"] - r.selection["Male"]) <= 0.03])
+                      [pf.abs(r.selection["Female"] - r.selection["Male"]) <= LEVEL])
 
 
 def metrics(pred, test):
@@ -186,8 +202,10 @@ def main(argv=None):
                          l2_logistic=3e-3, options={"T": 5}), "ε=1 row")
     add(f"privfair objective_perturbation, error + {MU}·DP gap (penalty)",
         run_privfair(train, test, "penalty", "objective_perturbation", seeds), "ε=1 row")
-    add("privfair objective_perturbation, DP gap ≤ 0.03 (secant search)",
+    add(f"privfair objective_perturbation, DP gap ≤ {LEVEL} (constraint form)",
         run_privfair(train, test, "constraint", "objective_perturbation", seeds), "ε=1 row")
+    add("privfair lopt (row oracle: objective perturbation), max group fpr + fnr, T=5",
+        run_privfair(train, test, "minimax", "lopt", seeds), "ε=1 row")
     add("diffprivlib LogisticRegression (data_norm = max‖x‖)", run_diffprivlib(train, test, seeds),
         "ε=1 row")
     add("diffprivlib LogisticRegression (rows clipped to 3)",
@@ -204,11 +222,11 @@ def main(argv=None):
         print(f"| {name} | {priv} | {fmt(rows, 'error')} | {fmt(rows, 'dp_violation')} | "
               f"{fmt(rows, 'eo_violation')} | {fmt(rows, 'seconds')} |")
     err1 = np.mean([r["error"] for r in results[0][2]])
-    pen = [r for n, _, r in results if "penalty" in n][0]
-    err2, dp2 = np.mean([r["error"] for r in pen]), np.mean([r["dp_violation"] for r in pen])
+    con = [r for n, _, r in results if "constraint form" in n][0]
+    err2, dp2 = np.mean([r["error"] for r in con]), np.mean([r["dp_violation"] for r in con])
     ok1, ok2 = err1 <= 0.19, (dp2 <= 0.05 and err2 <= 0.20)
     print(f"\ntarget 1 (unconstrained error ≤ 0.19): {err1:.4f} {'PASS' if ok1 else 'FAIL'}")
-    print(f"target 2 (DP violation ≤ 0.05 at error ≤ 0.20): {dp2:.4f} at {err2:.4f} "
+    print(f"target 2 (constraint form: DP violation ≤ 0.05 at error ≤ 0.20): {dp2:.4f} at {err2:.4f} "
           f"{'PASS' if ok2 else 'FAIL'}")
     return 0 if ok1 and ok2 else 1
 

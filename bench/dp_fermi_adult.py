@@ -18,9 +18,17 @@ Systems:
 * DP-FERMI's stored figures (BENCHMARKS.md; the DP-FERMI repository's results, random 75/25
   split, not rerun here).
 
-Targets (PASS/FAIL): at every ε with a stored figure, sgda's mean (test error, violation) is at
-least on DP-FERMI's stored point (error ≤ and violation ≤, the stored numbers rounded up to three
-decimals) — e.g. demographic-parity violation ≤ 0.010 at error ≤ 0.187 at ε = 1.
+Targets (PASS/FAIL, for sgda and, beside it, for auto): at every ε, the system's mean (test
+error, violation) is at least on DP-FERMI's stored point (error ≤ and violation ≤, the stored
+numbers rounded up to three decimals) — e.g. demographic-parity violation ≤ 0.010 at error ≤ 0.187
+at ε = 1.  DP-FERMI stores no equalized-odds point at ε = 1 or 9; there the target is its point at
+the next smaller stored ε (0.5, resp. 3) — a larger budget must do at least as well — and the
+table marks it "derived".
+
+Defaults (sgda's and this bench's) were chosen on a validation split of the TRAINING data only
+(adult.data split 80/20 with the public seed 12345; fit on 80%, scored on 20%; 3–4 seeds; ε ∈
+{0.5, 3}); the test split was read only for the final table (docs/sgda.md, "How the defaults were
+chosen").
 
 Also printed: the accountant's noise against [L] Thm 3.3's closed form, and (``--gpu``; needs
 CUDA) sgda on a synthetic problem of ``--gpu-rows`` rows on the GPU against the CPU path.
@@ -49,6 +57,15 @@ LEVEL = {"dp": 0.01, "eo": 0.03}
 DP_FERMI = {("dp", 0.5): (0.1876, 0.0287), ("dp", 1.0): (0.1869, 0.0099),
             ("dp", 3.0): (0.1880, 0.0118), ("dp", 9.0): (0.1885, 0.0071),
             ("eo", 0.5): (0.1821, 0.0337), ("eo", 3.0): (0.1812, 0.0312)}
+
+
+def target(kind, eps):
+    """(error, violation, derived?): DP-FERMI's stored point at ε, else at the largest stored
+    ε below it (more budget must do at least as well); None when there is none."""
+    if (kind, eps) in DP_FERMI:
+        return DP_FERMI[(kind, eps)] + (False,)
+    below = [e for (k, e) in DP_FERMI if k == kind and e < eps]
+    return DP_FERMI[(kind, max(below))] + (True,) if below else None
 
 
 def linear_problem(kind, train):
@@ -126,6 +143,12 @@ def main(argv=None):
     ap.add_argument("--gpu-rows", type=int, default=1_000_000)
     ap.add_argument("--quick", action="store_true", help="2 seeds, ε ∈ {1} (smoke test)")
     args = ap.parse_args(argv)
+    try:                      # one intra-op thread: the per-step tensors are small (2-core box)
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
     train, test = pf.datasets.load_adult("train"), pf.datasets.load_adult("test")
     seeds = range(2 if args.quick else args.seeds)
     epsilons = [1.0] if args.quick else [float(e) for e in args.eps.split(",")]
@@ -149,12 +172,17 @@ def main(argv=None):
                 Ra, Ta, names, _ = run_system(cells, eps, delta, seeds, test, "auto")
                 row["auto"] = (Ra, Ta, sorted(set(names)))
             table.append(row)
-            if (kind, eps) in DP_FERMI:
-                e0, v0 = DP_FERMI[(kind, eps)]
-                err, viol = R[:, 0].mean(), R[:, col].mean()
-                verdicts.append((f"{kind.upper()} ε={eps:g}: sgda {viol:.4f} ≤ {ceil3(v0):.3f} at "
-                                 f"error {err:.4f} ≤ {ceil3(e0):.3f} (DP-FERMI {e0} / {v0})",
-                                 viol <= ceil3(v0) and err <= ceil3(e0)))
+            tgt = target(kind, eps)
+            if tgt is not None:
+                e0, v0, derived = tgt
+                src = "derived from the next smaller stored ε" if derived else "stored"
+                for sysname, RR in [("sgda", R)] + ([("auto", row["auto"][0])] if "auto" in row
+                                                    else []):
+                    err, viol = RR[:, 0].mean(), RR[:, col].mean()
+                    verdicts.append((f"{kind.upper()} ε={eps:g}: {sysname} {viol:.4f} ≤ "
+                                     f"{ceil3(v0):.3f} at error {err:.4f} ≤ {ceil3(e0):.3f} "
+                                     f"(DP-FERMI {e0} / {v0}, {src})",
+                                     viol <= ceil3(v0) and err <= ceil3(e0), sysname))
     name = {"dp": "demographic parity ≤ 0.01", "eo": "equalized odds ≤ 0.03"}
     print("\nTest error / violation (mean ± std over seeds; violation = the problem's own notion)\n")
     print("| setting | ε | DP-FERMI (stored) | privfair sgda | λ chosen | privfair auto | sgda s | auto s |")
@@ -163,8 +191,9 @@ def main(argv=None):
         kind, eps = row["kind"], row["eps"]
         col = 1 if kind == "dp" else 2
         R, T, lams = row["sgda"]
-        ref = DP_FERMI.get((kind, eps))
-        ref_s = f"{ref[0]:.4f} / {ref[1]:.4f}" if ref else "—"
+        ref = target(kind, eps)
+        ref_s = "—" if ref is None else f"{ref[0]:.4f} / {ref[1]:.4f}" + (" (derived)" if ref[2]
+                                                                          else "")
         lam_s = ", ".join(f"{v:g}×{lams.count(v)}" for v in sorted(set(lams)))
         auto_s, auto_t = "—", "—"
         if "auto" in row:
@@ -190,9 +219,9 @@ def main(argv=None):
         else:
             print("  no CUDA device here: GPU timing skipped")
     print("\n| target | result |\n|---|---|")
-    for text, ok in verdicts:
+    for text, ok, _ in verdicts:
         print(f"| {text} | {'PASS' if ok else 'FAIL'} |")
-    return 0 if all(ok for _, ok in verdicts) else 1
+    return 0 if all(ok for _, ok, who in verdicts if who == "sgda") else 1
 
 
 if __name__ == "__main__":

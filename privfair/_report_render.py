@@ -40,12 +40,26 @@ def _eo_rows(rep):
     if e is None:   # the decision set has no VC dimension (e.g. ProxyCells)
         return []
     return [("[A] Cor 8.9", "|A|⁴·VC/(εα³)", _n(e["agarwal"])),
-            ("[J]", f"|A|³·VC/(εα^(3+r)), r={e['r']:.3g}", _n(e["jagielski"]))]
+            ("[A] Cor 8.9, corrected α power", "|A|⁴·VC/(εα⁴)", _n(e["agarwal_corrected"])),
+            ("[A] Cor C.2 ([J] Thm 4.4)", f"|A|³·VC/(εα^(3+r)), r={e['r']:.3g}",
+             _n(e["jagielski"]))]
+
+
+def _theorem_rows(rep):
+    out = []
+    for e in rep.theorems:
+        val = "—" if e.value is None else f"{e.quantity} = {_r(e.value) if e.value < 1e4 else _n(e.value)}"
+        T = "—" if e.T_needed is None else f"{e.T_needed:,}"
+        out.append((e.cite, e.constants, "applies" if e.applies else "does not apply", val,
+                    _n(e.n_needed), T))
+    return out
 
 
 TABLES = (
     ("Upper bounds (each backend's theorem, via its plan)", _bound_rows,
      ("backend", "bound at n", "n for α", "theorem")),
+    ("Theorems (checked against this problem; n for α where the theorem gives one)",
+     _theorem_rows, ("theorem", "constants", "preconditions", "value at n", "n for α", "T")),
     ("Lower bounds ([A] §6)", _lower_rows, ("theorem", "setting", "n ≥", "applies", "note")),
     ("Equalized odds: [A] against [J]", _eo_rows, ("source", "order", "n₀ (constant 1)")),
     ("Measured excess risk of h (non-private reference; not released)", _meas_rows,
@@ -57,6 +71,19 @@ def _header(rep):
     p = rep.privacy
     return (f"privfair sample-complexity report — n={rep.n}, K={rep.K}, ε={p.epsilon:g}, "
             f"δ={p.delta:g}, α={rep.alpha:g}, β={rep.beta:g}")
+
+
+def _theorem_notes(rep):
+    """One line per theorem: what it bounds, why it (does not) apply, corrections, its home."""
+    out = []
+    for e in rep.theorems:
+        line = f"{e.cite} — {e.title}: {'applies' if e.applies else 'does not apply'} ({e.reason})"
+        if e.correction:
+            line += f"; {e.correction}"
+        if e.home:
+            line += f" [formula: {e.home}]"
+        out.append(line)
+    return out
 
 
 def _footer(rep):
@@ -76,6 +103,8 @@ def to_text(rep):
         w = [max(len(r[i]) for r in rows) for i in range(len(head))]
         out += [title, "-" * len(title)]
         out += ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows] + [""]
+    if rep.theorems:
+        out += ["Theorem notes", "-------------"] + _theorem_notes(rep) + [""]
     return "\n".join(out + _footer(rep))
 
 
@@ -95,6 +124,11 @@ def _formulas(rep):
             out.append((f"{b.backend} ({b.theorem})", expr, vals))
     for lb in rep.lower_bounds:
         out.append((f"{lb.theorem}, {lb.name} (order, constant 1)", lb.formula, {}))
+    for t in rep.theorems:
+        if t.formula is not None:
+            eq, vals = t.formula
+            label = f"{t.cite} ({t.constants}{'' if t.applies else '; does not apply here'})"
+            out.append((label, eq, vals))
     if rep.eo is not None:
         out.append(("[A] Cor 8.9 (order)", rep.eo["formula_A"], {}))
         out.append(("[J] (order)", rep.eo["formula_J"], {}))
@@ -107,6 +141,8 @@ def to_markdown(rep):
         rows = fn(rep)
         if rows:
             lines += [f"## {title}", ""] + _md_table(head, rows) + [""]
+    if rep.theorems:
+        lines += ["## Theorem notes", ""] + [f"- {x}" for x in _theorem_notes(rep)] + [""]
     lines += ["## Formulas", ""]
     for title, _, tex, vals in _formulas(rep):
         extra = (" with " + ", ".join(f"{k}={_r(v) if isinstance(v, float) else v}"
@@ -186,6 +222,9 @@ def to_html(rep):
                      + "</tr>")
         parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
         parts.append("</table>")
+    if rep.theorems:
+        parts.append("<h2>Theorem notes</h2><ul>" + "".join(f"<li>{e(x)}</li>"
+                                                          for x in _theorem_notes(rep)) + "</ul>")
     parts.append("<h2>Formulas</h2><ul>")
     for title, expr, tex, vals in _formulas(rep):
         extra = (" with " + ", ".join(f"{k}={_r(v) if isinstance(v, float) else v}"

@@ -5,7 +5,7 @@ Commands (``privfair COMMAND --help`` documents each; see also ``docs/cli.md``):
     privfair solve PROBLEM.py --epsilon 1 [--delta D] [--protect sensitive|row] [--backend auto]
                    [--seed S] [--alpha A] [--certificate out.md] [--report out.html]
     privfair report PROBLEM.py [--epsilon 1] [--delta D] [--protect ...] [--alpha A] [--output F]
-    privfair audit --backend NAME [--epsilon 1] [--delta 0] [--runs 2000] [--negative-control]
+    privfair audit --backend NAME [--epsilon 1] [--delta 0] [--runs N] [--negative-control]
     privfair backends
     privfair datasets
     privfair demo [--epsilon 1] [--constraint equalized_odds|demographic_parity] [--subsample N]
@@ -406,74 +406,29 @@ AUDIT_DOC = """The built-in audit instance (20 rows, one feature x, groups a and
   neighbours: D and D' = D with row 0 (x = 0.25, y = 0) moved from group a to group b
   (protect="sensitive": one row's sensitive attribute changes, features and labels fixed)
 
-Problems, by backend:
+Problems, by backend (privfair.privacy.audit_instances), chosen so that the moved row
+reaches the released decision:
   exponential, frank_wolfe, lopt, oracle_learner and any other backend: thresholds
-    t in {-1, -0.5, 0, 0.5, 1} on x, minimize fp[a] + fn[a] (group a's errors / n); the two
-    best thresholds (0 and 0.5) tie on D and the moved row breaks the tie, so the row's
-    change reaches the likely outputs.  Iterative backends run with T = 2 so that the output
-    space stays small enough to histogram.
+    t in {0, 0.5} on x, minimize fp[a] + fn[a] - tn[a].  The objective gap between the two
+    thresholds is +1/n on D and -1/n on D' (row 0 is in fp[a] or tn[a], x = 0.3 (y=1) in
+    fn[a]): the row flips a tie by the full score sensitivity.  Iterative backends run with
+    T = 2 (the linear objective keeps their gradient fixed; four mixtures are possible).
   postprocessing: pf.PostProcessed(base = 1[0 <= x <= 0.5]), minimize fp[a] + fn[a] (the
     base's positive cell of group a ties on D and the moved row breaks the tie).
-  cells: pf.ProxyCells(2, 2), minimize fp[a] + fn[a].
+  cells: pf.ProxyCells(1, 1) (one cell), minimize (fp[a] - 0.1)^2, proxy_share=0.05: the
+    rule is q = 0.1 n / (released count of group a's negatives), which the row moves by one.
 
 Output tested: the expected prediction of the released decision (a mixture) on the 20 rows
-(and for decisions that read the group, for both groups) — a post-processing of the release,
-so an (ε, δ)-DP backend gives outputs that pass at the certificate's (ε, δ).  When at most
-max(2, runs // 40) distinct outputs occur they are histogrammed as they are; otherwise a
-fifth of the runs (a pilot) fixes the direction that separates D from D' and the other runs
-are projected on it and cut into 20 quantile bins."""
+(and for decisions that read the group, for both groups) -- a post-processing of the release,
+so an (eps, delta)-DP backend gives outputs that pass at the certificate's (eps, delta).  A
+pilot (the first quarter of the runs on each dataset) picks, in each direction, an event S
+(outputs histogrammed when few distinct ones occur, else projected and cut into 20 quantile
+bins); the other runs test it: with exact binomial bounds P_D(S) >= p_lo and P_D'(S) <= q_hi,
+the empirical privacy loss lower bound is eps_lo = ln((p_lo - delta)/q_hi), and the claim is
+refuted when eps_lo > eps (each direction wrong with probability <= Phi(-z), z = --z).
 
-_THRESHOLD_BACKENDS_OPTIONS = {"frank_wolfe": {"T": 2}, "lopt": {"T": 2},
-                               "oracle_learner": {"T": 2}}
-
-
-def audit_pair():
-    """The neighbouring datasets (D, D') of the built-in audit instance (see ``AUDIT_DOC``)."""
-    import numpy as np
-
-    import privfair as pf
-
-    xa = np.array([0.25, -0.9, -0.8, -0.6, -0.3, 0.3, 0.7, 0.8, 0.9, 0.95])
-    ya = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 1])
-    xb = np.linspace(-1.2, 1.2, 10)
-    D = pf.Dataset(np.concatenate([xa, xb])[:, None], np.concatenate([ya, (xb > 0).astype(int)]),
-                   sensitive=np.array(["a"] * 10 + ["b"] * 10), group_names=["a", "b"])
-    return D, D.with_row(0, group="b")
-
-
-def _audit_base(X):
-    import numpy as np
-
-    x = np.asarray(X, dtype=float)[:, 0]
-    return ((x >= 0) & (x <= 0.5)).astype(float)
-
-
-def audit_instances(backend: str):
-    """Candidate (description, problem builder, solve options) for ``backend``, best first."""
-    import numpy as np
-
-    import privfair as pf
-
-    def thresholds(data):
-        r = pf.rates(pf.Thresholds(np.linspace(-1.0, 1.0, 5), score=0), data,
-                     group_mass_bound=0.25)
-        return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"]))
-
-    def postprocessed(data):
-        r = pf.rates(pf.PostProcessed(_audit_base), data)
-        return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"]))
-
-    def cells(data):
-        r = pf.rates(pf.ProxyCells(2, 2), data)
-        return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"]))
-
-    table = {"thresholds": ("5 thresholds on x, minimize fp[a] + fn[a]", thresholds,
-                            _THRESHOLD_BACKENDS_OPTIONS.get(backend, {})),
-             "postprocessed": ("PostProcessed(1[0 <= x <= 0.5]), minimize fp[a] + fn[a]",
-                               postprocessed, {}),
-             "cells": ("ProxyCells(2, 2), minimize fp[a] + fn[a]", cells, {})}
-    first = {"postprocessing": "postprocessed", "cells": "cells"}.get(backend, "thresholds")
-    return [table[first]] + [v for k, v in table.items() if k != first]
+Default runs on each dataset: 2000 (frank_wolfe and lopt 4000, cells 600); each audit
+takes well under a minute on one core."""
 
 
 def _audit_outputs(backend, build, data, privacy, options, runs, seed, progress, label):
@@ -503,31 +458,18 @@ def _audit_outputs(backend, build, data, privacy, options, runs, seed, progress,
     return np.round(out, 9)
 
 
-def _audit_statistic(a, b):
-    """(sample of D, sample of D', bins, description) for check_dp; see ``AUDIT_DOC``."""
-    import numpy as np
-
-    runs = min(len(a), len(b))
-    uniq, codes = np.unique(np.vstack([a, b]), axis=0, return_inverse=True)
-    codes = np.asarray(codes).ravel()
-    if len(uniq) <= max(2, runs // 40):
-        return (codes[:len(a)], codes[len(a):], "discrete",
-                f"{len(uniq)} distinct outputs, histogrammed")
-    k = max(1, len(a) // 5), max(1, len(b) // 5)
-    direction = a[:k[0]].mean(axis=0) - b[:k[1]].mean(axis=0)
-    if not np.any(direction):
-        direction = np.ones(a.shape[1])
-    return (a[k[0]:] @ direction, b[k[1]:] @ direction, 20,
-            f"{len(uniq)} distinct outputs: pilot of {k[0]} + {k[1]} runs fixes a projection, "
-            f"{len(a) - k[0]} + {len(b) - k[1]} runs in 20 quantile bins")
+def _format_eps(value) -> str:
+    """An ε lower bound for printing: below 0 it says nothing (ε ≥ 0 always)."""
+    return f"{max(value, 0.0):.3f}"
 
 
 def _cmd_audit(args) -> int:
     import numpy as np
 
     import privfair as pf
-    from .backends import BACKENDS, get
-    from .privacy.testing import check_dp
+    from .backends import get
+    from .privacy.audit_instances import audit_instances, audit_pair, default_runs
+    from .privacy.testing import check_dp_heldout
 
     backend = get(args.backend)           # unknown name: typed error, exit 2
     if getattr(backend, "non_private_only", False):
@@ -538,24 +480,28 @@ def _cmd_audit(args) -> int:
     privacy = pf.DP(args.epsilon, args.delta, protect="sensitive")
     D, Dp = audit_pair()
     refusals, chosen = [], None
-    for description, build, options in audit_instances(backend.name):
-        problem = build(D)
+    for inst in audit_instances(backend.name):
+        problem = inst.build(D)
         verdict = backend.accepts(problem, problem.analyze(privacy))
         if verdict:
-            chosen = description, build, options
+            chosen = inst
             break
-        refusals.append(f"{description}: {verdict.reason}")
+        refusals.append(f"{inst.description}: {verdict.reason}")
     if chosen is None:
         raise CommandError(f"backend {args.backend!r} accepts none of the built-in audit "
                            f"instances ({'; '.join(refusals)})")
-    description, build, options = chosen
+    build, options = chosen.build, chosen.options
+    runs = args.runs if args.runs is not None else default_runs(backend.name)
+    if runs < 8:
+        raise CommandError(f"--runs {runs}: at least 8 runs are needed (a pilot and a test part)")
     seeds = np.random.SeedSequence(args.seed).spawn(5)
     cert = build(D).solve(privacy, backend=backend.name, seed=seeds[0], progress=False,
                           **options).certificate
     eps, delta = float(cert.epsilon), float(cert.delta)
     opts = ", ".join(f"{k}={v}" for k, v in options.items())
     print(f"privfair audit — backend {backend.name} on the built-in instance: {D.n} rows, "
-          f"{description}{' (' + opts + ')' if opts else ''}; D' moves row 0 from group a to b")
+          f"{chosen.description}{' (' + opts + ')' if opts else ''}; D' moves row 0 from "
+          "group a to b")
     print(f"claim (the certificate of a run at ε={args.epsilon:g}, δ={args.delta:g}): "
           f"ε = {eps:.6g}, δ = {delta:.3g}")
     progress = _show_progress(args)
@@ -564,35 +510,49 @@ def _cmd_audit(args) -> int:
         runs_list.append(("negative control", 4 * args.epsilon, seeds[3], seeds[4]))
     expected_ok = True
     for kind, eps_run, sD, sDp in runs_list:
+        started = time.perf_counter()
         run_privacy = pf.DP(eps_run, args.delta, protect="sensitive")
-        a = _audit_outputs(backend, build, D, run_privacy, options, args.runs, sD, progress,
+        a = _audit_outputs(backend, build, D, run_privacy, options, runs, sD, progress,
                            f"{kind} D")
-        b = _audit_outputs(backend, build, Dp, run_privacy, options, args.runs, sDp, progress,
+        b = _audit_outputs(backend, build, Dp, run_privacy, options, runs, sDp, progress,
                            f"{kind} D'")
-        xa, xb, bins, how = _audit_statistic(a, b)
-        check = check_dp(xa, xb, eps, delta, bins=bins, z=args.z)
+        check = check_dp_heldout(a, b, eps, delta, z=args.z)
+        took = time.perf_counter() - started
         if kind == "honest":
-            print(f"\nhonest run: backend at ε={eps_run:g}, {args.runs} runs on D and on D' "
-                  f"({how})")
+            print(f"\nhonest run: backend at ε={eps_run:g}, {runs} runs on D and on D' "
+                  f"({check.how}; {took:.1f} s)")
         else:
             print(f"\nnegative control: backend at 4ε = {eps_run:g} (under-noised), "
-                  f"{args.runs} runs on D and on D' ({how}), tested against the same claim")
+                  f"{runs} runs on D and on D' ({check.how}; {took:.1f} s), tested against the "
+                  "same claim")
         for name, est in (("D → D'", check.forward), ("D' → D", check.backward)):
-            print(f"  δ̂ at ε={eps:.6g}, {name}: {est.delta:.4f} ± {est.stderr:.4f} "
-                  f"(bias allowance {est.bias_bound:.4f}; lower bound {est.lower(args.z):.4f})")
+            print(f"  {name}: event S of {est.size}/{est.bins} pilot bins; held out: "
+                  f"P(S) = {est.p:.4f}, P'(S) = {est.q:.4f}; δ̂ at ε={eps:.6g}: "
+                  f"{est.delta:.4f} ± {est.stderr:.4f}; bounds P ≥ {est.p_lower:.4f}, "
+                  f"P' ≤ {est.q_upper:.4f}; ε lower bound {_format_eps(est.epsilon_lower(delta))}")
+        print(f"  empirical privacy loss: ε ≥ {_format_eps(check.epsilon_lower)} at δ = "
+              f"{delta:.3g} (each direction at confidence 1 − Φ(−{args.z:g})); claim ε = "
+              f"{eps:.6g}")
         verdict = "PASS" if check.passed else "FAIL"
         if kind == "honest":
             print(f"  {verdict}: " + ("no evidence against the claim at "
-                                      f"{args.z:g} standard errors" if check.passed else
+                                      f"z = {args.z:g}" if check.passed else
                                       f"the outputs refute (ε, δ) = ({eps:.6g}, {delta:.3g})"))
             expected_ok &= check.passed
         else:
             print(f"  {verdict}: " + ("the tester refutes the under-noised run — it has power "
                                       "on this instance (expected)" if not check.passed else
                                       "the under-noised run is NOT refuted: no power at "
-                                      f"{args.runs} runs on this instance (raise --runs)"))
+                                      f"{runs} runs on this instance (raise --runs)"))
             expected_ok &= not check.passed
     return EXIT_OK if expected_ok else EXIT_FAILED
+
+
+def audit_pair():
+    """The neighbouring datasets (D, D') of the built-in audit instance (see ``AUDIT_DOC``)."""
+    from .privacy.audit_instances import audit_pair as pair
+
+    return pair()
 
 
 # --------------------------------------------------------------------------- parser
@@ -663,18 +623,21 @@ def build_parser() -> argparse.ArgumentParser:
                        "(neighbouring-dataset tester)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Run a backend many times on two neighbouring datasets of a "
-                       "built-in instance and estimate δ̂ at the certificate's ε "
-                       "(privfair.privacy.testing.check_dp, both directions).  Exit 0 when "
+                       "built-in instance and bound the empirical privacy loss from below on an "
+                       "event chosen from held-out runs (privfair.privacy.testing."
+                       "check_dp_heldout, both directions).  Exit 0 when "
                        "the verdicts are as expected (honest run PASS; negative control, if "
                        "asked, refuted), 1 otherwise.\n\n" + AUDIT_DOC)
     a.add_argument("--backend", required=True, help="a name from 'privfair backends'")
     a.add_argument("--epsilon", type=_epsilon, default=1.0, help="ε to run at (default 1)")
     a.add_argument("--delta", type=_delta, default=0.0, help="δ to run at (default 0)")
-    a.add_argument("--runs", type=_positive_int, default=2000,
-                   help="runs on each dataset (default 2000)")
+    a.add_argument("--runs", type=_positive_int, default=None,
+                   help="runs on each dataset (default 2000; frank_wolfe and lopt 4000, "
+                        "cells 600)")
     a.add_argument("--seed", type=_seed, default=0, help="seed of the runs (default 0)")
     a.add_argument("--z", type=_positive_float, default=4.0,
-                   help="standard errors before a claim is refuted (default 4)")
+                   help="confidence: a claim is refuted only when the empirical ε lower "
+                        "bound, at level 1 − Φ(−z) in each direction, exceeds it (default 4)")
     a.add_argument("--negative-control", action="store_true",
                    help="also run the backend at 4ε (under-noised) against the same claim: "
                         "the tester should refute it")

@@ -143,6 +143,7 @@ class Report:
     eo: dict
     measurements: list
     pareto: object = None
+    theorems: list = field(default_factory=list)   # privfair.theorems.TheoremEntry, one each
 
     def __str__(self):
         from ._report_render import to_text
@@ -202,37 +203,35 @@ def lower_bounds(K, privacy, alpha):
 
 
 def eo_comparison(problem, privacy, alpha):
-    """[A] Cor 8.9 against [J] for equalized odds: orders with constant 1 (Õ hides logs).
+    """[A] Cor 8.9 against [A] Cor C.2 ([J] Thm 4.4) for equalized odds: orders with constant 1
+    (Õ hides logs); the formulas are ``privfair.theorems.a89_n0`` / ``ac2_n0`` (one home).
 
-    VC: 1 for a ``Thresholds`` grid (one score), ⌈log₂|C|⌉ for another finite set; r from the
-    declared (public) group-mass bound q: min q = α^{(1+r)/2}, r = max(0, 2 ln q/ln α − 1);
-    r = 0 when no public bound is declared.
+    VC: the decision set's ``vc_dimension``, else ⌈log₂|C|⌉ for a finite set; r from the declared
+    (public) group-mass bound q: min q = α^{(1+r)/2}, r = max(0, 2 ln q/ln α − 1); r = 0 when no
+    public bound is declared.  ``agarwal_corrected`` uses α⁴ (see ``theorems.ALPHA_POWER_NOTE``).
     """
     import sympy as sp
 
-    rates = problem.rates
-    A = len(rates.groups)
-    ds = rates.decisions
-    # the decision set knows its VC dimension (one home per fact); finite sets without one
-    # fall back on log₂|C|
-    vc = getattr(ds, "vc_dimension", None)
-    if vc is not None:
-        vc, vc_src = int(vc), f"{type(ds).__name__}.vc_dimension"
-    elif getattr(ds, "is_finite", False):
-        vc, vc_src = max(1, math.ceil(math.log2(len(ds)))), "finite set: VC ≤ ⌈log₂|C|⌉"
-    else:
+    from . import theorems as th
+
+    ctx = th.Context(problem, None, privacy, alpha, 0.05)
+    ds = problem.rates.decisions
+    A, vc, r, q = th._eo_values(ctx)
+    if vc is None:
         return None
-    q = rates.group_mass_bound
-    q = float(np.min(q)) if q is not None and rates.group_mass_source == "public" else None
-    r = max(0.0, 2 * math.log(q) / math.log(alpha) - 1) if q else 0.0
+    vc_src = (f"{type(ds).__name__}.vc_dimension" if getattr(ds, "vc_dimension", None) is not None
+              else "finite set: VC ≤ ⌈log₂|C|⌉")
     eps = privacy.epsilon
     a_s, v_s, e_s, al, r_s = sp.symbols("A VC epsilon alpha r", positive=True)
+    sym = th.symbolic()
     return {"A": A, "VC": vc, "vc_source": vc_src, "q_min": q, "r": r,
-            "agarwal": A ** 4 * vc / (eps * alpha ** 3),
-            "jagielski": A ** 3 * vc / (eps * alpha ** (3 + r)),
-            "formula_A": a_s ** 4 * v_s / (e_s * al ** 3),
-            "formula_J": a_s ** 3 * v_s / (e_s * al ** (3 + r_s)),
-            "note": "orders with constant 1; [J] needs min q_ay ≤ α^{(1+r)/2}"}
+            "agarwal": th.a89_n0(A, vc, eps, alpha),
+            "agarwal_corrected": th.a89_n0(A, vc, eps, alpha, power=4),
+            "jagielski": th.ac2_n0(A, vc, r, eps, alpha),
+            "formula_A": th.a89_n0(a_s, v_s, e_s, al, ops=sym),
+            "formula_J": th.ac2_n0(a_s, v_s, r_s, e_s, al, ops=sym),
+            "note": "orders with constant 1; [J] needs min q_ay ≤ α^{(1+r)/2}; [A]'s α³ as "
+                    "printed (α⁴ with Thm 5.5's explicit T)"}
 
 
 def _formula(name, plan):
@@ -350,7 +349,20 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
         else:
             sizes = sorted(set(ns or np.unique(np.geomspace(max(20, n // 8), n, 4).astype(int))))
         measurements = measure_curve(build, data, privacy, chosen, sizes, seeds, alpha)
+    from . import theorems as th
+
+    ctx = th.Context(problem, analysis, privacy, alpha, beta,
+                     plans={p.backend: p for p in plans.ranked}, refused=dict(plans.refused))
     return Report(privacy=privacy, alpha=alpha, beta=beta, n=n, K=K, bounds=bounds,
                   refused=dict(plans.refused), lower_bounds=lower_bounds(K, privacy, alpha),
                   eo=eo_comparison(problem, privacy, alpha), measurements=measurements,
-                  pareto=frontier)
+                  pareto=frontier, theorems=_with_backend_n(th.entries(ctx), bounds))
+
+
+def _with_backend_n(entries, bounds):
+    """Tied entries (a backend's plan *is* the theorem's bound) take that backend's n for α."""
+    by = {b.backend: b for b in bounds}
+    for e in entries:
+        if e.backend in by:
+            e.n_needed = by[e.backend].n_needed
+    return entries

@@ -291,3 +291,152 @@ def test_torch_scores_give_the_same_run_as_numpy():
     a = prob.solve(pf.DP(1.0), backend="lopt", seed=3, T=6, progress=False)
     b = prob.solve(pf.DP(1.0), backend="lopt", seed=3, T=6, progress=False, device="torch")
     assert [t["index"] for t in a.trace] == [t["index"] for t in b.trace]
+
+
+# ------------------------------------------------------------------------------ protect="row"
+def _row_data(n=8, flip=False):
+    X = np.array([[0.9], [-0.4], [0.7], [0.2], [-0.8], [0.5], [-0.1], [0.3]])[:n]
+    y = np.array([1, 0, 1, 0, 0, 1, 0, 1])[:n]
+    a = np.array(["a", "b"] * (n // 2))
+    if flip:                                   # one row replaced: its label flips
+        y = y.copy()
+        y[0] = 0
+    return pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+
+
+def _row_problem(data, feature_bound=1.0, set_bound=1.0):
+    ds = pf.SparseLinear(1, norm=pf.norms.l1(1), radius=2.0, intercept=False,
+                         feature_bound=set_bound)
+    r = pf.rates(ds, data, surrogate="logistic", feature_bound=feature_bound,
+                 group_mass_bound=0.2)
+    return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"] + 0.5 * (r.fp["b"] + r.fn["b"])))
+
+
+def _row_outputs(flip, n_runs, seed):
+    b = get("lopt")
+    prob = _row_problem(_row_data(flip=flip))
+    privacy = pf.DP(1.0, 1e-3, protect="row")
+    plan = b.plan(prob, prob.analyze(privacy), privacy, {"T": 1})
+    src = as_source(seed)
+    return np.array([b.run(plan, rng=src, accountant=None, progress=False).decisions[0][0]
+                     for _ in range(n_runs)])
+
+
+def test_lopt_row_oracle_passes_the_tester_and_an_under_noised_control_fails(monkeypatch):
+    import privfair.backends.objective_perturbation as OP
+
+    plan = _row_problem(_row_data()).plan(pf.DP(1.0, 1e-3, protect="row"), backend="lopt",
+                                          T=1).chosen
+    assert plan.params["oracle_method"] == "objective_perturbation"
+    D, Dp = _row_outputs(False, 2000, 1), _row_outputs(True, 2000, 2)
+    assert check_dp(D, Dp, 1.0, 1e-3, bins=12).passed
+    orig = OP.calibrate
+
+    def loud(erm, eps, delta, share=None):
+        c = dict(orig(erm, eps, delta, share))
+        c["sigma"] /= 50
+        return c
+    monkeypatch.setattr(OP, "calibrate", loud)
+    D, Dp = _row_outputs(False, 800, 3), _row_outputs(True, 800, 4)
+    assert not check_dp(D, Dp, 1.0, 1e-3, bins=12).passed
+
+
+def test_lopt_row_certificate_equals_the_accountant_total():
+    rt = _erm_setup(1500)
+    ds = pf.SparseLinear(2, norm=pf.norms.l1(2), radius=3.0, intercept_bound=2.0,
+                         feature_bound=3.0)
+    r = pf.rates(ds, rt.data, surrogate="logistic", feature_bound=3.0, group_mass_bound=0.1)
+    prob = pf.Problem(pf.minimize(pf.maximum(r.fpr["a"] + r.fnr["a"], r.fpr["b"] + r.fnr["b"])))
+    privacy = pf.DP(1.0, 1e-6, protect="row")
+    res = prob.solve(privacy, backend="lopt", seed=0, progress=False, T=3)
+    cert = res.certificate
+    assert cert.epsilon <= 1.0 * (1 + 1e-9) and cert.delta <= 1e-6 * (1 + 1e-9)
+    assert cert.epsilon >= 0.97                              # the budget is used
+    assert len(cert.releases) == 3 + 2                       # T ERM calls, T − 1 releases
+    acc = Accountant(delta=1e-6)
+    acc.extend(cert.releases)
+    assert acc.total().epsilon == pytest.approx(cert.epsilon, rel=1e-9)
+    assert sum("objective" in str(e.theorem) for e in cert.releases) == 3
+    assert res.plan.params["oracle_method"] == "objective_perturbation"
+    assert any("private_weighted_erm" in n for n in res.plan.notes)
+
+
+def test_lopt_row_refuses_unbounded_or_mismatched_features_before_spending():
+    data = _row_data()
+    budget = pf.BudgetFilter(1.0, 1e-6)
+    for set_bound in (None, 2.0):                            # rates clip at 1.0
+        prob = _row_problem(data, feature_bound=1.0, set_bound=set_bound)
+        with pytest.raises(BackendRefusedError, match="unbounded or mismatched features"):
+            prob.solve(pf.DP(1.0, 1e-6, protect="row"), backend="lopt", budget=budget)
+    lc = pf.rates(pf.LinearClassifier(1, radius=2.0), data, surrogate="logistic")
+    prob = pf.Problem(pf.minimize(lc.fp["a"]))
+    with pytest.raises(BackendRefusedError, match="SparseLinear"):   # asked for explicitly
+        prob.solve(pf.DP(1.0, 1e-6, protect="row"), backend="lopt", budget=budget,
+                   oracle="objective_perturbation")
+    assert budget.spent == (0.0, 0.0)
+    # protect="sensitive" keeps the noisy-GD oracle
+    plan = _row_problem(data).plan(pf.DP(1.0, 1e-6), backend="lopt", T=2).chosen
+    assert plan.params["oracle"] == "noisy projected GD"
+
+
+# ------------------------------------------------------------------------------ the reduction
+def _soft_counts(rt, theta):
+    s = rt._soft(np.asarray(theta, float))[0]
+    C = np.zeros((rt.G, 2, 2))
+    for i in range(rt.n):
+        g, y = rt.data.group[i], rt.data.y[i]
+        C[g, y, 1] += s[i]
+        C[g, y, 0] += 1 - s[i]
+    return C
+
+
+def _brute_linear(rt, r, C, den, den_g):
+    """r·ℓ from counts C with the given conditional denominators (loops, no shared code)."""
+    total = 0.0
+    for g in range(rt.G):
+        for y in (0, 1):
+            for j in (0, 1):
+                total += r[rt._joint[g, y, j]] * C[g, y, j] / rt.n
+                total += r[rt._rate[g, y, j]] * C[g, y, j] / den[g, y]
+        total += r[rt._sel[g]] * (C[g, 0, 1] + C[g, 1, 1]) / den_g[g]
+    return total
+
+
+def test_merged_reduction_weights_against_brute_force():
+    from privfair.backends import _erm as E
+
+    rt = _erm_setup(60)
+    q = 0.05
+    rt = rt.with_group_mass_bound(q, source="public")
+    rng = np.random.default_rng(2)
+    n_gy = np.array([[np.sum((rt.data.group == g) & (rt.data.y == y)) for y in (0, 1)]
+                     for g in range(rt.G)], float)
+    q_arr, qg_arr = rt._bound(None)
+    public = (rt.n * np.asarray(q_arr), rt.n * np.asarray(qg_arr))
+    clamp = (np.maximum(n_gy, public[0]), np.maximum(n_gy.sum(axis=1), public[1]))
+    for _ in range(5):
+        r = rng.normal(size=rt.K)
+        th1, th2 = rng.normal(size=3), rng.normal(size=3)
+        s1, s2 = rt._soft(th1)[0], rt._soft(th2)[0]
+        C1, C2 = _soft_counts(rt, th1), _soft_counts(rt, th2)
+        for mode, (den, den_g) in (("clamped", clamp), ("public", public)):
+            coef = E.row_coefficients(rt, r, mode)
+            brute = _brute_linear(rt, r, C1, den, den_g) - _brute_linear(rt, r, C2, den, den_g)
+            assert float(coef @ (s1 - s2)) == pytest.approx(brute, rel=1e-10, abs=1e-13)
+        # "clamped" is exactly r·ℓ as Rates defines it (and its gradient)
+        assert float(E.row_coefficients(rt, r, "clamped") @ (s1 - s2)) == pytest.approx(
+            float(r @ (rt.evaluate(th1) - rt.evaluate(th2))), rel=1e-10, abs=1e-13)
+        np.testing.assert_allclose(O.erm_gradient_fn(rt, r)(th1),
+                                   O.erm_gradient_fn(rt, r, device="torch")(th1).numpy(),
+                                   rtol=1e-10, atol=1e-14)
+    # the ERM's labels and weights: loss weight a·1[y=0] − a·1[y=1] ≥ 0 for sign-correct r
+    r = np.zeros(rt.K)
+    r[[rt.fp.index("a"), rt.fn.index("b")]] = [1.0, 2.0]
+    r[rt.fpr.index("b")] = 0.5
+    erm = E.erm_from_rates(rt, r, "public")
+    a = E.cell_coefficients(rt, r, "public")
+    cells = rt.data.group * 2 + rt.data.y
+    want = np.where(rt.data.y == 0, a.ravel()[cells], -a.ravel()[cells]) / rt._phiB / rt.n
+    np.testing.assert_allclose(erm.w, want, rtol=1e-12)
+    np.testing.assert_array_equal(erm.y, np.where(rt.data.y == 1, 1.0, -1.0))
+    assert (E.rescaling(rt) >= 1 - 1e-12).all()

@@ -167,12 +167,32 @@ def test_penalty_form_and_constraint_form_reduce_the_parity_gap():
     res = pen.solve(pf.DP(4.0, 1e-6, protect="row"), backend="objective_perturbation", seed=1)
     assert train_gap(res, data) < g0 - 0.05
     con, _ = fairness_problem(data, constraint=0.05)
-    res = con.solve(pf.DP(4.0, 1e-6, protect="row"), backend="objective_perturbation", seed=2)
-    assert res.certificate.epsilon <= 4.0 + 1e-9
-    assert [t["nu"] for t in res.trace][0] == 0.0 and res.trace[-1]["final"]
-    assert train_gap(res, data) < g0 - 0.05
+    for seed in (2, 3):
+        res = con.solve(pf.DP(4.0, 1e-6, protect="row"), backend="objective_perturbation",
+                        seed=seed, release_share=0.5)       # margin < level on 2,400 rows
+        assert 0 < res.info["slack"] < 0.05
+        assert res.certificate.epsilon <= 4.0 + 1e-9
+        assert len(res.certificate.releases) == 3        # labels' u, final ERM, final u
+        assert res.trace[0]["labels"] and res.trace[1]["final"] and "repair" in res.trace[2]
+        # the repaired mixture's expected training gap is within the level (w.p. ≥ 1 − ρ)
+        p = res.predict_proba(data.X)
+        gap = abs(p[data.group == 0].mean() - p[data.group == 1].mean())
+        assert gap <= 0.05 and gap < g0 - 0.05
     plan = con.plan(pf.DP(4.0, 1e-6, protect="row"), backend="output_perturbation").chosen
-    assert plan.params["erm_calls"] == 3 and len(plan.budget) == 3
+    assert plan.params["erm_calls"] == 1 and len(plan.budget) == 2
+    probe = con.plan(pf.DP(4.0, 1e-6, protect="row"), backend="output_perturbation",
+                     probe_share=0.2).chosen
+    assert probe.params["erm_calls"] == 2 and len(probe.budget) == 3
+
+
+def test_repair_weights_meet_the_level_minus_the_margin():
+    phi = lambda u: abs(u) - 0.05                   # noqa: E731
+    assert E.repair_weights(phi, 0.02, [0.0], 0.01) == (1.0, None, 0.0)
+    w, j, wj = E.repair_weights(phi, 0.12, [0.0, -0.2], 0.01)
+    assert j == 1 and phi(w * 0.12 + wj * -0.2) <= -0.01 + 1e-9   # the better partner
+    w0, j0, _ = E.repair_weights(phi, 0.12, [0.0], 0.01)
+    assert j0 == 0 and abs(w0 * 0.12 - 0.04) <= 1e-4 and w0 < w
+    assert E.repair_weights(phi, 0.3, [0.2], 0.01) is None
 
 
 # ------------------------------------------------------------------------------- refusals

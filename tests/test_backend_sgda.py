@@ -366,3 +366,109 @@ def test_neighbour_tester_passes_and_a_tenth_of_the_noise_is_refuted():
     cheat = check_dp(_outputs(D, privacy, n, 3, 0.1), _outputs(Dp, privacy, n, 4, 0.1), eps, delta,
                      bins=10)
     assert not cheat.passed
+
+
+# ------------------------------------------------------------------ equalized odds (this issue)
+def test_conditional_ermi_is_papers_eq5_on_an_enumerated_distribution():
+    """[L] App. B eq. (5) on a tiny distribution written out cell by cell: rows (y, a, P(ŷ=1))
+    with multiplicities; p(ŷ, s | y) is the per-label joint law of the randomized prediction."""
+    cells = [(0, 0, 0.1, 3), (0, 1, 0.3, 1), (0, 0, 0.6, 2), (1, 0, 0.7, 2), (1, 1, 0.9, 1),
+             (1, 1, 0.4, 3)]
+    y = np.repeat([c[0] for c in cells], [c[3] for c in cells])
+    a = np.repeat([c[1] for c in cells], [c[3] for c in cells])
+    p1 = np.repeat([c[2] for c in cells], [c[3] for c in cells])
+    F = np.column_stack([1 - p1, p1])
+    eq5 = 0.0
+    for lab in (0, 1):
+        ny = sum(c[3] for c in cells if c[0] == lab)
+        val = -1.0
+        for j in (0, 1):
+            pj = sum(c[3] * (c[2] if j else 1 - c[2]) for c in cells if c[0] == lab) / ny
+            for s in (0, 1):
+                ps = sum(c[3] for c in cells if c[0] == lab and c[1] == s) / ny
+                pjs = sum(c[3] * (c[2] if j else 1 - c[2]) for c in cells
+                          if c[0] == lab and c[1] == s) / ny
+                val += pjs ** 2 / (pj * ps)
+        eq5 += ny / len(y) * val
+    counts = np.zeros((2, 2))
+    np.add.at(counts, (a, y), 1)
+    c, S = E.slices("equalized_odds", y, 2)
+    p = E.group_probabilities(counts, "equalized_odds")       # p̃(r | y), exact
+    assert E.ermi(F, a, c, p) == pytest.approx(eq5, rel=1e-12)
+    Ws = E.w_star(F, a, c, p)
+    assert E.psi_rows(Ws, F, a, c, p).mean() == pytest.approx(eq5, rel=1e-12)
+    # equal per-label rates across groups (equalized odds of the randomized rule) ⇒ 0
+    F_eo = np.column_stack([1 - np.where(y == 1, 0.7, 0.2), np.where(y == 1, 0.7, 0.2)])
+    assert E.ermi(F_eo, a, c, p) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_newton_w_step_is_an_average_of_batch_maximisers():
+    """With the public curvature scaling, lr_w = 1 lands exactly on the batch's W* (whatever W
+    was), and lr_w = η gives (1 − η)W + ηW* — the averaging the docs state."""
+    from privfair.backends.sgda import w_step
+
+    rng = np.random.default_rng(5)
+    n, L, G = 400, 2, 3
+    F, a, y = _soft(rng, n, L), rng.integers(0, G, n), rng.integers(0, L, n)
+    c, S = E.slices("equalized_odds", y, L)
+    counts = np.zeros((G, L))
+    np.add.at(counts, (a, y), 1)
+    p = E.group_probabilities(counts, "equalized_odds")
+    wsl = n / (S * np.bincount(c, minlength=S))                  # balanced slice weights
+    Wst = E.w_star(F, a, c, p)
+    Ft, ct, at = (torch.tensor(v) for v in (F, c, a))
+    wt = torch.tensor(wsl)
+    psq = torch.tensor(np.sqrt(p)) / wt[:, None]
+    W0 = torch.tensor(rng.normal(size=(S, G, L)))
+    Fs = torch.zeros(S, L, dtype=torch.float64).index_add_(0, ct, Ft)
+    gW = -2.0 * W0 * (Fs * wt[:, None])[:, None, :]
+    s_w = torch.zeros(S * G, L, dtype=torch.float64).index_add_(
+        0, ct * G + at, 2.0 * Ft / psq[ct, at][:, None]).view(S, G, L)
+    one = w_step(W0, gW, s_w, Fs, wt, float(n), 1.0, "newton", 1e9)
+    assert np.allclose(one.numpy(), Wst, atol=1e-10)
+    half = w_step(W0, gW, s_w, Fs, wt, float(n), 0.3, "newton", 1e9)
+    assert np.allclose(half.numpy(), 0.7 * W0.numpy() + 0.3 * Wst, atol=1e-10)
+
+
+def _eo_problem(data, level=0.05):
+    r = pf.rates(pf.LinearClassifier(data.n_features, radius=20.0), data)
+    return pf.Problem(pf.minimize(r.error()), [pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]),
+                                                          pf.abs(r.tpr["a"] - r.tpr["b"]))
+                                               <= level])
+
+
+def test_equalized_odds_defaults_apply_and_options_override_them():
+    from privfair.backends.sgda import EO_DEFAULTS
+
+    data = _binary(600, 7)
+    b = get(SGDA)
+    for prob, want in ((_eo_problem(data), EO_DEFAULTS), (_dp_problem(data), {})):
+        plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {})
+        for k, v in want.items():
+            assert plan.run_options[k] == v
+        if not want:
+            assert plan.run_options["w_step"] == "plain" and plan.run_options["epochs"] == 40
+    prob = _eo_problem(data)
+    plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"epochs": 7})
+    assert plan.run_options["epochs"] == 7 and plan.run_options["w_step"] == "newton"
+    with pytest.raises(InvalidInputError):
+        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"w_noise": "bogus"})
+
+
+def test_formula_is_thm34_rate_with_an_unspecified_constant():
+    from privfair.theorems import evaluate
+
+    data = _binary(600, 8)
+    prob = _eo_problem(data)
+    privacy = pf.DP(2.0, 1e-6)
+    plan = get(SGDA).plan(prob, prob.analyze(privacy), privacy, {})
+    eq, values = get(SGDA).formula(plan)
+    std = {"epsilon": 2.0, "delta": 1e-6, "n": data.n}
+    assert evaluate(eq, values, **std) == plan.predicted_excess_risk == math.inf
+    assert evaluate(eq, dict(values, C_L=1.0), **std) == pytest.approx(
+        plan.params["stationarity_rate"], rel=1e-12)
+    assert plan.params["stationarity_rate"] == pytest.approx(
+        math.sqrt(max(3, 2 * 2 * 2)) * math.log(1e6) / (2.0 * data.n), rel=1e-12)
+    inf_plan = get(SGDA).plan(prob, prob.analyze(pf.DP(math.inf)), pf.DP(math.inf), {})
+    assert get(SGDA).formula(inf_plan) is None
+

@@ -96,6 +96,31 @@ def test_equalized_odds_comparison(rep):
     assert e["jagielski"] == pytest.approx(8 / ALPHA ** 4)
 
 
+def test_theorem_entries_state_constants_preconditions_and_n(rep):
+    by = {e.cite: e for e in rep.theorems}
+    assert {"[A] Thm 5.5", "[A] Cor 5.11", "[A] Cor B.5", "[A] Cor C.2", "[K] Thm 1",
+            "[L] Thm 3.4", "[J] Thm 3.1", "[J] Thm 4.4"} <= set(by)
+    assert by["[A] Thm 5.5"].constants.startswith("explicit")
+    assert by["[A] Cor 8.9"].constants == "order, constant 1"
+    assert "α⁴" in by["[A] Cor 5.11"].correction                   # the corrected α power
+    # tied to a plan: the backend's own n for α, not a second formula
+    exp = next(b for b in rep.bounds if b.backend == "exponential")
+    assert by["[A] Thm 3.6"].n_needed == exp.n_needed and by["[A] Thm 3.6"].formula is None
+    # [A] Cor C.2's order at the report's numbers (|A| = 2, VC = 1, r = 1)
+    assert by["[A] Cor C.2"].n_needed == pytest.approx(8 / (1.0 * ALPHA ** 4))
+    assert not by["[K] Thm 1"].applies and "refuses" in by["[K] Thm 1"].reason
+
+
+def test_theorem_entries_are_rendered_everywhere(rep):
+    text, md, page = str(rep), rep.to_markdown(), rep.to_html()
+    for e in rep.theorems:
+        assert e.cite in text and e.cite in md and e.cite in page
+    assert "does not apply" in text and "order, constant 1" in text
+    assert "## Theorem notes" in md and "T_{0}" in md            # Thm 5.5's T as LaTeX
+    assert "<h2>Theorem notes</h2>" in page and page.count("<math>") >= len(
+        [e for e in rep.theorems if e.formula is not None])
+
+
 # ------------------------------------------------------------------------------ renders
 def test_text_and_markdown_name_every_accepting_backend(rep):
     text, md = str(rep), rep.to_markdown()

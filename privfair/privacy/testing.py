@@ -24,6 +24,18 @@ API
 ``check_dp(sample_D, sample_Dp, epsilon, delta=0.0, ...)``
     Both directions (D vs D' and D' vs D); returns a :class:`DPCheck` whose ``passed`` is True
     when neither direction refutes (ε, δ).
+``check_dp_heldout(sample_D, sample_Dp, epsilon, delta=0.0, bins="auto", pilot=0.25, z=4)``
+    The same question with an event chosen on held-out runs: a pilot (the first ``pilot``
+    fraction of each sample) picks, per direction, the event S — a set of bins ordered by
+    their pilot likelihood ratio, the prefix with the largest pilot z-score — and the other
+    runs test that one fixed event with exact (Clopper–Pearson) bounds, P_D(S) ≥ p_lo and
+    P_D'(S) ≤ q_hi, each at level Φ(−z)/2.  A direction refutes (ε, δ) when
+    p_lo − e^ε q_hi > δ, i.e. when the empirical privacy loss lower bound
+    ε̂ = ln((p_lo − δ)/q_hi) exceeds ε; each direction errs with probability ≤ Φ(−z) (the
+    event is independent of the runs that test it, and no max(0, ·) bias is involved).
+    Samples may be 1-D (values or codes) or 2-D (one row per run); 2-D samples with many
+    distinct rows are projected on the pilot's mean difference.  Returns a
+    :class:`HeldoutCheck`.
 ``goodness_of_fit(samples, cdf=None, probabilities=None)``
     p-value of a Kolmogorov–Smirnov test against a continuous ``cdf``, or of a chi-square test
     of integer outcomes 0..K−1 against ``probabilities`` (cells with expected count < 5 merged).
@@ -39,7 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["DeltaEstimate", "DPCheck", "estimate_delta", "check_dp", "goodness_of_fit"]
+__all__ = ["DeltaEstimate", "DPCheck", "EventTest", "HeldoutCheck", "estimate_delta", "check_dp",
+           "check_dp_heldout", "goodness_of_fit"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +156,143 @@ def check_dp(sample_D, sample_Dp, epsilon, delta=0.0, bins=30, n_samples=None,
     bwd = estimate_delta(y, x, epsilon, bins)
     passed = fwd.consistent_with(delta, z) and bwd.consistent_with(delta, z)
     return DPCheck(passed, fwd, bwd)
+
+
+@dataclass(frozen=True)
+class EventTest:
+    """One direction of :func:`check_dp_heldout`: a fixed event S tested on held-out runs."""
+
+    epsilon: float          # the claimed ε the event was chosen for
+    p: float                # P̂_D(S) on the held-out runs of D
+    q: float                # P̂_D'(S) on the held-out runs of D'
+    n: int
+    n_prime: int
+    p_lower: float          # Clopper–Pearson lower bound on P_D(S), level Φ(−z)/2
+    q_upper: float          # Clopper–Pearson upper bound on P_D'(S), level Φ(−z)/2
+    size: int               # bins in S
+    bins: int               # bins the pilot saw
+
+    @property
+    def delta(self) -> float:
+        """δ̂ = P̂_D(S) − e^ε P̂_D'(S) (unbiased: S is fixed before these runs are read)."""
+        return self.p - math.exp(self.epsilon) * self.q
+
+    @property
+    def stderr(self) -> float:
+        c = math.exp(self.epsilon)
+        return math.sqrt(self.p * (1 - self.p) / self.n
+                         + c * c * self.q * (1 - self.q) / self.n_prime)
+
+    def delta_lower(self, epsilon=None) -> float:
+        """Confidence lower bound on P_D(S) − e^ε P_D'(S), a lower bound on the true δ(ε)."""
+        eps = self.epsilon if epsilon is None else float(epsilon)
+        return self.p_lower - math.exp(eps) * self.q_upper
+
+    def epsilon_lower(self, delta: float = 0.0) -> float:
+        """Empirical privacy loss lower bound ln((p_lo − δ)/q_hi); −inf when p_lo ≤ δ."""
+        if self.p_lower <= delta:
+            return -math.inf
+        return math.log((self.p_lower - delta) / self.q_upper)
+
+    def refutes(self, delta: float) -> bool:
+        """True when the event proves δ(ε) > ``delta`` at the bounds' confidence."""
+        return self.delta_lower() > delta
+
+
+@dataclass(frozen=True)
+class HeldoutCheck:
+    """Result of :func:`check_dp_heldout` (both directions)."""
+
+    passed: bool
+    forward: EventTest
+    backward: EventTest
+    delta_claim: float
+    how: str
+
+    @property
+    def epsilon_lower(self) -> float:
+        return max(self.forward.epsilon_lower(self.delta_claim),
+                   self.backward.epsilon_lower(self.delta_claim))
+
+
+def _clopper_pearson(k: int, n: int, alpha: float):
+    """(lower, upper) exact one-sided bounds at level ``alpha`` each on a binomial proportion."""
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(1 - alpha, k + 1, n - k))
+    return lo, hi
+
+
+def _pick_event(cp, cq, epsilon):
+    """Bins ordered by pilot likelihood ratio; the prefix with the best pilot z-score."""
+    m, mq = max(cp.sum(), 1), max(cq.sum(), 1)
+    ratio = (cp + 0.5) / m / ((cq + 0.5) / mq)
+    order = np.argsort(-ratio, kind="stable")
+    c = math.exp(float(epsilon))
+    P = np.cumsum(cp[order]) / m
+    Q = (np.cumsum(cq[order]) + 0.5) / (mq + 1)      # smoothed: an empty pilot bin is not free
+    sd = np.sqrt(P * (1 - P) / m + c * c * Q * (1 - Q) / mq) + 1e-12
+    score = (P - c * Q) / sd
+    k = int(np.argmax(score[:-1])) + 1 if score.size > 1 else 1   # never the whole space
+    return order[:k]
+
+
+def check_dp_heldout(sample_D, sample_Dp, epsilon, delta=0.0, bins="auto", pilot=0.25,
+                     z: float = 4.0, n_samples=None) -> HeldoutCheck:
+    """Test a claimed (ε, δ) on an event chosen from held-out runs (module docstring)."""
+    x = np.asarray(_draw(sample_D, n_samples), dtype=np.float64)
+    y = np.asarray(_draw(sample_Dp, n_samples), dtype=np.float64)
+    x = x.reshape(len(x), -1)
+    y = y.reshape(len(y), -1)
+    kx, ky = max(1, int(len(x) * pilot)), max(1, int(len(y) * pilot))
+    if len(x) - kx < 1 or len(y) - ky < 1:
+        raise ValueError("too few runs for a pilot and a held-out part")
+    px, py, tx, ty = x[:kx], y[:ky], x[kx:], y[ky:]
+    pooled = np.vstack([px, py])
+    n_distinct = len(np.unique(pooled, axis=0))
+    if bins == "auto":
+        bins = "discrete" if n_distinct <= max(2, min(kx, ky) // 10) else 20
+    if bins == "discrete":
+        values = np.unique(pooled, axis=0)
+
+        def code(a):       # index of each row among the pilot's values; len(values) = unseen
+            hit = np.all(a[:, None, :] == values[None, :, :], axis=2)
+            return np.where(hit.any(axis=1), hit.argmax(axis=1), len(values))
+
+        how = f"{len(values)} distinct outputs in the pilot, histogrammed"
+    else:
+        if x.shape[1] > 1:
+            direction = px.mean(axis=0) - py.mean(axis=0)
+            if not np.any(direction):
+                direction = np.ones(x.shape[1])
+            how = f"{n_distinct} distinct outputs, projected on the pilot's mean difference"
+        else:
+            direction = np.ones(1)
+            how = f"{n_distinct} distinct outputs"
+        proj = pooled @ direction
+        inner = np.unique(np.quantile(proj, np.linspace(0, 1, int(bins) + 1)[1:-1]))
+        edges = np.concatenate([[-np.inf], inner, [np.inf]])
+        values = np.arange(len(edges) - 1)
+        how += f", {len(values)} quantile bins of the pilot"
+
+        def code(a):
+            return np.clip(np.searchsorted(edges, a @ direction, side="right") - 1, 0,
+                           len(values) - 1)
+
+    B = len(values) + 1
+    cpx, cpy = (np.bincount(code(a), minlength=B).astype(float) for a in (px, py))
+    ctx, cty = code(tx), code(ty)
+    alpha = float(stats.norm.sf(z)) / 2
+    tests = []
+    for cp, cq, ta, tb in ((cpx, cpy, ctx, cty), (cpy, cpx, cty, ctx)):
+        S = _pick_event(cp, cq, epsilon)
+        ka, kb = int(np.isin(ta, S).sum()), int(np.isin(tb, S).sum())
+        lo, _ = _clopper_pearson(ka, len(ta), alpha)
+        _, hi = _clopper_pearson(kb, len(tb), alpha)
+        tests.append(EventTest(float(epsilon), ka / len(ta), kb / len(tb), len(ta), len(tb),
+                               lo, hi, len(S), B))
+    how += f"; pilot of {kx} + {ky} runs picks the event, {len(tx)} + {len(ty)} runs test it"
+    passed = not (tests[0].refutes(delta) or tests[1].refutes(delta))
+    return HeldoutCheck(passed, tests[0], tests[1], float(delta), how)
 
 
 def goodness_of_fit(samples, cdf=None, probabilities=None) -> float:

@@ -1,0 +1,192 @@
+"""Formulas: every backend's ``formula(plan)`` and every report theorem entry reproduces its number.
+
+One generic test iterates the backend registry (not a fixed list), so a backend that adds a
+formula later is checked without editing this file.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair import theorems as th
+from privfair.backends import BACKENDS
+from privfair.theorems import evaluate
+
+ALPHA = 0.1
+
+
+def _data(n=800, seed=0, features=2):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b"], n)
+    y = rng.integers(0, 2, n)
+    X = np.column_stack([1.5 * y + rng.normal(size=n) + 0.8 * (a == "a")]
+                        + [rng.normal(size=n) for _ in range(features - 1)])
+    return pf.Dataset(X / 4, y, sensitive=a, group_names=["a", "b"])
+
+
+def _gap(r):
+    u = r.selection["a"] - r.selection["b"]
+    return pf.lse(u, -u, eta=20)
+
+
+def thresholds(data):
+    r = pf.rates(pf.Thresholds(np.linspace(-0.5, 0.8, 8), score=0), data, group_mass_bound=0.1)
+    return pf.Problem(pf.minimize(r.error()), [_gap(r) <= 0.1])
+
+
+def cells(data):
+    r = pf.rates(pf.ProxyCells(4, 2), data, group_mass_bound=0.1)
+    return pf.Problem(pf.minimize(r.error()), [_gap(r) <= 0.1])
+
+
+def sparse(data):
+    ds = pf.SparseLinear(data.n_features, norm=pf.norms.l1(data.n_features), radius=2.0, l2=0.1,
+                         intercept_bound=1.0)
+    r = pf.rates(ds, data, surrogate="logistic", group_mass_bound=0.1)
+    return pf.Problem(pf.minimize(r.error()))
+
+
+def postprocessed(data):
+    r = pf.rates(pf.PostProcessed(lambda X: 1 / (1 + np.exp(-3 * X[:, 0]))), data)
+    gaps = [pf.abs(r.fpr["a"] - r.fpr["b"]), pf.abs(r.tpr["a"] - r.tpr["b"])]
+    return pf.Problem(pf.minimize(r.error()), [pf.maximum(*gaps) <= 0.05])
+
+
+MAKERS = (thresholds, cells, sparse, postprocessed)
+PRIVACIES = (pf.DP(1.0, 1e-6), pf.DP(2.0))
+
+
+@pytest.fixture(scope="module")
+def plans():
+    """(backend name, plan) for every registered backend that accepts one of the problems."""
+    data = _data()
+    out = []
+    for make in MAKERS:
+        prob = make(data)
+        for priv in PRIVACIES:
+            an = prob.analyze(priv, alpha=ALPHA)
+            for name, backend in BACKENDS.items():
+                if not backend.accepts(prob, an):
+                    continue
+                plan = prob.plan(priv, backend=name, alpha=ALPHA).chosen
+                if plan is not None:
+                    out.append((name, plan))
+    return out
+
+
+def _standard(plan):
+    an = plan.analysis
+    return {"epsilon": plan.privacy.epsilon, "delta": plan.privacy.delta,
+            "n": plan.problem.rates.n, "alpha": an.alpha}
+
+
+def test_every_backend_formula_reproduces_its_plan(plans):
+    checked = set()
+    for name, plan in plans:
+        f = BACKENDS[name].formula(plan)
+        if f is None:
+            continue
+        eq, values = f
+        assert eq.lhs.name == "excess"
+        got = evaluate(eq, values, **_standard(plan))
+        assert got == pytest.approx(plan.predicted_excess_risk, rel=1e-9), (name, eq)
+        checked.add(name)
+    # this session's backends expose formulas; a regression to None must fail here
+    assert {"exponential", "frank_wolfe", "cells", "output_perturbation",
+            "dual_frank_wolfe"} <= checked
+
+
+def test_frank_wolfe_formula_covers_both_mechanisms_and_the_reference(plans):
+    kinds = {p.params.get("mechanism") for n, p in plans if n == "frank_wolfe"}
+    assert {"gaussian", "laplace"} <= kinds
+    prob = thresholds(_data())
+    plan = prob.plan(pf.DP(math.inf), backend="frank_wolfe", alpha=ALPHA).chosen
+    eq, values = BACKENDS["frank_wolfe"].formula(plan)
+    assert evaluate(eq, values) == pytest.approx(plan.predicted_excess_risk, rel=1e-9)
+
+
+def test_cells_formula_has_n_and_epsilon_and_falls_to_infinity(plans):
+    name, plan = next((n, p) for n, p in plans if n == "cells")
+    eq, values = BACKENDS[name].formula(plan)
+    names = {s.name for s in eq.rhs.free_symbols}
+    assert {"n", "epsilon"} <= names
+    # too few rows for the released counts' noise: the bound is infinite, as noise_bound says
+    std = {**_standard(plan), "n": 10}
+    assert math.isinf(evaluate(eq, values, **std))
+
+
+# ------------------------------------------------------------------------------ theorem entries
+def _context(prob, priv, alpha=ALPHA, beta=0.05):
+    plans = prob.plan(priv, alpha=alpha)
+    return th.Context(prob, plans.analysis, priv, alpha, beta,
+                      plans={p.backend: p for p in plans.ranked}, refused=dict(plans.refused))
+
+
+@pytest.fixture(scope="module")
+def contexts():
+    data = _data()
+    return [_context(make(data), priv) for make in (thresholds, sparse) for priv in PRIVACIES]
+
+
+def test_every_theorem_formula_reproduces_its_value(contexts):
+    seen = set()
+    for ctx in contexts:
+        for e in th.entries(ctx):
+            assert e.cite and e.constants and e.reason
+            if e.formula is None:
+                continue
+            eq, values = e.formula
+            assert evaluate(eq, values, **ctx.std) == pytest.approx(e.value, rel=1e-9), e.cite
+            seen.add(e.cite)
+    assert {"[A] Thm 5.2", "[A] Thm 5.5", "[A] Thm 5.9", "[A] Thm 5.10", "[A] Cor 5.11",
+            "[A] Cor B.5", "[A] Cor 8.9", "[A] Cor C.2", "[K] Thm 1", "[K] Thm 4",
+            "[L] Thm 3.4"} <= seen
+
+
+def test_n_needed_brings_each_n_dependent_bound_to_alpha(contexts):
+    """Where an entry gives a bound at n and an n for α, the bound at that n is α."""
+    for ctx in contexts:
+        for e in th.entries(ctx):
+            if e.formula is None or e.n_needed is None or e.formula[0].lhs.name == "n_0":
+                continue
+            eq, values = e.formula
+            if "n" not in {s.name for s in eq.rhs.free_symbols}:
+                continue
+            at = evaluate(eq, values, **{**ctx.std, "n": e.n_needed})
+            if e.n_needed > 1:
+                assert at == pytest.approx(ctx.alpha, rel=0.03), e.cite
+            else:           # already ≤ α with a single row (orders with constant 1)
+                assert at <= ctx.alpha, e.cite
+
+
+def test_iteration_counts_agree_with_the_compiler():
+    """Thm 5.5's T and Cor B.5's T: the entries and the compiler's prescriptions agree."""
+    ctx = _context(thresholds(_data()), pf.DP(1.0, 1e-6))
+    by = {e.cite: e for e in th.entries(ctx)}
+    assert by["[A] Thm 5.5"].T_needed == ctx.analysis.iterations["lopt_T"]
+    assert by["[A] Cor B.5"].T_needed == ctx.analysis.iterations["frank_wolfe_T"]
+    assert th.a55_tau(ctx.K, ctx.analysis.G, ALPHA) == pytest.approx(
+        ctx.analysis.iterations["lopt_tau"], rel=1e-12)
+
+
+def test_preconditions_are_checked_against_the_problem():
+    data = _data()
+    grid = {e.cite: e for e in th.entries(_context(thresholds(data), pf.DP(1.0, 1e-6)))}
+    assert not grid["[K] Thm 1"].applies and "output_perturbation" in grid["[K] Thm 1"].reason
+    assert not grid["[A] Cor 5.3"].applies and "convex decision set" in grid["[A] Cor 5.3"].reason
+    assert grid["[A] Cor C.2"].applies                               # q = 0.1 declared, δ > 0
+    sp_ = {e.cite: e for e in th.entries(_context(sparse(data), pf.DP(1.0, 1e-6)))}
+    assert sp_["[K] Thm 1"].applies and sp_["[K] Thm 4"].applies
+    pure = {e.cite: e for e in th.entries(_context(sparse(data), pf.DP(1.0)))}
+    for cite in ("[K] Thm 1", "[A] Thm 5.9", "[A] Cor 5.11", "[L] Thm 3.4"):
+        assert not pure[cite].applies and "δ > 0" in pure[cite].reason, cite
+
+
+def test_corrected_alpha_power_of_cor_5_11():
+    """Thm 5.5's explicit T grows as α⁻⁴ (not α⁻² as printed): halving α multiplies it by ≈ 16."""
+    K = 6
+    G = lambda a: (a + math.sqrt(K)) / a  # noqa: E731 - [A] Cor 4.2
+    ratio = th.a55_T(K, G(0.005), 0.005) / th.a55_T(K, G(0.01), 0.01)
+    assert 15 < ratio < 16.5
