@@ -145,6 +145,7 @@ class LinearAdapter:
         self.d, self.K, self.radius, self.layout = int(d), int(K), radius, layout
         self.P = self.K * (self.d + 1)
         self._theta0 = theta0
+        self.tau = 1.0          # ERMI temperature: ψ reads F_τ = softmax(z/τ) (the CE reads F)
 
     def theta0(self, torch, device):
         if self._theta0 is None:
@@ -176,6 +177,10 @@ class LinearAdapter:
     def probs(self, torch, theta, X):
         return self._probs(torch, self._xhat(torch, X) @ theta.T)
 
+    def ermi_probs(self, torch, theta, X):
+        """F_τ(x) = softmax(z/τ): the probabilities ψ reads (τ = 1: F)."""
+        return self._probs(torch, self._xhat(torch, X) @ theta.T / self.tau)
+
     def public_grad(self, torch, theta, X, y, v, lam):
         """∇_θ Σ_i [CE(x_i, y_i) + λ v_i·F(x_i)] and F on the rows (closed form)."""
         Xh = self._xhat(torch, X)
@@ -195,22 +200,23 @@ class LinearAdapter:
         return gz.T @ Xh, F
 
     def private_sum(self, torch, theta, X, kbar_rows, zeta):
-        """Σ_i J̃_iᵀ k̄_i with J_i scaled to ‖J_i‖_F ≤ ζ, F, and the fraction of rows clipped."""
+        """Σ_i J̃_iᵀ k̄_i with J_i = ∂F_τ(x_i)/∂θ scaled to ‖J_i‖_F ≤ ζ, F_τ, and the fraction of
+        rows clipped (F_τ = softmax(z/τ), so J_i = (diag F_τ − F_τF_τᵀ) x̂_iᵀ / τ)."""
         Xh = self._xhat(torch, X)
-        F = self.probs(torch, theta, X)
-        xn = Xh.norm(dim=1)
+        F = self.ermi_probs(torch, theta, X)
+        xn = Xh.norm(dim=1) / self.tau
         if self.K == 1:
             s = F[:, 1]
             sd = s * (1.0 - s)
             jn = math.sqrt(2.0) * sd * xn                           # ‖J_i‖_F
             f = torch.clamp(zeta / jn.clamp_min(1e-30), max=1.0)
-            gz = ((kbar_rows[:, 1] - kbar_rows[:, 0]) * sd * f)[:, None]
+            gz = ((kbar_rows[:, 1] - kbar_rows[:, 0]) * sd * f / self.tau)[:, None]
         else:
             A2 = (F ** 2).sum(1) - 2 * (F ** 3).sum(1) + (F ** 2).sum(1) ** 2   # ‖diag F − FFᵀ‖²_F
             jn = A2.clamp_min(0).sqrt() * xn
             f = torch.clamp(zeta / jn.clamp_min(1e-30), max=1.0)
             Fk = (F * kbar_rows).sum(dim=1, keepdim=True)
-            gz = (F * kbar_rows - F * Fk) * f[:, None]
+            gz = (F * kbar_rows - F * Fk) * (f / self.tau)[:, None]
         return gz.T @ Xh, F, float((f < 1.0).float().mean()) if len(f) else 0.0
 
     def project(self, torch, theta):
@@ -231,6 +237,7 @@ class ModuleAdapter:
         self.model = model                      # a privfair.TorchModel
         self.P = model.P
         self.L = model.n_classes
+        self.tau = 1.0          # ERMI temperature: ψ reads F_τ (logits / τ); the CE reads F
 
     def setup(self, torch, device):
         self.module = self.model.build().to(device)
@@ -252,15 +259,19 @@ class ModuleAdapter:
             k += size
         return out
 
-    def _probs(self, torch, params, X):
+    def _probs(self, torch, params, X, tau=1.0):
         from privfair.torch_model import probs_from_logits
 
         z = torch.func.functional_call(self.module, params, (X,))
-        return probs_from_logits(z, self.model.binary_logit)
+        return probs_from_logits(z / tau if tau != 1.0 else z, self.model.binary_logit)
 
     def probs(self, torch, theta, X):
         with torch.no_grad():
             return self._probs(torch, self._params(theta), X)
+
+    def ermi_probs(self, torch, theta, X):
+        with torch.no_grad():
+            return self._probs(torch, self._params(theta), X, self.tau)
 
     def public_grad(self, torch, theta, X, y, v, lam):
         th = theta.detach().requires_grad_(True)
@@ -274,7 +285,7 @@ class ModuleAdapter:
         params = {k: p.detach() for k, p in self._params(theta).items()}
 
         def one(p, x):
-            return self._probs(torch, p, x[None])[0]
+            return self._probs(torch, p, x[None], self.tau)[0]
 
         jac_fn = torch.func.vmap(torch.func.jacrev(one), in_dims=(None, 0))
         step = max(1, self.CHUNK // max(1, self.L * self.P))
@@ -289,7 +300,7 @@ class ModuleAdapter:
             total += torch.einsum("blp,bl->p", J, kb * f[:, None])
             clipped += int((f < 1.0).sum())
             with torch.no_grad():
-                Fs.append(self._probs(torch, params, xb))
+                Fs.append(self._probs(torch, params, xb, self.tau))
         F = torch.cat(Fs) if Fs else torch.zeros(0, self.L, device=theta.device)
         return total, F, clipped / max(1, X.shape[0])
 

@@ -369,10 +369,6 @@ def cor_b5_bound(K, beta_h, T, log=math.log):
     return 2 * K * beta_h * log(T) / T
 
 
-def cor_b5_iterations(K, beta_h, alpha, log=math.log):
-    """[A] Cor B.5: T ≥ (2Kβ_h/α)·log(2Kβ_h/α) makes the bound ≤ α (before rounding up)."""
-    c = 2 * K * beta_h / alpha
-    return c * log(c)
 
 
 # ------------------------------------------------------------------------------ backend

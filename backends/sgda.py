@@ -89,7 +89,7 @@ DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.
             "lambdas": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
             "count_share": 0.05, "select_share": 0.25, "theta_share": 0.5, "margin": "auto",
             "average": True, "slice_weights": "balanced", "w_step": "plain",
-            "w_noise": "per_slot"}
+            "w_noise": "per_slot", "temperature": 1.0}
 _OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius",
                               "_noise_multiplier")
 #: failure probability of the group-mass lower bounds derived from the released counts
@@ -125,7 +125,8 @@ def _options(options, notion=None):
             _bad(key, o[key], "pass a positive number")
     for key, lo, hi, lo_open in (("lr", 0, 1e6, True), ("lr_w", 0, 1e6, True),
                                  ("clip", 0, 1e6, True), ("count_share", 0, 0.5, True),
-                                 ("select_share", 0, 0.5, True), ("theta_share", 0, 1, True)):
+                                 ("select_share", 0, 0.5, True), ("theta_share", 0, 1, True),
+                                 ("temperature", 0, 1e6, True)):
         _num(o, key, lo, hi, lo_open)
     if o["margin"] != "auto":
         _num(o, "margin", 0, 1e6, False)
@@ -422,6 +423,7 @@ class SGDABackend(Backend):
         data, path = r.data, P["lambdas"]
         n_rows = float(r.n)
         theta = adapter.theta0(torch, dev)
+        adapter.tau = o["temperature"]      # ψ reads F_τ = softmax(z/τ); public, a-free
         gen = src.generator if isinstance(src, GeneratorSource) else np.random.default_rng(
             np.frombuffer(os.urandom(32), dtype=np.uint32))
         X = torch.tensor(data.X, dtype=torch.float32, device=dev)
@@ -465,8 +467,10 @@ class SGDABackend(Backend):
                 # ψ's a-free part, clipped by the same a-free factor as the private part, so the
                 # fairness gradient is Σ f_i J_iᵀ k[c_i, a_i]: a reweighting, never a distortion
                 v = (k_ref - Wsq)[ct[idx]]                                 # (b, L)
-                g_psi, _, _ = adapter.private_sum(torch, theta, X[idx], v, o["clip"])
+                g_psi, F2, _ = adapter.private_sum(torch, theta, X[idx], v, o["clip"])
                 g_pub = g_pub + lam * g_psi
+            elif adapter.tau != 1.0:
+                F2 = adapter.ermi_probs(torch, theta, X[idx])              # W reads F_τ
             Fs = torch.zeros(S, L, device=dev).index_add_(0, ct[idx], F2)
             gW = -2.0 * W * (Fs * wt[:, None])[:, None, :]
             if fair:

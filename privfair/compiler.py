@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import theorems
 from .errors import InvalidInputError, InvalidPrivacyError
 from .privacy.spec import DP
 
@@ -424,13 +425,13 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
     Ks = max(len(support), 1)
     iterations = {}
     if gs and math.isfinite(G):
-        iterations["lopt_tau"] = alpha / (6 * Ks * (1 + G))                       # Thm 5.5
-        iterations["lopt_T"] = math.ceil(36 * (1 + Ks) * Ks ** 2 * (1 + G) ** 2 * (3 + alpha) ** 2
-                                         / alpha ** 2)
+        iterations["lopt_tau"] = theorems.a55_tau(Ks, G, alpha)
+        iterations["lopt_T"] = math.ceil(theorems.a55_T(Ks, G, alpha))
     bh = smoothness["h_smooth"].get("l2")
     if bh is not None and bh > 0:
-        c = 2 * Ks * bh / alpha                                                    # Cor B.5
-        iterations["frank_wolfe_T"] = math.ceil(c * max(math.log(c), 1.0))
+        c = 2 * Ks * bh / alpha
+        # below c = e the formula's log < 1; one more step costs nothing and keeps T ≥ c
+        iterations["frank_wolfe_T"] = math.ceil(max(theorems.cor_b5_iterations(Ks, bh, alpha), c))
     elif bh == 0:
         iterations["frank_wolfe_T"] = 1
 

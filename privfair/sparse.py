@@ -10,7 +10,10 @@
   ``smoothed_hinge`` (and the non-smooth ``hinge``), each with its Lipschitz and curvature bounds.
 * :func:`glm` — a row-private GLM ERM built directly from arrays (regression or classification),
   the same object the backends build from a fairness problem; :func:`fit` runs a backend on it.
-* :func:`theorem1_bound`, :func:`theorem4_bound` — [K] Thm 1 and Thm 4 with the Gaussian width.
+
+[K] Thm 1 and Thm 4 live with the backends that run them
+(``privfair.backends.output_perturbation.thm1_bound``, ``privfair.backends.dual_frank_wolfe.
+thm4_bound``): one home per formula.
 
 Examples
 --------
@@ -33,8 +36,7 @@ import numpy as np
 from .decisions import LinearClassifier, _as_X
 from .errors import InvalidInputError, ModelingError
 
-__all__ = ["SparseLinear", "GLMLoss", "LOSSES", "glm", "fit", "clip_rows",
-           "theorem1_bound", "theorem4_bound"]
+__all__ = ["SparseLinear", "GLMLoss", "LOSSES", "glm", "fit", "clip_rows"]
 
 
 def clip_rows(X, bound):
@@ -281,19 +283,3 @@ def fit(erm, privacy, method="output_perturbation", seed=None, **options):
 
     return fit_erm(erm, privacy, method, seed=seed, **options)
 
-
-# ---------------------------------------------------------------------------- [K]'s bounds
-def theorem1_bound(L, R2, width, n, epsilon, delta):
-    """[K] Thm 1 (O-form, constants 1): L·R₂·G_{|P|(F)}·√(log(1/δ) + ε)/(ε√n), the excess risk of
-    output perturbation at λ = L·R₂·√n/G_{|P|(F)}."""
-    return L * R2 * float(width) * math.sqrt(math.log(1 / delta) + epsilon) / (epsilon * math.sqrt(n))
-
-
-def theorem4_bound(L, diameter, width, n, epsilon, delta, n_vertices_log):
-    """[K] Thm 4 (O-form, constants 1): Γ^{2/3}(L·G_K)^{2/3}·log(n|S|)·√log(1/δ)/(nε)^{2/3} with
-    ``n_vertices_log`` = log|S|, and T = Γ^{4/3}(nε)^{2/3}/(L·G_K)^{2/3} iterations."""
-    G = float(width)
-    bound = (diameter ** (2 / 3) * (L * G) ** (2 / 3) * (math.log(n) + n_vertices_log)
-             * math.sqrt(math.log(1 / delta)) / (n * epsilon) ** (2 / 3))
-    T = diameter ** (4 / 3) * (n * epsilon) ** (2 / 3) / (L * G) ** (2 / 3)
-    return bound, T

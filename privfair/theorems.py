@@ -79,7 +79,7 @@ def evaluate(eq, values, **standard) -> float:
 # states its constants honestly: "explicit" where the proof gives them, "order, constant 1"
 # where the paper states O(·)/Õ(·) only.  Preconditions are checked against the Analysis
 # (applies / does not apply, with the reason).  Backend-implemented theorems keep their formula
-# with the backend (``backends.frank_wolfe.cor_b5_iterations``, ``backends.output_perturbation.
+# with the backend (``backends.output_perturbation.
 # thm1_bound``, ``backends.dual_frank_wolfe.thm4_bound``); the others live here, each one pure
 # function used both numerically and by sympy.
 
@@ -233,6 +233,15 @@ def a55_bound(K, G, T, alpha, ops=NUMERIC):
     """[A] Thm 5.5: E h(ĉ) − h* ≤ 3K(1+G)((3+τ)√((1+K)/T) + τ), τ = :func:`a55_tau`."""
     tau = a55_tau(K, G, alpha, ops)
     return 3 * K * (1 + G) * ((3 + tau) * ops.sqrt((1 + K) / T) + tau)
+
+
+def cor_b5_iterations(K, beta_h, alpha, log=math.log):
+    """[A] Cor B.5: T ≥ (2Kβ_h/α)·log(2Kβ_h/α) makes Frank–Wolfe's bound ≤ α (before rounding up).
+
+    Here rather than with ``backends.frank_wolfe``: the compiler prescribes this T in
+    ``Analysis.iterations`` (core code does not import backends)."""
+    c = 2 * K * beta_h / alpha
+    return c * log(c)
 
 
 def a58_epsilon(T, epsilon, delta, ops=NUMERIC):
@@ -451,14 +460,12 @@ def _a511(ctx):
 
 @register("[A] Cor B.5")
 def _ab5(ctx):
-    from privfair.backends.frank_wolfe import cor_b5_iterations
-
     beta_h = ctx.analysis.smoothness.get("h_smooth", {}).get("l2")
     reason = _why([_convex(ctx), (beta_h is not None, "the smoothness of h_smooth is unknown")])
     e = TheoremEntry("[A] Cor B.5", "Frank–Wolfe with an exact LMO (no privacy): E h − h* ≤ "
                      "2Kβ_h·log T/T", EXPLICIT, not reason,
                      reason or "f, g convex and smooth; exact linear optimization oracle",
-                     quantity="T for α", home="backends.frank_wolfe.cor_b5_iterations",
+                     quantity="T for α", home="privfair.theorems.cor_b5_iterations",
                      correction="β_h of the softplus-smoothed penalty h_smooth in place of "
                                 "β_f + G·β_g: max(0, g) is not smooth (ALGORITHMS.md §3); "
                                 "backend 'frank_wolfe' uses the tighter (★) of its docstring")
