@@ -249,10 +249,22 @@ def erm_oracle(rates, r, mu, steps, relation, *, rng, accountant, device=None, m
 
 
 def erm_exact(rates, r):
-    """min_θ r·ℓ(θ, D) over the ball (convex for sign-correct weights): SLSQP, from θ = 0."""
+    """min_θ r·ℓ(θ, D) over the decision set (convex for sign-correct weights), no privacy.
+
+    A ``SparseLinear`` set (ℓ1/structured ball, intercept box) goes to the certified ERM solver
+    of the row-private backends at ε = ∞: solving over the ℓ2 ball and projecting afterwards
+    (what the ℓ2 path below does) soft-thresholds the minimizer into an intercept-only rule.
+    The ℓ2 ball of a ``LinearClassifier``: SLSQP from θ = 0.
+    """
     from scipy.optimize import minimize
 
+    from privfair.sparse import SparseLinear
+
     ds, r = rates.decisions, np.asarray(r, float)
+    if isinstance(ds, SparseLinear):
+        from ._erm import private_weighted_erm
+
+        return private_weighted_erm(rates, r, math.inf, 0.0)
     fun = lambda th: rates.weighted_value_and_grad(th, r)          # noqa: E731
     cons = {"type": "ineq", "fun": lambda th: ds.radius ** 2 - th @ th,
             "jac": lambda th: -2 * th}

@@ -190,6 +190,33 @@ def test_private_weighted_erm_at_large_budget_matches_the_exact_objective():
     np.testing.assert_allclose(g_t, g_np, rtol=1e-10, atol=1e-14)
 
 
+def test_exact_oracle_on_a_sparse_set_solves_over_that_set():
+    """Regression: the ε = ∞ oracle once minimized over the ℓ2 ball and then projected onto the
+    ℓ1 ball, which soft-thresholded the minimizer into an intercept-only rule worse than θ = 0.
+    Checked against cvxpy's minimum of the same balanced surrogate objective over the ℓ1 ball."""
+    rng = np.random.default_rng(3)
+    n, p = 600, 6
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, p))
+    y = (X @ np.array([2.0, -1.5, 1.0, 0, 0, 0]) + rng.normal(size=n) > 1.0).astype(int)
+    data = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+    ds = pf.SparseLinear(p, norm=pf.norms.l1(p), radius=3.0, intercept_bound=2.0, feature_bound=3.0)
+    rt = pf.rates(ds, data, surrogate="logistic", feature_bound=3.0)
+    r = np.zeros(rt.K)
+    r[[rt.names.index("fpr[a]"), rt.names.index("fnr[a]")]] = 1.0
+    F = lambda th: float(r @ rt.evaluate(th))                   # noqa: E731
+    got = F(O.erm_exact(rt, r))
+    # independent: Σ_{y=0,a} φ(z)/n_a0 + Σ_{y=1,a} φ(−z)/n_a1, all over φ(B), in cvxpy
+    U, m0, m1 = rt._Xc, (a == "a") & (y == 0), (a == "a") & (y == 1)
+    w, b = cp.Variable(p), cp.Variable()
+    z = U @ w + b
+    obj = (cp.sum(cp.logistic(z[m0])) / m0.sum() + cp.sum(cp.logistic(-z[m1])) / m1.sum())
+    cp.Problem(cp.Minimize(obj), [cp.norm1(w) <= 3.0, cp.abs(b) <= 2.0]).solve()
+    ref = F(np.r_[w.value, b.value])
+    assert got <= F(np.zeros(p + 1)) - 0.1 * (F(np.zeros(p + 1)) - ref)   # far from θ = 0
+    assert got == pytest.approx(ref, rel=1e-4, abs=1e-9)
+
+
 def test_lopt_with_linear_classifier_end_to_end():
     rt = _erm_setup()
     prob = pf.Problem(pf.minimize(2 * (rt.fp["a"] + rt.fn["a"]) + rt.fp["b"] + rt.fn["b"]),
