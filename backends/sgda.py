@@ -18,7 +18,8 @@ Algorithm (what runs; ``protect="sensitive"``: X and y public, the group A priva
         θ ← Π_Θ(θ − η_θ/(1 + λ)·(g_θ + λ S_θ)/(qn));   W ← Π_D(W + η_W (g_W + S_W)/(qn·h))
         (h = 1, or with w_step="newton" ψ's public diagonal curvature in W: see ``w_step``)
         θ̄_s = mean of θ over the second half of stage s         (post-processing)
-    choose s by AboveThreshold on g(ℓ(θ̄_s)) (below), output θ̄_s
+    choose s privately (below: AboveThreshold, or permute-and-flip on err + P·max(0, g)),
+    output θ̄_s
 
 Privacy (per-player sensitivities; the module docstring of ``_ermi.py`` derives the pieces).
 Changing a_i leaves x_i, y_i, hence the public pieces and B'_t, unchanged; only the private
@@ -40,8 +41,8 @@ sums move, through row i's contribution on B_t (if sampled):
   Poisson-subsampled Gaussian mechanism with noise multiplier z under substitution
   (``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``), calibrated by the
   accountant (PLD) for the share ε_sgda; z_θ = z/√s_θ, z_W = z/√(1 − s_θ).
-* The count release (Laplace, ‖Δñ‖₁ ≤ 2) and AboveThreshold (ε_select) compose with it; the
-  certificate is the accountant's total.  [L] Thm 3.3's closed form (σ_w² ≥ 16T ln(1/δ)/(ε²n²ρ),
+* The count release (Laplace, ‖Δñ‖₁ ≤ 2) and the choice of λ (ε_select, pure) compose with it;
+  the certificate is the accountant's total.  [L] Thm 3.3's closed form (σ_w² ≥ 16T ln(1/δ)/(ε²n²ρ),
   σ_θ² ≥ 16L²D² ln(1/δ)T/(ε²n²ρ), stated for ε ≤ 2 ln(1/δ), T ≥ (n√ε/2m)², with the private ρ)
   is reported beside the accountant's σ in ``result.info["noise"]``.
 
@@ -49,14 +50,17 @@ Equalized odds weighs the label slices equally by default (``slice_weights="bala
 ψ_i × n/(S·n_{y_i}), y public; [L]'s conditional ERMI weighs them by p(y): "proportional");
 scaling a slice leaves its W-maximiser alone and multiplies its bounds, which C_W and k̄ carry.
 
-Knob mapping (docs/sgda.md).  A constraint g ≤ 0 of the problem (|gap|, maximum, norm_inf or lse
-of selection-rate gaps → demographic parity; of fpr/tpr/tnr/fnr or multi-class rate gaps →
-equalized odds; one-sided gaps too) maps to λ by one rule: λ is the first value of the public
-path (default 0, 1, 2, 4, …, 128) whose checkpoint θ̄_s satisfies g(ℓ(θ̄_s)) ≤ −margin, found with
+Knob mapping (docs/sgda.md; code in ``_sgda_select.py``).  A constraint g ≤ 0 of the problem
+(|gap|, maximum, norm_inf or lse of selection-rate gaps → demographic parity; of fpr/tpr/tnr/fnr
+or multi-class rate gaps → equalized odds; one-sided gaps too) maps to λ by one of two rules over
+the public path (default 0, 1, 2, 4, …, 128), both ε_select-DP for the one index they output:
+``select="first"``: the first checkpoint θ̄_s with g(ℓ(θ̄_s)) ≤ −margin, found with
 AboveThreshold (Dwork & Roth 2014, Thm 3.23: threshold noise Lap(2Δg/ε_select), query noise
-Lap(4Δg/ε_select); ε_select-DP for the one index it outputs); the last checkpoint if none passes.
-Δg = min over norms L_g·Δℓ (rates clamped with the declared group-mass bound, or with lower
-bounds from the released counts).  ``lam=`` fixes λ (no selection, nothing spent on it).
+Lap(4Δg/ε_select)), the last checkpoint if none passes; ``select="penalized"``: permute-and-flip
+(McKenna & Sheldon 2020) on −(err_s + P·max(0, g_s + margin)), Δu = P·Δg since the training
+error reads x, y only (public under protect="sensitive").  Δg = min over norms L_g·Δℓ (rates
+clamped with the declared group-mass bound, or with lower bounds from the released counts).
+``lam=`` fixes λ (no selection, nothing spent on it).
 
 Theorem ([L] Thm 3.4).  E‖∇FERMI(θ̂)‖² = O(√max(d_θ, kl) ln(1/δ)/(εn)) for a uniformly random
 iterate, with unspecified constants and smoothness assumptions — a stationarity bound, not an
@@ -64,7 +68,10 @@ excess risk: the plan predicts ∞ (so ``auto`` does not pick it spuriously); th
 1 is ``thm34_rate`` (params["stationarity_rate"]), and ``formula`` returns it times C_L = ∞.
 
 Defaults: chosen on a validation split of adult.data (docs/sgda.md, "How the defaults were
-chosen"); equalized odds overrides some (``EO_DEFAULTS``).
+chosen"); equalized odds overrides some, keyed on the public ε (``eo_defaults``).
+``temperature`` τ (default 1) makes ψ read F_τ = softmax(z/τ) (a public, a-free change: ‖F_τ‖ ≤ 1
+and J_τ is clipped like J, so every bound above holds); it did not help on Adult's validation
+split and stays off.
 
 Corrections to [L] Algorithm 1 as printed: P̂_S (and ρ) are private — released here; noise on
 the loss gradient is unnecessary under sensitive-attribute privacy (and its minibatch is
@@ -83,17 +90,18 @@ import numpy as np
 
 from . import _ermi as E
 from . import _jagielski as J
+from . import _sgda_select as SEL
 from .base import Backend, Plan, Verdict
 
 DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.0,
             "lambdas": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
             "count_share": 0.05, "select_share": 0.25, "theta_share": 0.5, "margin": "auto",
             "average": True, "slice_weights": "balanced", "w_step": "plain",
-            "w_noise": "per_slot", "temperature": 1.0}
+            "w_noise": "per_slot", "temperature": 1.0, "select": "first",
+            "select_penalty": 1.0}
 _OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius",
                               "_noise_multiplier")
-#: failure probability of the group-mass lower bounds derived from the released counts
-BETA = 0.05
+BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
 _EO_KINDS = ("fpr", "tpr", "tnr", "fnr", "rate")
 
 
@@ -111,14 +119,27 @@ def _num(o, key, lo, hi, lo_open=True):
     o[key] = float(v)
 
 
-#: equalized-odds defaults that differ (chosen on a validation split of adult.data; docs/sgda.md)
-EO_DEFAULTS = {"epochs": 20, "w_step": "newton", "lr_w": 0.05}
+#: equalized-odds defaults that differ (chosen on a validation split of adult.data; docs/sgda.md):
+#: a large θ step (the conditional ERMI converges slowly at lr 1, and the thresholded
+#: classifier's gaps follow the soft ones only once they are small), W averaged over ~1/lr_w
+#: steps.  Below EO_LOW_EPSILON the noise needs fewer steps (smaller z), slower W averaging
+#: and the penalized selection (AboveThreshold's first noisy pass ends on unfair early stages).
+#: ε is public, so keying the defaults on it spends nothing.
+EO_DEFAULTS = {"epochs": 20, "w_step": "newton", "lr": 10.0, "lr_w": 0.2, "select": "first"}
+EO_LOW_EPSILON = 2.0
+EO_DEFAULTS_LOW = {"epochs": 10, "w_step": "newton", "lr": 10.0, "lr_w": 0.05,
+                   "select": "penalized", "select_penalty": 3.0}
 
 
-def _options(options, notion=None):
+def eo_defaults(epsilon):
+    """The equalized-odds defaults at privacy budget ``epsilon`` (public)."""
+    return EO_DEFAULTS_LOW if epsilon < EO_LOW_EPSILON else EO_DEFAULTS
+
+
+def _options(options, notion=None, epsilon=math.inf):
     o = dict(DEFAULTS)
     if (options.get("fairness") or notion) == "equalized_odds":
-        o.update(EO_DEFAULTS)
+        o.update(eo_defaults(epsilon))
     o.update({k: options[k] for k in _OPTIONS if k in options})
     for key in ("epochs", "batch_size"):
         if isinstance(o[key], bool) or not isinstance(o[key], (int, float)) or o[key] <= 0:
@@ -126,7 +147,8 @@ def _options(options, notion=None):
     for key, lo, hi, lo_open in (("lr", 0, 1e6, True), ("lr_w", 0, 1e6, True),
                                  ("clip", 0, 1e6, True), ("count_share", 0, 0.5, True),
                                  ("select_share", 0, 0.5, True), ("theta_share", 0, 1, True),
-                                 ("temperature", 0, 1e6, True)):
+                                 ("temperature", 0, 1e6, True),
+                                 ("select_penalty", 0, 1e6, True)):
         _num(o, key, lo, hi, lo_open)
     if o["margin"] != "auto":
         _num(o, "margin", 0, 1e6, False)
@@ -152,6 +174,8 @@ def _options(options, notion=None):
         _bad("w_step", o["w_step"], "choose 'plain' or 'newton'")
     if o["w_step"] == "newton" and o["lr_w"] > 1:
         _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
+    if o["select"] not in SEL.RULES:
+        _bad("select", o["select"], f"choose one of {SEL.RULES}")
     if o["slice_weights"] not in ("balanced", "proportional"):
         _bad("slice_weights", o["slice_weights"], "choose 'balanced' or 'proportional'")
     if o.get("w_radius") is not None:
@@ -266,7 +290,7 @@ class SGDABackend(Backend):
             notion, n_con = _shape(problem)
         except J.Unsupported as err:
             self.refuse(str(err))
-        o = _options(options, notion)
+        o = _options(options, notion, privacy.epsilon)
         if notion and o.get("fairness") and o["fairness"] != notion:
             _bad("fairness", o["fairness"], f"the constraint is a {notion} gap; drop fairness=")
         notion = notion or o.get("fairness")
@@ -310,12 +334,21 @@ class SGDABackend(Backend):
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}) of both players",
                            eps_sgda, privacy.delta))
             if select:
-                budget.append((f"AboveThreshold over the {len(path)} λ checkpoints",
+                rule = "permute-and-flip" if o["select"] == "penalized" else "AboveThreshold"
+                budget.append((f"{rule} over the {len(path)} λ checkpoints",
                                params["epsilon_select"], 0.0))
-        notes = ["knob: λ = the first value of the public path "
-                 f"{list(path)} whose checkpoint meets every constraint (AboveThreshold on the "
-                 "constraint values; the last checkpoint if none does)" if select else
-                 f"knob: λ = {path[0]:g} (given)",
+        params["select_rule"] = o["select"]
+        if not select:
+            knob = f"knob: λ = {path[0]:g} (given)"
+        elif o["select"] == "penalized":
+            knob = (f"knob: the checkpoint of the public path {list(path)} that minimises "
+                    f"err + {o['select_penalty']:g}·max(0, g) (permute-and-flip on that score; "
+                    "err is public under protect='sensitive')")
+        else:
+            knob = ("knob: λ = the first value of the public path "
+                    f"{list(path)} whose checkpoint meets every constraint (AboveThreshold on the "
+                    "constraint values; the last checkpoint if none does)")
+        notes = [knob,
                  "predicted excess risk ∞: [L] Thm 3.4 bounds the stationarity gap of FERMI with "
                  "unspecified constants, not an excess risk",
                  "noise multiplier calibrated at run time by the accountant (PLD, substitution); "
@@ -382,7 +415,14 @@ class SGDABackend(Backend):
                     "J̃ᵢᵀk̄ (‖·‖ ≤ ζ·max‖k̄‖), each scaled by 1/(z_part·bound) → per-row norm "
                     f"(z_θ⁻² + z_W⁻²)^½ = 1/z (z_θ = {zt:.4g}, z_W = {zw:.4g})"
                     + (" — TEST-ONLY noise multiplier" if o["_noise_multiplier"] != 1 else ""))))
-            if P["select"]:
+            if P["select"] and o["select"] == "penalized":
+                accountant.record(pure_event(
+                    P["epsilon_select"], theorem="permute-and-flip (McKenna & Sheldon 2020, Thm 1)",
+                    label=f"choice of λ among {len(path)} checkpoints (score −(err + "
+                          f"{o['select_penalty']:g}·max(0, g)))",
+                    sensitivity_source="Δu = P·Δg: err reads x, y only (public under "
+                                       "protect='sensitive'); Δg = L_g·Δℓ (clamped rates)"))
+            elif P["select"]:
                 accountant.record(pure_event(
                     P["epsilon_select"], theorem="AboveThreshold (Dwork & Roth 2014, Thm 3.23)",
                     label=f"choice of λ among {len(path)} checkpoints",
@@ -513,7 +553,8 @@ class SGDABackend(Backend):
         errors = [float(np.mean(np.asarray(ds.predict(d, data.X)) != data.y)) for d in checkpoints]
         chosen, sel = len(checkpoints) - 1, {}
         if P["select"]:
-            chosen, sel = self._select(problem, checkpoints, o, P, released, private, src)
+            chosen, sel = SEL.choose(problem, checkpoints, errors, o, P, released, private, src,
+                                   self.refuse)
         info = {"lambdas": list(path), "chosen_lambda": path[chosen], "chosen_index": chosen,
                 "train_errors": errors, "p_tilde": p_tilde.tolist(), "fairness": notion,
                 "w_radius": D, "released_counts": None if released is None else released.tolist(),
@@ -535,42 +576,6 @@ class SGDABackend(Backend):
                  for s, (lam, e) in enumerate(zip(path, errors))]
         return Result(self.name, [checkpoints[chosen]], [1.0], ds, plan=plan, trace=trace,
                       info=info)
-
-    def _select(self, problem, checkpoints, o, P, released, private, src):
-        """The first checkpoint whose constraint values pass (AboveThreshold when private)."""
-        from privfair.privacy import laplace_mechanism
-
-        r = problem.rates
-        q_sel = None
-        if r.group_mass_bound is None:
-            if released is not None:
-                b = 2.0 / P["epsilon_count"]
-                slack = b * max(0.0, math.log(released.size / (2.0 * BETA)))
-                qv = np.maximum(released.ravel() - slack, 1.0) / r.n
-                qv = qv / qv.sum() if qv.sum() > 1 else qv
-                q_sel = {(g, lab): float(qv[gi * r.L + li]) for gi, g in enumerate(r.groups)
-                         for li, lab in enumerate(r.label_values)}
-            elif private:
-                self.refuse("choosing λ privately needs a group-mass bound: declare "
-                            "pf.rates(..., group_mass_bound=q), drop group_probabilities= (the "
-                            "backend then releases the counts), or fix lam=")
-        gvals = np.array([max(float(g.value(r.evaluate(d, group_mass_bound=q_sel)))
-                              for g in problem.g) for d in checkpoints])
-        if not private:
-            margin = 0.0 if o["margin"] == "auto" else o["margin"]
-            ok = np.flatnonzero(gvals <= -margin)
-            return (int(ok[0]) if ok.size else len(checkpoints) - 1), {"selection": "exact"}
-        dg = max(_sensitivity(g, r, q_sel) for g in problem.g)
-        eps = P["epsilon_select"]
-        b = 4.0 * dg / eps                                             # query noise scale
-        margin = b * math.log(2.0) if o["margin"] == "auto" else o["margin"]
-        rho = float(laplace_mechanism(0.0, 2.0 * dg, eps, src))        # threshold noise
-        nu = np.asarray(laplace_mechanism(gvals, 4.0 * dg, eps, src), dtype=float)
-        passed = np.flatnonzero(-nu >= margin + rho)                   # −(g + ν') ≥ T + ρ
-        chosen = int(passed[0]) if passed.size else len(checkpoints) - 1
-        return chosen, {"selection": "AboveThreshold", "selection_sensitivity": dg,
-                        "selection_query_scale": b, "selection_margin": margin,
-                        "selection_passed": bool(passed.size)}
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -626,19 +631,6 @@ def w_step(W, gW, s_w, Fs, wt, mexp, lr_w, mode, D):
 def _project_w(W, D):
     nrm = float(W.norm())
     return W if nrm <= D else W * (D / nrm)
-
-
-def _sensitivity(g, r, q):
-    best = math.inf
-    for norm in ("l1", "l2", "linf"):
-        L = g.lipschitz(norm)
-        if L is None:
-            continue
-        d = r.delta_l(norm, "sensitive", support=g.support(), group_mass_bound=q)
-        best = min(best, float(L) * float(d))
-    if not math.isfinite(best) or best <= 0:
-        raise J.Unsupported(f"the sensitivity of {g} is unknown")
-    return best
 
 
 def _public_p(given, r, notion, counts):

@@ -221,8 +221,9 @@ def test_lse_constraint_is_accepted_and_equalized_odds_is_detected():
     p = eo.plan(pf.DP(1.0, 1e-6), backend=SGDA).chosen
     assert p.params["fairness"] == "equalized_odds"
     assert math.isinf(p.predicted_excess_risk)
-    text = p.explain()
-    assert "knob" in text and "AboveThreshold" in text and "stationarity" in text
+    text = p.explain()          # equalized odds at ε = 1 < 2: the penalized rule
+    assert "knob" in text and "permute-and-flip" in text and "stationarity" in text
+    assert "knob" in plan.explain() and "AboveThreshold" in plan.explain()
 
 
 def test_refusals_name_the_reason():
@@ -438,16 +439,17 @@ def _eo_problem(data, level=0.05):
 
 
 def test_equalized_odds_defaults_apply_and_options_override_them():
-    from privfair.backends.sgda import EO_DEFAULTS
+    from privfair.backends.sgda import eo_defaults
 
     data = _binary(600, 7)
     b = get(SGDA)
-    for prob, want in ((_eo_problem(data), EO_DEFAULTS), (_dp_problem(data), {})):
+    for prob, want in ((_eo_problem(data), eo_defaults(1.0)), (_dp_problem(data), {})):
         plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {})
         for k, v in want.items():
             assert plan.run_options[k] == v
         if not want:
             assert plan.run_options["w_step"] == "plain" and plan.run_options["epochs"] == 40
+            assert plan.run_options["select"] == "first" and plan.run_options["lr"] == 1.0
     prob = _eo_problem(data)
     plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"epochs": 7})
     assert plan.run_options["epochs"] == 7 and plan.run_options["w_step"] == "newton"
@@ -472,3 +474,149 @@ def test_formula_is_thm34_rate_with_an_unspecified_constant():
     inf_plan = get(SGDA).plan(prob, prob.analyze(pf.DP(math.inf)), pf.DP(math.inf), {})
     assert get(SGDA).formula(inf_plan) is None
 
+
+
+# ------------------------------------------------- equalized odds: tuned path and the new knob
+def _eo_neighbours(n_per_cell=60):
+    """Two groups × two labels; group a: x = (1, 0), group b: x = (−1, 0), so the model's
+    predictions differ by group inside each label slice (the conditional ERMI's W is far from
+    uniform and k̄ is large).  Row 0 (group a, y = 1) alone has x₂ = 1: only its own terms move
+    w₂.  D' moves row 0 to group b (same slice y = 1)."""
+    n = 4 * n_per_cell
+    x = np.zeros((n, 2))
+    a = np.array(["a"] * (2 * n_per_cell) + ["b"] * (2 * n_per_cell))
+    y = np.array(([1] * n_per_cell + [0] * n_per_cell) * 2)
+    x[:, 0] = np.where(a == "a", 1.0, -1.0)
+    x[0, 1] = 1.0
+    D = pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+    return D, D.with_row(0, group="b")
+
+
+#: q = 1, public p̃(r | y), one λ, W's step the batch maximiser (lr_w = 1), so from step 2 on
+#: the θ-player's private piece is as large as its bound: the released w₂ moves with a₀
+TINY_EO = dict(fairness="equalized_odds", lam=4.0, epochs=4, clip=0.5, batch_size=240,
+               theta_share=0.7, average=False, w_step="newton", lr_w=1.0, lr=1.0,
+               group_probabilities={(g, lab): 0.5 for g in "ab" for lab in (0, 1)})
+
+
+def _eo_outputs(data, privacy, n_runs, seed, mult=None):
+    b = get(SGDA)
+    prob = _tiny_problem(data)
+    opts = dict(TINY_EO, **({} if mult is None else {"_noise_multiplier": mult}))
+    plan = b.plan(prob, prob.analyze(privacy), privacy, opts)
+    src = as_source(seed)
+    return np.array([b.run(plan, rng=src, accountant=None).decisions[0][1] for _ in range(n_runs)])
+
+
+def test_equalized_odds_neighbour_tester_passes_and_a_tenth_of_the_noise_is_refuted():
+    D, Dp = _eo_neighbours()
+    privacy = pf.DP(3.0, 1e-3)
+    cert = _tiny_problem(D).solve(privacy, backend=SGDA, seed=0, **TINY_EO).certificate
+    assert len(cert.releases) == 1 and cert.epsilon <= 3.0
+    eps, delta = cert.epsilon, cert.delta
+    n = 1000
+    honest = check_dp(_eo_outputs(D, privacy, n, 1), _eo_outputs(Dp, privacy, n, 2), eps, delta,
+                      bins=10)
+    assert honest.passed
+    cheat = check_dp(_eo_outputs(D, privacy, n, 3, 0.1), _eo_outputs(Dp, privacy, n, 4, 0.1),
+                     eps, delta, bins=10)
+    assert not cheat.passed
+
+
+@pytest.mark.parametrize("name,adapter,L", _adapters(), ids=lambda v: v if isinstance(v, str) else "")
+def test_temperature_pieces_are_the_gradient_of_psi_at_sharpened_probabilities(name, adapter, L):
+    """With temperature τ the ERMI reads F_τ = softmax(z/τ): the a-free piece (v + k_ref) and the
+    private piece k̄ — both through private_sum, as the backend calls them — sum to autograd's
+    ∇θ Σψ(W, F_τ), and ermi_probs is F_τ (τ = 1 gives back F)."""
+    rng = np.random.default_rng(5)
+    n, G, S, tau = 30, 2, L, 0.4
+    X = torch.tensor(rng.normal(size=(n, 4)), dtype=torch.float32)
+    y = torch.tensor(rng.integers(0, L, n))
+    a = torch.tensor(rng.integers(0, G, n))
+    p = torch.full((S, G), 1.0 / G)
+    W = torch.tensor(rng.normal(size=(S, G, L)), dtype=torch.float32)
+    theta = adapter.theta0(torch, "cpu")
+    theta = theta + 0.3 * torch.randn(theta.shape, generator=torch.Generator().manual_seed(6))
+    F1 = adapter.probs(torch, theta, X)
+    adapter.tau = tau
+    try:
+        th = theta.clone().requires_grad_(True)
+        if hasattr(adapter, "_params"):
+            Ft = adapter._probs(torch, adapter._params(th), X, tau)
+        else:
+            Ft = adapter._probs(torch, adapter._xhat(torch, X) @ th.T / tau)
+        (g_theta,) = torch.autograd.grad(_psi_torch(W, Ft, a, y, p).sum(), th)
+        k_ref, kbar, _ = E.private_coefficients(W, p.sqrt())
+        v = (k_ref - (W ** 2).sum(dim=1))[y]
+        g_free, F_free, _ = adapter.private_sum(torch, theta, X, v, 1e6)
+        g_priv, _, _ = adapter.private_sum(torch, theta, X, kbar[y, a], 1e6)
+        assert torch.allclose(g_free + g_priv, g_theta, atol=2e-4, rtol=1e-3)
+        assert torch.allclose(F_free, Ft.detach(), atol=1e-6)
+        assert torch.allclose(adapter.ermi_probs(torch, theta, X), Ft.detach(), atol=1e-6)
+        assert not torch.allclose(Ft.detach(), F1, atol=1e-3)       # τ really sharpens
+    finally:
+        adapter.tau = 1.0
+
+
+def _penalized_setup():
+    from privfair.backends import _sgda_select as SEL
+
+    data = _binary(2000, 8)
+    prob = _eo_problem(data, level=0.03)
+    rng = np.random.default_rng(9)
+    ckpts = [np.array([1.0, 0.0, 0.0])] + [rng.normal(size=3) for _ in range(4)]
+    errors = [float(np.mean(prob.rates.decisions.predict(d, data.X) != data.y)) for d in ckpts]
+    released = data.counts().astype(float)
+    o = {"select": "penalized", "select_penalty": 2.0, "margin": 0.01}
+    P = {"epsilon_select": 0.05, "epsilon_count": 1.0}
+    return SEL, prob, ckpts, errors, released, o, P
+
+
+def test_penalized_selection_is_permute_and_flip_on_error_plus_penalty():
+    """The private rule's output law is exactly permute-and-flip's on
+    u_s = −(err_s + P·max(0, g_s + margin)) with Δu = P·Δg (err is public under protect=
+    'sensitive'); at ε = ∞ it is the argmin of the same score."""
+    from privfair.privacy import permute_and_flip_probabilities
+    from privfair.privacy.testing import goodness_of_fit
+
+    SEL, prob, ckpts, errors, released, o, P = _penalized_setup()
+    r = prob.rates
+    q = SEL.mass_bounds(r, released, P["epsilon_count"])
+    g = SEL.constraint_values(prob, ckpts, q)
+    score = -(np.asarray(errors) + 2.0 * np.maximum(g + 0.01, 0.0))
+    dg = SEL.sensitivity(prob.g[0], r, q)
+    want = permute_and_flip_probabilities(score, 2.0 * dg, P["epsilon_select"])
+    assert want.max() < 0.9 and (want > 0.02).sum() >= 2              # a non-trivial law
+    src = as_source(11)
+    draws = np.array([SEL.choose(prob, ckpts, errors, o, P, released, True, src, None)[0]
+                      for _ in range(3000)])
+    assert goodness_of_fit(draws, probabilities=want) > 1e-3
+    wrong = permute_and_flip_probabilities(score, dg, P["epsilon_select"])   # Δu without P
+    assert goodness_of_fit(draws, probabilities=wrong) < 1e-6          # the test has power
+    exact, info = SEL.choose(prob, ckpts, errors, o, P, released, False, src, None)
+    assert exact == int(np.argmax(score)) and info["selection"] == "exact"
+
+
+def test_equalized_odds_defaults_follow_the_public_budget_and_certificate_is_the_total():
+    from privfair.backends.sgda import EO_DEFAULTS, EO_DEFAULTS_LOW, EO_LOW_EPSILON
+
+    data = _binary(3000, 10)
+    b = get(SGDA)
+    prob = _eo_problem(data, level=0.03)
+    for eps, want in ((EO_LOW_EPSILON / 2, EO_DEFAULTS_LOW), (EO_LOW_EPSILON, EO_DEFAULTS)):
+        plan = b.plan(prob, prob.analyze(pf.DP(eps, 1e-6)), pf.DP(eps, 1e-6), {})
+        assert {k: plan.run_options[k] for k in want} == want
+    plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"select": "first"})
+    assert plan.run_options["select"] == "first" and plan.run_options["lr"] == 10.0
+    with pytest.raises(InvalidInputError):
+        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"select": "best"})
+    privacy = pf.DP(1.0, 1e-6)
+    res = prob.solve(privacy, backend=SGDA, seed=0, epochs=2)
+    cert = res.certificate
+    assert [ev.mechanism for ev in cert.releases] == ["subsampled_gaussian", "pure", "laplace"]
+    assert "permute-and-flip" in cert.releases[1].theorem
+    assert res.info["selection"] == "permute-and-flip"
+    acc = Accountant(delta=privacy.delta)
+    acc.extend(cert.releases)
+    assert acc.total().epsilon == pytest.approx(cert.epsilon, rel=1e-9)
+    assert cert.epsilon <= privacy.epsilon and cert.delta <= privacy.delta

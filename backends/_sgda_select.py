@@ -1,0 +1,115 @@
+"""The knob of ``sgda``: which checkpoint θ̄_s of the public λ path is released (docs/sgda.md).
+
+Two private rules, both ε_select-DP for the one index they output, both spending the share
+``select_share`` of ε recorded by the backend before anything is drawn:
+
+* ``select="penalized"`` (the default for equalized odds): permute-and-flip (McKenna & Sheldon
+  2020, Thm 1; ≡ report-noisy-max with Exponential(2Δu/ε) noise, Ding et al. 2021) on the score
+
+      u_s = −(err_s + P·max(0, g(ℓ(θ̄_s))))
+
+  with err_s the training error of checkpoint s and P = ``select_penalty``.  Under
+  protect="sensitive" (the only relation sgda implements) x and y are public and the
+  checkpoints are fixed released values, so err_s does not change between neighbours: only the
+  constraint term moves, by at most P·Δg (max(0, ·) is 1-Lipschitz) — Δu = P·Δg.  It weighs
+  every checkpoint at once (the penalty form h = f + P·max(0, g) of [A] Lemma 4.1), so one
+  noisy query of an early, unfair stage cannot end the search, as it can in AboveThreshold.
+* ``select="first"`` (the default for demographic parity): AboveThreshold (Dwork & Roth 2014,
+  Thm 3.23) in path order — threshold noise Lap(2Δg/ε), query noise Lap(4Δg/ε) on
+  g(ℓ(θ̄_s)); the first stage with −(g + ν) ≥ margin + ρ̃ is chosen, the last if none passes.
+
+Δg = min over norms of L_g·Δℓ from the compiler's constants, with the conditional rates clamped
+by the declared group-mass bound or by lower bounds derived from the released counts (slack of
+failure probability ``BETA``).  At ε = ∞ both rules are exact (the first feasible checkpoint;
+resp. the minimiser of the score).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _jagielski as J
+
+#: failure probability of the group-mass lower bounds derived from the released counts
+BETA = 0.05
+RULES = ("first", "penalized")
+
+
+def sensitivity(g, r, q):
+    """Δg: the smallest L_g·Δℓ over the norms whose Lipschitz constant is known."""
+    best = math.inf
+    for norm in ("l1", "l2", "linf"):
+        L = g.lipschitz(norm)
+        if L is None:
+            continue
+        d = r.delta_l(norm, "sensitive", support=g.support(), group_mass_bound=q)
+        best = min(best, float(L) * float(d))
+    if not math.isfinite(best) or best <= 0:
+        raise J.Unsupported(f"the sensitivity of {g} is unknown")
+    return best
+
+
+def mass_bounds(r, released, epsilon_count):
+    """Lower bounds on the (group, label) masses from the released counts (post-processing:
+    count − b·ln(cells/(2β)), floored at one row), or None without released counts."""
+    if released is None:
+        return None
+    b = 2.0 / epsilon_count
+    slack = b * max(0.0, math.log(released.size / (2.0 * BETA)))
+    qv = np.maximum(released.ravel() - slack, 1.0) / r.n
+    qv = qv / qv.sum() if qv.sum() > 1 else qv
+    return {(g, lab): float(qv[gi * r.L + li]) for gi, g in enumerate(r.groups)
+            for li, lab in enumerate(r.label_values)}
+
+
+def constraint_values(problem, checkpoints, q_sel):
+    """max_j g_j(ℓ(θ̄_s)) for every checkpoint (the deterministic predictions)."""
+    r = problem.rates
+    return np.array([max(float(g.value(r.evaluate(d, group_mass_bound=q_sel)))
+                         for g in problem.g) for d in checkpoints])
+
+
+def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
+    """(index, info) of the released checkpoint under ``o["select"]`` (module docstring);
+    ``refuse(reason)`` raises the backend's refusal."""
+    from privfair.privacy import laplace_mechanism, permute_and_flip
+
+    r = problem.rates
+    q_sel = None
+    if r.group_mass_bound is None:
+        q_sel = mass_bounds(r, released, P["epsilon_count"])
+        if q_sel is None and private:
+            refuse("choosing λ privately needs a group-mass bound: declare "
+                   "pf.rates(..., group_mass_bound=q), drop group_probabilities= (the backend "
+                   "then releases the counts), or fix lam=")
+    gvals = constraint_values(problem, checkpoints, q_sel)
+    errors = np.asarray(errors, dtype=float)
+    rule, pen = o["select"], o["select_penalty"]
+    if not private:
+        margin = 0.0 if o["margin"] == "auto" else o["margin"]
+        if rule == "penalized":
+            return (int(np.argmin(errors + pen * np.maximum(gvals + margin, 0.0))),
+                    {"selection": "exact"})
+        ok = np.flatnonzero(gvals <= -margin)
+        return (int(ok[0]) if ok.size else len(checkpoints) - 1), {"selection": "exact"}
+    dg = max(sensitivity(g, r, q_sel) for g in problem.g)
+    eps = P["epsilon_select"]
+    if rule == "penalized":
+        # err_s reads x, y and the released θ̄_s only: constant between neighbours (protect=
+        # "sensitive"); the penalty term moves by ≤ P·Δg.  The event was recorded by run().
+        margin = 0.0 if o["margin"] == "auto" else o["margin"]
+        scores = -(errors + pen * np.maximum(gvals + margin, 0.0))
+        chosen = int(permute_and_flip(scores, pen * dg, eps, src))
+        return chosen, {"selection": "permute-and-flip", "selection_sensitivity": pen * dg,
+                        "selection_noise_scale": 2.0 * pen * dg / eps, "selection_margin": margin}
+    b = 4.0 * dg / eps                                             # query noise scale
+    margin = b * math.log(2.0) if o["margin"] == "auto" else o["margin"]
+    rho = float(laplace_mechanism(0.0, 2.0 * dg, eps, src))        # threshold noise
+    nu = np.asarray(laplace_mechanism(gvals, 4.0 * dg, eps, src), dtype=float)
+    passed = np.flatnonzero(-nu >= margin + rho)                   # −(g + ν') ≥ T + ρ
+    chosen = int(passed[0]) if passed.size else len(checkpoints) - 1
+    return chosen, {"selection": "AboveThreshold", "selection_sensitivity": dg,
+                    "selection_query_scale": b, "selection_margin": margin,
+                    "selection_passed": bool(passed.size)}
