@@ -136,7 +136,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
 
     # -- the mechanism --------------------------------------------------------------------------
     def private_erm(self, erm, spec, *, rng, accountant, label, options):
-        from privfair.privacy import exponential_event, gaussian_mechanism
+        from privfair.privacy import exponential_event, gaussian_mechanism, pure_event
 
         ds = erm.decisions
         c = self.constants(erm, spec, options)
@@ -168,12 +168,21 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         sol = (E.solve_certified(erm, lin=_pad(s), theta0=theta) if private
                else E.solve(erm, lin=_pad(s), theta0=theta))
         theta = sol.theta
-        if private:
+        if private and spec["delta"] > 0:
             theta = gaussian_mechanism(
                 theta, c["theta_sens"], eps_fin, spec["delta"], rng, accountant=accountant,
                 sensitivity_source=f"2ζ/(nΛ) + 2τ = {c['theta_sens']:.4g} (primal recovery)",
-                label=f"{label}: primal recovery θ(ŝ)") if spec["delta"] > 0 else \
-                theta + E.gamma_norm_noise(erm.P, c["theta_sens"] / eps_fin, rng)
+                label=f"{label}: primal recovery θ(ŝ)")
+        elif private:      # pure ε: the release is an event too (privfair audit caught its absence)
+            kappa = c["theta_sens"] / eps_fin
+            if accountant is not None:
+                accountant.record(pure_event(
+                    eps_fin, theorem="output perturbation with density ∝ exp(−ε‖b‖₂/Δ₂) is ε-DP "
+                    "(Chaudhuri et al. 2011, Thm 6)", sensitivity=c["theta_sens"], norm="l2",
+                    scale=kappa, label=f"{label}: primal recovery θ(ŝ)", idealized=True,
+                    sensitivity_source=f"2ζ/(nΛ) + 2τ = {c['theta_sens']:.4g} (primal recovery)",
+                    sampler="κ·Gamma(P, 1)·uniform direction from float Gaussians"))
+            theta = theta + E.gamma_norm_noise(erm.P, kappa, rng)
         if options.get("project", True):
             theta = ds.project(theta)
         return theta

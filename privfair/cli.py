@@ -417,9 +417,20 @@ reaches the released decision:
     base's positive cell of group a ties on D and the moved row breaks the tie).
   cells: pf.ProxyCells(1, 1) (one cell), minimize (fp[a] - 0.1)^2, proxy_share=0.05: the
     rule is q = 0.1 n / (released count of group a's negatives), which the row moves by one.
+  output_perturbation, dual_frank_wolfe (smoothed hinge), objective_perturbation (logistic):
+    their own row neighbours (protect="row"): 5 rows at x = +-10, D' relabels row 0 (x = 10)
+    from y = 1 to 0; SparseLinear(1, l1, radius 1, l2=1000, no intercept, R=10), minimize the
+    error.  The huge ridge keeps every margin in the loss's linear part, so the row moves the
+    minimizer by the full sensitivity; the output tested is the released coefficient w.
+  sgda (needs torch): 100 rows per group at x = (1, 0) / (-1, 0), row 0 alone at x = (0, 5),
+    D' moves it from group a to b; Linear(2, 1) from w = (1, 0), full batches, lam = 2, 4
+    epochs; the output tested is the released w2, which only row 0's clipped gradients move.
+    Its negative control is a tenth of the noise at the same eps (test-only
+    _noise_multiplier=0.1), since 4 eps leaves a Gaussian too noisy to refute at these runs.
 
 Output tested: the expected prediction of the released decision (a mixture) on the 20 rows
-(and for decisions that read the group, for both groups) -- a post-processing of the release,
+(and for decisions that read the group, for both groups), or the released coefficient named
+above for the ERM and sgda instances -- a post-processing of the release,
 so an (eps, delta)-DP backend gives outputs that pass at the certificate's (eps, delta).  A
 pilot (the first quarter of the runs on each dataset) picks, in each direction, an event S
 (outputs histogrammed when few distinct ones occur, else projected and cut into 20 quantile
@@ -427,35 +438,41 @@ bins); the other runs test it: with exact binomial bounds P_D(S) >= p_lo and P_D
 the empirical privacy loss lower bound is eps_lo = ln((p_lo - delta)/q_hi), and the claim is
 refuted when eps_lo > eps (each direction wrong with probability <= Phi(-z), z = --z).
 
-Default runs on each dataset: 2000 (frank_wolfe and lopt 4000, cells 600); each audit
+Default runs on each dataset: 2000 (frank_wolfe and lopt 4000, cells 600,
+objective_perturbation 8000, sgda 1500); each audit
 takes well under a minute on one core."""
 
 
-def _audit_outputs(backend, build, data, privacy, options, runs, seed, progress, label):
-    """Expected predictions of ``runs`` releases on the instance's rows, one row per run."""
+def _audit_outputs(backend, inst, data, privacy, options, runs, seed, progress, label):
+    """The tested output of ``runs`` releases, one row per run: ``inst.release(result)``, or by
+    default the expected predictions on the instance's rows."""
     import numpy as np
 
     from .privacy.randomness import as_source
 
-    problem = build(data)
+    problem = inst.build(data)
     plan = backend.plan(problem, problem.analyze(privacy), privacy, dict(options))
     src = as_source(seed)
     X = data.X
     needs_sensitive = getattr(problem.rates.decisions, "needs_sensitive", False)
-    out = np.empty((runs, X.shape[0] * (len(data.groups) if needs_sensitive else 1)))
+    rows = []
     iterator = range(runs)
     if progress:
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc=label, leave=False, file=sys.stderr)
-    for k in iterator:
+    for _ in iterator:
         res = backend.run(plan, rng=src, accountant=None, progress=False)
-        if needs_sensitive:
-            out[k] = np.concatenate([res.predict_proba(X, sensitive=np.array([g] * len(X)))
-                                     for g in data.groups])
+        if inst.release is not None:
+            rows.append(np.asarray(inst.release(res), dtype=float).ravel())
+        elif needs_sensitive:
+            rows.append(np.concatenate([res.predict_proba(X, sensitive=np.array([g] * len(X)))
+                                        for g in data.groups]))
         else:
-            out[k] = res.predict_proba(X)
-    return np.round(out, 9)
+            rows.append(np.asarray(res.predict_proba(X), dtype=float))
+    out = np.vstack(rows)
+    # predictions are rounded so that equal mixtures histogram together; θ is kept as released
+    return out if inst.release is not None else np.round(out, 9)
 
 
 def _format_eps(value) -> str:
@@ -468,7 +485,7 @@ def _cmd_audit(args) -> int:
 
     import privfair as pf
     from .backends import get
-    from .privacy.audit_instances import audit_instances, audit_pair, default_runs
+    from .privacy.audit_instances import audit_instances, default_runs
     from .privacy.testing import check_dp_heldout
 
     backend = get(args.backend)           # unknown name: typed error, exit 2
@@ -477,10 +494,11 @@ def _cmd_audit(args) -> int:
                            "nothing to audit")
     if math.isinf(args.epsilon):
         raise CommandError("--epsilon inf: a non-private run has no privacy claim to audit")
-    privacy = pf.DP(args.epsilon, args.delta, protect="sensitive")
-    D, Dp = audit_pair()
     refusals, chosen = [], None
     for inst in audit_instances(backend.name):
+        delta = inst.delta if args.delta is None else args.delta
+        privacy = pf.DP(args.epsilon, delta, protect=inst.protect)
+        D, Dp = inst.pair()
         problem = inst.build(D)
         verdict = backend.accepts(problem, problem.analyze(privacy))
         if verdict:
@@ -490,31 +508,38 @@ def _cmd_audit(args) -> int:
     if chosen is None:
         raise CommandError(f"backend {args.backend!r} accepts none of the built-in audit "
                            f"instances ({'; '.join(refusals)})")
-    build, options = chosen.build, chosen.options
+    options = chosen.options
     runs = args.runs if args.runs is not None else default_runs(backend.name)
     if runs < 8:
         raise CommandError(f"--runs {runs}: at least 8 runs are needed (a pilot and a test part)")
     seeds = np.random.SeedSequence(args.seed).spawn(5)
-    cert = build(D).solve(privacy, backend=backend.name, seed=seeds[0], progress=False,
-                          **options).certificate
+    try:
+        cert = chosen.build(D).solve(privacy, backend=backend.name, seed=seeds[0],
+                                     progress=False, **options).certificate
+    except PrivfairError as err:        # e.g. sgda at δ = 0: a usage error, one line
+        raise CommandError(f"the audit instance cannot run at ε={args.epsilon:g}, "
+                           f"δ={delta:g}: {err}") from None
     eps, delta = float(cert.epsilon), float(cert.delta)
     opts = ", ".join(f"{k}={v}" for k, v in options.items())
     print(f"privfair audit — backend {backend.name} on the built-in instance: {D.n} rows, "
-          f"{chosen.description}{' (' + opts + ')' if opts else ''}; D' moves row 0 from "
-          "group a to b")
-    print(f"claim (the certificate of a run at ε={args.epsilon:g}, δ={args.delta:g}): "
-          f"ε = {eps:.6g}, δ = {delta:.3g}")
+          f"{chosen.description}{' (' + opts + ')' if opts else ''}; {chosen.neighbours_doc}")
+    if chosen.release_doc:
+        print(f"output tested: {chosen.release_doc}")
+    print(f"claim (the certificate of a run at ε={args.epsilon:g}, δ={privacy.delta:g}, "
+          f"protect={chosen.protect!r}): ε = {eps:.6g}, δ = {delta:.3g}")
     progress = _show_progress(args)
-    runs_list = [("honest", args.epsilon, seeds[1], seeds[2])]
+    runs_list = [("honest", args.epsilon, {}, seeds[1], seeds[2])]
     if args.negative_control:
-        runs_list.append(("negative control", 4 * args.epsilon, seeds[3], seeds[4]))
+        runs_list.append(("negative control", chosen.control_factor * args.epsilon,
+                          chosen.control_options, seeds[3], seeds[4]))
     expected_ok = True
-    for kind, eps_run, sD, sDp in runs_list:
+    for kind, eps_run, extra, sD, sDp in runs_list:
         started = time.perf_counter()
-        run_privacy = pf.DP(eps_run, args.delta, protect="sensitive")
-        a = _audit_outputs(backend, build, D, run_privacy, options, runs, sD, progress,
+        run_privacy = pf.DP(eps_run, privacy.delta, protect=chosen.protect)
+        run_options = {**options, **extra}
+        a = _audit_outputs(backend, chosen, D, run_privacy, run_options, runs, sD, progress,
                            f"{kind} D")
-        b = _audit_outputs(backend, build, Dp, run_privacy, options, runs, sDp, progress,
+        b = _audit_outputs(backend, chosen, Dp, run_privacy, run_options, runs, sDp, progress,
                            f"{kind} D'")
         check = check_dp_heldout(a, b, eps, delta, z=args.z)
         took = time.perf_counter() - started
@@ -522,9 +547,10 @@ def _cmd_audit(args) -> int:
             print(f"\nhonest run: backend at ε={eps_run:g}, {runs} runs on D and on D' "
                   f"({check.how}; {took:.1f} s)")
         else:
-            print(f"\nnegative control: backend at 4ε = {eps_run:g} (under-noised), "
-                  f"{runs} runs on D and on D' ({check.how}; {took:.1f} s), tested against the "
-                  "same claim")
+            print(f"\nnegative control: {chosen.control} — backend at ε={eps_run:g}"
+                  f"{' with ' + ', '.join(f'{k}={v}' for k, v in extra.items()) if extra else ''}"
+                  f", {runs} runs on D and on D' ({check.how}; {took:.1f} s), tested against "
+                  "the same claim")
         for name, est in (("D → D'", check.forward), ("D' → D", check.backward)):
             print(f"  {name}: event S of {est.size}/{est.bins} pilot bins; held out: "
                   f"P(S) = {est.p:.4f}, P'(S) = {est.q:.4f}; δ̂ at ε={eps:.6g}: "
@@ -630,10 +656,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "asked, refuted), 1 otherwise.\n\n" + AUDIT_DOC)
     a.add_argument("--backend", required=True, help="a name from 'privfair backends'")
     a.add_argument("--epsilon", type=_epsilon, default=1.0, help="ε to run at (default 1)")
-    a.add_argument("--delta", type=_delta, default=0.0, help="δ to run at (default 0)")
+    a.add_argument("--delta", type=_delta, default=None,
+                   help="δ to run at (default 0; sgda's instance 1e-5: its Gaussian releases "
+                        "need δ > 0)")
     a.add_argument("--runs", type=_positive_int, default=None,
                    help="runs on each dataset (default 2000; frank_wolfe and lopt 4000, "
-                        "cells 600)")
+                        "cells 600, objective_perturbation 8000, sgda 1500)")
     a.add_argument("--seed", type=_seed, default=0, help="seed of the runs (default 0)")
     a.add_argument("--z", type=_positive_float, default=4.0,
                    help="confidence: a claim is refuted only when the empirical ε lower "

@@ -107,6 +107,23 @@ def test_private_run_end_to_end_and_plan():
     assert ds.contains(res.decision)
 
 
+def test_pure_epsilon_certificate_counts_the_primal_recovery_release():
+    # regression: at δ = 0 the Gamma-norm release of θ(ŝ) was drawn but never recorded, so the
+    # certificate claimed only the selections' half of ε (found by `privfair audit`)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3)) / 2
+    data = pf.Dataset(X, (X[:, 0] > 0).astype(int), sensitive=rng.choice(["a", "b"], 400),
+                      group_names=["a", "b"])
+    ds = pf.SparseLinear(3, norm=pf.norms.l1(3), radius=2.0, l2=0.01, intercept_bound=1.0)
+    prob = pf.Problem(pf.minimize(pf.rates(ds, data, surrogate="logistic").error()))
+    cert = prob.solve(pf.DP(2.0, 0.0, protect="row"), backend="dual_frank_wolfe", seed=0,
+                      T=4).certificate
+    kinds = [(ev.mechanism, ev.count) for ev in cert.releases]
+    assert kinds == [("exponential", 4), ("pure", 1)]
+    assert sum(ev.epsilon * ev.count for ev in cert.releases) == pytest.approx(2.0, rel=1e-6)
+    assert cert.epsilon == pytest.approx(2.0, rel=1e-6) and cert.delta == 0.0
+
+
 def test_refusals():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 4))

@@ -31,17 +31,41 @@ The instances (``audit_instances(name)``, best first for that backend):
     ``proxy_share`` is a public option of the backend (M1's share of ε); a small share leaves
     the count release (M2) almost all of the budget, and a proxy too noisy to pull the count's
     shrinkage toward it.
+``ridge_hinge`` / ``ridge_logistic`` — the row-private ERM backends (output_perturbation and
+    dual_frank_wolfe on the smoothed hinge, objective_perturbation on the logistic loss), with
+    their own neighbours (``ridge_pair``, ``protect="row"``): five rows on one feature, x = ±R
+    (R = 10), and D′ relabels row 0 (x = R) from y = 1 to 0.  The decision set is
+    ``SparseLinear(1, l1, radius 1, l2=Λ, no intercept, R)`` with Λ = 1000, so θ* is of order
+    R/(nΛ): every margin stays in the loss's linear part, θ* is an affine function of the labels
+    and the relabelled row moves it by the full ℓ2 sensitivity 2LR/(nΛ) the backends calibrate
+    to.  The output tested is the released w itself (``released_w``).  dual_frank_wolfe runs
+    with T = 1, a negligible penalty and ``selection_share=0.1`` so that the primal recovery
+    carries most of ε; objective_perturbation with ``jacobian_share=0.01`` (its public share for
+    the curvature term), leaving the linear noise term almost all of it.
+``sgda_w2`` — sgda (needs torch), with its own neighbours (``sgda_pair``,
+    ``protect="sensitive"``): 100 rows per group, group a at x = (1, 0) with y = 1, group b at
+    x = (−1, 0) with y = 0, and row 0 alone at x = (0, 5); D′ moves row 0 to group b.  The model
+    is ``Linear(2, 1)`` started at w = (1, 0); full batches (q = 1), λ = 2 with public group
+    probabilities, 4 epochs.  Only row 0's per-example terms have a second coordinate, so the
+    released w₂ (``released_w2``) is a sum of row 0's clipped θ-gradients plus the Gaussian
+    noise — the Gaussian mechanism's worst case.  Its negative control is not 4ε but the
+    test-only ``_noise_multiplier=0.1`` (a tenth of the noise at the same claim): at 4ε the
+    accountant's noise multiplier only falls from 16.4 to 4.7 (T = 4, q = 1, δ = 10⁻⁵), and a
+    Gaussian that noisy has its loss above ε = 1 on events of probability near δ, which ~10³
+    held-out runs cannot see.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["AuditInstance", "audit_pair", "audit_instances", "AUDIT_RUNS"]
+__all__ = ["AuditInstance", "audit_pair", "ridge_pair", "sgda_pair", "audit_instances",
+           "AUDIT_RUNS"]
 
 #: runs on each dataset when ``--runs`` is not given: enough for the 4ε control to be refuted
 #: with a wide margin (see docs/cli.md for the measured bounds), small enough for ≤ ~60 s
-AUDIT_RUNS = {"frank_wolfe": 4000, "lopt": 4000, "cells": 600}
+AUDIT_RUNS = {"frank_wolfe": 4000, "lopt": 4000, "cells": 600, "objective_perturbation": 8000,
+              "sgda": 1500}
 DEFAULT_RUNS = 2000
 
 #: iterative backends run with T = 2 so that the output space stays small enough to histogram
@@ -53,12 +77,31 @@ _ITERATIVE = {"frank_wolfe": {"T": 2}, "lopt": {"T": 2, "release_share": 0.1},
 
 @dataclass(frozen=True)
 class AuditInstance:
-    """A problem builder (``build(data) -> pf.Problem``) with the solve options it needs."""
+    """A problem builder (``build(data) -> pf.Problem``) with the solve options it needs.
+
+    ``neighbours() -> (D, D′)`` and ``neighbours_doc`` (one line) give the pair, ``protect`` its
+    relation and ``delta`` the δ when none is asked for.  ``release(result) -> 1-D array`` is
+    the output tested (None: the expected predictions on the rows), fixed before any run.  The
+    negative control runs at ``control_factor``·ε with ``control_options`` added; ``control``
+    says what it is, in words."""
 
     key: str
     description: str
     build: object
     options: dict = field(default_factory=dict)
+    neighbours: object = None
+    neighbours_doc: str = "D' moves row 0 from group a to b"
+    protect: str = "sensitive"
+    delta: float = 0.0
+    release: object = None
+    release_doc: str = ""
+    control_factor: float = 4.0
+    control_options: dict = field(default_factory=dict)
+    control: str = "4ε (under-noised)"
+
+    def pair(self):
+        """(D, D′): this instance's neighbours (the shared :func:`audit_pair` by default)."""
+        return (self.neighbours or audit_pair)()
 
 
 def audit_pair():
@@ -106,8 +149,88 @@ def one_cell_problem(data):
     return pf.Problem(pf.minimize(pf.square(r.fp["a"] - 0.1)))
 
 
+#: ridge instances: feature bound R, ridge Λ (large: margins stay in the loss's linear part)
+RIDGE_R, RIDGE_L2 = 10.0, 1000.0
+#: sgda instance: rows per group and the training options (q = 1, fixed λ, public p̃)
+SGDA_ROWS = 100
+SGDA_OPTIONS = {"fairness": "demographic_parity", "group_probabilities": {"a": 0.5, "b": 0.5},
+                "lam": 2.0, "epochs": 4, "clip": 0.25, "batch_size": 2 * SGDA_ROWS,
+                "theta_share": 0.9, "average": False}
+
+
+def ridge_pair():
+    """Row neighbours of the ridge instances: D′ relabels row 0 (x = R) from y = 1 to y = 0."""
+    import numpy as np
+
+    import privfair as pf
+
+    R = RIDGE_R
+    D = pf.Dataset(np.array([[R], [R], [R], [-R], [-R]]), np.array([1, 1, 0, 1, 0]),
+                   sensitive=np.array(["a", "a", "a", "b", "b"]), group_names=["a", "b"])
+    return D, D.with_row(0, label=0)
+
+
+def ridge_problem(surrogate):
+    """A builder: SparseLinear(1, l1, radius 1, l2=Λ, no intercept, R); minimize the error."""
+    def build(data):
+        import privfair as pf
+
+        ds = pf.SparseLinear(1, norm=pf.norms.l1(1), radius=1.0, l2=RIDGE_L2, intercept=False,
+                             feature_bound=RIDGE_R)
+        return pf.Problem(pf.minimize(pf.rates(ds, data, surrogate=surrogate,
+                                               feature_bound=RIDGE_R).error()))
+    build.__doc__ = f"SparseLinear ridge instance, {surrogate} surrogate (module docstring)."
+    return build
+
+
+def released_w(result):
+    """The released coefficient w of a one-feature linear decision (a public coordinate of θ)."""
+    return result.decisions[0][:1]
+
+
+def sgda_pair(n_per_group=SGDA_ROWS):
+    """Group a: x = (1, 0), y = 1; group b: x = (−1, 0), y = 0; row 0 alone is x = (0, 5), so
+    only its own terms move w₂.  D′ moves row 0 from a to b (``protect="sensitive"``)."""
+    import numpy as np
+
+    import privfair as pf
+
+    x = np.zeros((2 * n_per_group, 2))
+    x[:n_per_group, 0], x[n_per_group:, 0], x[0] = 1.0, -1.0, (0.0, 5.0)
+    y = np.array([1] * n_per_group + [0] * n_per_group)
+    a = np.array(["a"] * n_per_group + ["b"] * n_per_group)
+    D = pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+    return D, D.with_row(0, group="b")
+
+
+def sgda_problem(data):
+    """TorchModel(Linear(2, 1)) started at w = (1, 0), b = 0; minimize the error."""
+    import torch
+
+    import privfair as pf
+
+    lin = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, 0.0]]))
+        lin.bias.fill_(0.0)
+    return pf.Problem(pf.minimize(pf.rates(pf.TorchModel(lin, 2, 2), data).error()))
+
+
+def released_w2(result):
+    """w₂ of the released Linear(2, 1) (θ = (w₁, w₂, b)): only row 0 moves it."""
+    return result.decisions[0][1:2]
+
+
 def audit_instances(backend: str) -> list:
-    """Candidate :class:`AuditInstance` s for ``backend``, best first."""
+    """Candidate :class:`AuditInstance` s for ``backend``, best first (sgda's only with torch,
+    the optional extra its model needs)."""
+    import importlib.util
+
+    ridge = dict(neighbours=ridge_pair, protect="row", release=released_w,
+                 neighbours_doc="D' relabels row 0 (x = R = 10) from y = 1 to y = 0 "
+                                "(protect='row': one whole row replaced)",
+                 release_doc="the released coefficient w (a fixed public coordinate of θ)")
+    dual_fw = {"T": 1, "penalty": 1e-6, "selection_share": 0.1}
     table = [
         AuditInstance("tie", "thresholds t ∈ {0, 0.5} on x, minimize fp[a] + fn[a] − tn[a]",
                       tie_problem, dict(_ITERATIVE.get(backend, {}))),
@@ -115,8 +238,30 @@ def audit_instances(backend: str) -> list:
                       postprocessed_problem),
         AuditInstance("one_cell", "ProxyCells(1, 1), minimize (fp[a] − 0.1)²", one_cell_problem,
                       {"proxy_share": 0.05}),
+        AuditInstance("ridge_hinge", "SparseLinear(1, l1, radius 1, l2=1000, no "
+                      "intercept, R=10), smoothed hinge, minimize the error",
+                      ridge_problem("smoothed_hinge"),
+                      dual_fw if backend == "dual_frank_wolfe" else {}, **ridge),
+        AuditInstance("ridge_logistic", "SparseLinear(1, l1, radius 1, l2=1000, no "
+                      "intercept, R=10), logistic, minimize the error",
+                      ridge_problem("logistic"),
+                      {"jacobian_share": 0.01} if backend == "objective_perturbation" else {},
+                      **ridge),
+        AuditInstance("sgda_w2", "TorchModel(Linear(2, 1)) from w = (1, 0), "
+                      "demographic-parity ERMI at λ = 2, q = 1, T = 4, clip 0.25",
+                      sgda_problem, dict(SGDA_OPTIONS), neighbours=sgda_pair, delta=1e-5,
+                      release=released_w2,
+                      neighbours_doc="D' moves row 0 (x = (0, 5)) from group a to b",
+                      release_doc="the released w₂ (only row 0's private θ-term moves it)",
+                      control_factor=1.0, control_options={"_noise_multiplier": 0.1},
+                      control="the noise multiplier ÷ 10 at the same ε (sgda's test-only "
+                              "_noise_multiplier=0.1)"),
     ]
-    first = {"postprocessing": "postprocessed", "cells": "one_cell"}.get(backend, "tie")
+    if importlib.util.find_spec("torch") is None:
+        table = [inst for inst in table if inst.key != "sgda_w2"]
+    first = {"postprocessing": "postprocessed", "cells": "one_cell",
+             "output_perturbation": "ridge_hinge", "dual_frank_wolfe": "ridge_hinge",
+             "objective_perturbation": "ridge_logistic", "sgda": "sgda_w2"}.get(backend, "tie")
     return sorted(table, key=lambda inst: inst.key != first)
 
 
