@@ -14,6 +14,14 @@ Two private rules, both ε_select-DP for the one index they output, both spendin
   constraint term moves, by at most P·Δg (max(0, ·) is 1-Lipschitz) — Δu = P·Δg.  It weighs
   every checkpoint at once (the penalty form h = f + P·max(0, g) of [A] Lemma 4.1), so one
   noisy query of an early, unfair stage cannot end the search, as it can in AboveThreshold.
+* ``select="mixture"``: the same permute-and-flip score over a larger public candidate set —
+  every checkpoint and every two-checkpoint mixture w·θ̄_i + (1 − w)·θ̄_j (as a randomized
+  classifier, not averaged weights) on the public grid w ∈ ``MIX_GRID``.  A mixture's rates are
+  Σ w_i ℓ(θ̄_i), so they move by at most Δℓ between neighbours and its score by at most P·Δg, as
+  for one checkpoint; its error Σ w_i err_i is public.  Permute-and-flip's guarantee does not
+  depend on the number of candidates.  Checkpoints on a noisy path overshoot on both sides of
+  the constraint (a TPR gap of +0.1 at one λ, −0.05 at the next), and a mixture of two of them
+  can sit inside the level where no single one does.
 * ``select="first"`` (the default for demographic parity): AboveThreshold (Dwork & Roth 2014,
   Thm 3.23) in path order — threshold noise Lap(2Δg/ε), query noise Lap(4Δg/ε) on
   g(ℓ(θ̄_s)); the first stage with −(g + ν) ≥ margin + ρ̃ is chosen, the last if none passes.
@@ -34,7 +42,9 @@ from . import _jagielski as J
 
 #: failure probability of the group-mass lower bounds derived from the released counts
 BETA = 0.05
-RULES = ("first", "penalized")
+RULES = ("first", "penalized", "mixture")
+#: public mixing weights of the two-checkpoint candidates of ``select="mixture"``
+MIX_GRID = tuple(k / 10 for k in range(1, 10))
 
 
 def sensitivity(g, r, q):
@@ -71,9 +81,29 @@ def constraint_values(problem, checkpoints, q_sel):
                          for g in problem.g) for d in checkpoints])
 
 
+def candidates(k, rule):
+    """The public candidate set: a list of ((index, weight), ...) mixtures of the k checkpoints
+    (single checkpoints first; two-checkpoint mixtures on ``MIX_GRID`` for ``"mixture"``)."""
+    out = [((s, 1.0),) for s in range(k)]
+    if rule == "mixture":
+        out += [((i, w), (j, 1.0 - w)) for i in range(k) for j in range(i + 1, k)
+                for w in MIX_GRID]
+    return out
+
+
+def mixture_scores(problem, checkpoints, errors, cands, q_sel):
+    """(err, g) of every candidate: Σ w_i err_i and max_j g_j(Σ w_i ℓ(θ̄_i))."""
+    r = problem.rates
+    ells = np.array([r.evaluate(d, group_mass_bound=q_sel) for d in checkpoints])
+    err = np.array([sum(w * errors[i] for i, w in c) for c in cands])
+    g = np.array([max(float(gj.value(sum(w * ells[i] for i, w in c))) for gj in problem.g)
+                  for c in cands])
+    return err, g
+
+
 def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
-    """(index, info) of the released checkpoint under ``o["select"]`` (module docstring);
-    ``refuse(reason)`` raises the backend's refusal."""
+    """(mixture, info): the released mixture ``((index, weight), ...)`` of checkpoints under
+    ``o["select"]`` (module docstring); ``refuse(reason)`` raises the backend's refusal."""
     from privfair.privacy import laplace_mechanism, permute_and_flip
 
     r = problem.rates
@@ -84,32 +114,37 @@ def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
             refuse("choosing λ privately needs a group-mass bound: declare "
                    "pf.rates(..., group_mass_bound=q), drop group_probabilities= (the backend "
                    "then releases the counts), or fix lam=")
-    gvals = constraint_values(problem, checkpoints, q_sel)
     errors = np.asarray(errors, dtype=float)
     rule, pen = o["select"], o["select_penalty"]
+    if rule in ("penalized", "mixture"):
+        cands = candidates(len(checkpoints), rule)
+        err, gvals = mixture_scores(problem, checkpoints, errors, cands, q_sel)
+        margin = 0.0 if o["margin"] == "auto" else o["margin"]
+        scores = -(err + pen * np.maximum(gvals + margin, 0.0))
+        if not private:
+            return cands[int(np.argmax(scores))], {"selection": "exact"}
+        # err reads x, y and the released θ̄_s only: constant between neighbours (protect=
+        # "sensitive"); the penalty term moves by ≤ P·Δg.  The event was recorded by run().
+        dg = max(sensitivity(g, r, q_sel) for g in problem.g)
+        eps = P["epsilon_select"]
+        chosen = int(permute_and_flip(scores, pen * dg, eps, src))
+        return cands[chosen], {"selection": "permute-and-flip", "selection_candidates": len(cands),
+                               "selection_sensitivity": pen * dg,
+                               "selection_noise_scale": 2.0 * pen * dg / eps,
+                               "selection_margin": margin}
+    gvals = constraint_values(problem, checkpoints, q_sel)
     if not private:
         margin = 0.0 if o["margin"] == "auto" else o["margin"]
-        if rule == "penalized":
-            return (int(np.argmin(errors + pen * np.maximum(gvals + margin, 0.0))),
-                    {"selection": "exact"})
         ok = np.flatnonzero(gvals <= -margin)
-        return (int(ok[0]) if ok.size else len(checkpoints) - 1), {"selection": "exact"}
+        return ((int(ok[0]) if ok.size else len(checkpoints) - 1, 1.0),), {"selection": "exact"}
     dg = max(sensitivity(g, r, q_sel) for g in problem.g)
     eps = P["epsilon_select"]
-    if rule == "penalized":
-        # err_s reads x, y and the released θ̄_s only: constant between neighbours (protect=
-        # "sensitive"); the penalty term moves by ≤ P·Δg.  The event was recorded by run().
-        margin = 0.0 if o["margin"] == "auto" else o["margin"]
-        scores = -(errors + pen * np.maximum(gvals + margin, 0.0))
-        chosen = int(permute_and_flip(scores, pen * dg, eps, src))
-        return chosen, {"selection": "permute-and-flip", "selection_sensitivity": pen * dg,
-                        "selection_noise_scale": 2.0 * pen * dg / eps, "selection_margin": margin}
     b = 4.0 * dg / eps                                             # query noise scale
     margin = b * math.log(2.0) if o["margin"] == "auto" else o["margin"]
     rho = float(laplace_mechanism(0.0, 2.0 * dg, eps, src))        # threshold noise
     nu = np.asarray(laplace_mechanism(gvals, 4.0 * dg, eps, src), dtype=float)
     passed = np.flatnonzero(-nu >= margin + rho)                   # −(g + ν') ≥ T + ρ
     chosen = int(passed[0]) if passed.size else len(checkpoints) - 1
-    return chosen, {"selection": "AboveThreshold", "selection_sensitivity": dg,
-                    "selection_query_scale": b, "selection_margin": margin,
-                    "selection_passed": bool(passed.size)}
+    return ((chosen, 1.0),), {"selection": "AboveThreshold", "selection_sensitivity": dg,
+                              "selection_query_scale": b, "selection_margin": margin,
+                              "selection_passed": bool(passed.size)}

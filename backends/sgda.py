@@ -52,13 +52,15 @@ scaling a slice leaves its W-maximiser alone and multiplies its bounds, which C_
 
 Knob mapping (docs/sgda.md; code in ``_sgda_select.py``).  A constraint g ≤ 0 of the problem
 (|gap|, maximum, norm_inf or lse of selection-rate gaps → demographic parity; of fpr/tpr/tnr/fnr
-or multi-class rate gaps → equalized odds; one-sided gaps too) maps to λ by one of two rules over
-the public path (default 0, 1, 2, 4, …, 128), both ε_select-DP for the one index they output:
+or multi-class rate gaps → equalized odds; one-sided gaps too) maps to λ by one of three rules over
+the public path (default 0, 1, 2, 4, …, 128), each ε_select-DP for the one choice it outputs:
 ``select="first"``: the first checkpoint θ̄_s with g(ℓ(θ̄_s)) ≤ −margin, found with
 AboveThreshold (Dwork & Roth 2014, Thm 3.23: threshold noise Lap(2Δg/ε_select), query noise
 Lap(4Δg/ε_select)), the last checkpoint if none passes; ``select="penalized"``: permute-and-flip
 (McKenna & Sheldon 2020) on −(err_s + P·max(0, g_s + margin)), Δu = P·Δg since the training
-error reads x, y only (public under protect="sensitive").  Δg = min over norms L_g·Δℓ (rates
+error reads x, y only (public under protect="sensitive"); ``select="mixture"``: the same over
+the checkpoints and their two-checkpoint mixtures (a mixture's rates move by ≤ Δℓ too).
+Δg = min over norms L_g·Δℓ (rates
 clamped with the declared group-mass bound, or with lower bounds from the released counts).
 ``lam=`` fixes λ (no selection, nothing spent on it).
 
@@ -84,136 +86,19 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import numpy as np
 
 from . import _ermi as E
 from . import _jagielski as J
 from . import _sgda_select as SEL
+from . import _sgda_train as T_
 from .base import Backend, Plan, Verdict
+from ._sgda_options import (DEFAULTS, EO_DEFAULTS, EO_DEFAULTS_LOW,  # noqa: F401 (public)
+                            EO_LOW_EPSILON, _bad, _options, _public_p, _shape, eo_defaults)
+from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
 
-DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.0,
-            "lambdas": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
-            "count_share": 0.05, "select_share": 0.25, "theta_share": 0.5, "margin": "auto",
-            "average": True, "slice_weights": "balanced", "w_step": "plain",
-            "w_noise": "per_slot", "temperature": 1.0, "select": "first",
-            "select_penalty": 1.0}
-_OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius",
-                              "_noise_multiplier")
 BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
-_EO_KINDS = ("fpr", "tpr", "tnr", "fnr", "rate")
-
-
-def _bad(field, value, fix):
-    from privfair.errors import InvalidInputError
-
-    raise InvalidInputError(field, value, fix)
-
-
-def _num(o, key, lo, hi, lo_open=True):
-    v = o[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-            or (v <= lo if lo_open else v < lo) or v > hi:
-        _bad(key, v, f"pass a number in {'(' if lo_open else '['}{lo}, {hi}]")
-    o[key] = float(v)
-
-
-#: equalized-odds defaults that differ (chosen on a validation split of adult.data; docs/sgda.md):
-#: a large θ step (the conditional ERMI converges slowly at lr 1, and the thresholded
-#: classifier's gaps follow the soft ones only once they are small), W averaged over ~1/lr_w
-#: steps.  Below EO_LOW_EPSILON the noise needs fewer steps (smaller z), slower W averaging
-#: and the penalized selection (AboveThreshold's first noisy pass ends on unfair early stages).
-#: ε is public, so keying the defaults on it spends nothing.
-EO_DEFAULTS = {"epochs": 20, "w_step": "newton", "lr": 10.0, "lr_w": 0.2, "select": "first"}
-EO_LOW_EPSILON = 2.0
-EO_DEFAULTS_LOW = {"epochs": 10, "w_step": "newton", "lr": 10.0, "lr_w": 0.05,
-                   "select": "penalized", "select_penalty": 3.0}
-
-
-def eo_defaults(epsilon):
-    """The equalized-odds defaults at privacy budget ``epsilon`` (public)."""
-    return EO_DEFAULTS_LOW if epsilon < EO_LOW_EPSILON else EO_DEFAULTS
-
-
-def _options(options, notion=None, epsilon=math.inf):
-    o = dict(DEFAULTS)
-    if (options.get("fairness") or notion) == "equalized_odds":
-        o.update(eo_defaults(epsilon))
-    o.update({k: options[k] for k in _OPTIONS if k in options})
-    for key in ("epochs", "batch_size"):
-        if isinstance(o[key], bool) or not isinstance(o[key], (int, float)) or o[key] <= 0:
-            _bad(key, o[key], "pass a positive number")
-    for key, lo, hi, lo_open in (("lr", 0, 1e6, True), ("lr_w", 0, 1e6, True),
-                                 ("clip", 0, 1e6, True), ("count_share", 0, 0.5, True),
-                                 ("select_share", 0, 0.5, True), ("theta_share", 0, 1, True),
-                                 ("temperature", 0, 1e6, True),
-                                 ("select_penalty", 0, 1e6, True)):
-        _num(o, key, lo, hi, lo_open)
-    if o["margin"] != "auto":
-        _num(o, "margin", 0, 1e6, False)
-    if o["theta_share"] >= 1:
-        _bad("theta_share", o["theta_share"], "pass a share in (0, 1)")
-    lams = o["lam"] if o.get("lam") is not None else o["lambdas"]
-    lams = np.atleast_1d(np.asarray(lams, dtype=float))
-    if o.get("lam") is not None and lams.size != 1:
-        _bad("lam", o["lam"], "pass one ERMI weight (a path goes in lambdas=)")
-    if lams.size == 0 or not np.isfinite(lams).all() or (lams < 0).any():
-        _bad("lambdas" if o.get("lam") is None else "lam", o.get("lam", o["lambdas"]),
-             "pass non-negative finite ERMI weights")
-    o["path"] = tuple(float(v) for v in lams)
-    if o.get("fairness") is not None and o["fairness"] not in E.NOTIONS:
-        _bad("fairness", o["fairness"], f"choose one of {E.NOTIONS}")
-    m = o.get("_noise_multiplier", 1.0)
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
-        _bad("_noise_multiplier", m, "test-only knob in (0, 1]")
-    o["_noise_multiplier"] = float(m)
-    if o["w_noise"] not in ("per_slot", "uniform"):
-        _bad("w_noise", o["w_noise"], "choose 'per_slot' or 'uniform'")
-    if o["w_step"] not in ("plain", "newton"):
-        _bad("w_step", o["w_step"], "choose 'plain' or 'newton'")
-    if o["w_step"] == "newton" and o["lr_w"] > 1:
-        _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
-    if o["select"] not in SEL.RULES:
-        _bad("select", o["select"], f"choose one of {SEL.RULES}")
-    if o["slice_weights"] not in ("balanced", "proportional"):
-        _bad("slice_weights", o["slice_weights"], "choose 'balanced' or 'proportional'")
-    if o.get("w_radius") is not None:
-        _num(o, "w_radius", 0, 1e9)
-    return o
-
-
-def _shape(problem):
-    """(notion or None, number of constraints); J.Unsupported when the problem is not of the
-    shape sgda handles."""
-    r = problem.rates
-    w, _ = J.objective_weights(problem)
-    err = np.zeros(r.K)
-    for g in range(r.G):
-        for y in range(r.L):
-            for j in range(r.L):
-                if y != j:
-                    err[r._joint[g, y, j]] = 1.0
-    scale = float(w @ err) / float(err @ err)
-    if scale <= 0 or not np.allclose(w, scale * err, atol=1e-12):
-        raise J.Unsupported("the objective must be the error (r.error(), or a positive multiple): "
-                            "sgda trains the cross-entropy surrogate of the error")
-    if not problem.g:
-        return None, 0
-    terms, _ = J.extract_terms(problem)
-    kinds = set()
-    for t in terms:
-        for k in np.flatnonzero(np.abs(t.a) > 1e-15):
-            kinds.add(r.names[int(k)].split("[")[0])
-    if not kinds:
-        raise J.Unsupported("the constraints read no coordinate of ℓ")
-    if kinds == {"selection"}:
-        return "demographic_parity", len(problem.g)
-    if kinds <= set(_EO_KINDS):
-        return "equalized_odds", len(problem.g)
-    raise J.Unsupported(f"the constraints read {sorted(kinds)}: sgda maps gaps of selection rates "
-                        "(demographic parity) or of fpr/tpr/tnr/fnr/rate coordinates (equalized odds) "
-                        "to the ERMI weight, not joint cells or a mix of both")
 
 
 @functools.lru_cache(maxsize=64)
@@ -334,12 +219,19 @@ class SGDABackend(Backend):
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}) of both players",
                            eps_sgda, privacy.delta))
             if select:
-                rule = "permute-and-flip" if o["select"] == "penalized" else "AboveThreshold"
-                budget.append((f"{rule} over the {len(path)} λ checkpoints",
+                rule = ("AboveThreshold" if o["select"] == "first" else "permute-and-flip")
+                over = (f"the {len(path)} λ checkpoints and their two-checkpoint mixtures"
+                        if o["select"] == "mixture" else f"the {len(path)} λ checkpoints")
+                budget.append((f"{rule} over {over}",
                                params["epsilon_select"], 0.0))
         params["select_rule"] = o["select"]
         if not select:
             knob = f"knob: λ = {path[0]:g} (given)"
+        elif o["select"] == "mixture":
+            knob = (f"knob: the checkpoint of the public path {list(path)}, or the mixture of two "
+                    f"on the weights {list(SEL.MIX_GRID)}, that minimises err + "
+                    f"{o['select_penalty']:g}·max(0, g + margin) (permute-and-flip on that score; "
+                    "err is public under protect='sensitive')")
         elif o["select"] == "penalized":
             knob = (f"knob: the checkpoint of the public path {list(path)} that minimises "
                     f"err + {o['select_penalty']:g}·max(0, g) (permute-and-flip on that score; "
@@ -415,10 +307,12 @@ class SGDABackend(Backend):
                     "J̃ᵢᵀk̄ (‖·‖ ≤ ζ·max‖k̄‖), each scaled by 1/(z_part·bound) → per-row norm "
                     f"(z_θ⁻² + z_W⁻²)^½ = 1/z (z_θ = {zt:.4g}, z_W = {zw:.4g})"
                     + (" — TEST-ONLY noise multiplier" if o["_noise_multiplier"] != 1 else ""))))
-            if P["select"] and o["select"] == "penalized":
+            if P["select"] and o["select"] in ("penalized", "mixture"):
+                among = (f"{len(path)} checkpoints and their mixtures" if o["select"] == "mixture"
+                         else f"{len(path)} checkpoints")
                 accountant.record(pure_event(
                     P["epsilon_select"], theorem="permute-and-flip (McKenna & Sheldon 2020, Thm 1)",
-                    label=f"choice of λ among {len(path)} checkpoints (score −(err + "
+                    label=f"choice of λ among {among} (score −(err + "
                           f"{o['select_penalty']:g}·max(0, g)))",
                     sensitivity_source="Δu = P·Δg: err reads x, y only (public under "
                                        "protect='sensitive'); Δg = L_g·Δℓ (clamped rates)"))
@@ -447,97 +341,13 @@ class SGDABackend(Backend):
         if dev.type == "cpu" and adapter.P * max(1.0, P["sampling_rate"] * r.n) < 1e7:
             torch.set_num_threads(1)   # per-step tensors are small: intra-op threads only cost
         try:
-            checkpoints, D, CW = self._train(torch, adapter, dev, r, P, o, c_np, S, p_tilde,
+            checkpoints, D, CW = T_.train(torch, adapter, dev, r, P, o, c_np, S, p_tilde,
                                              private, fair, zt, zw, src)
         finally:
             torch.set_num_threads(threads)
         return self._finish(problem, plan, checkpoints, o, P, released, private, src, p_tilde,
                             (z, zt, zw, D, CW))
 
-    def _train(self, torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw, src):
-        """The DP-SGDA loop: the tail-averaged θ of every stage (as decisions), the W radius D
-        and the W-block bound C_W."""
-        from privfair.privacy import gaussian_noise_vector
-        from privfair.privacy.randomness import GeneratorSource
-
-        data, path = r.data, P["lambdas"]
-        n_rows = float(r.n)
-        theta = adapter.theta0(torch, dev)
-        adapter.tau = o["temperature"]      # ψ reads F_τ = softmax(z/τ); public, a-free
-        gen = src.generator if isinstance(src, GeneratorSource) else np.random.default_rng(
-            np.frombuffer(os.urandom(32), dtype=np.uint32))
-        X = torch.tensor(data.X, dtype=torch.float32, device=dev)
-        yt = torch.tensor(data.y, dtype=torch.long, device=dev)
-        at = torch.tensor(data.group, dtype=torch.long, device=dev)
-        ct = torch.tensor(c_np, dtype=torch.long, device=dev)
-        pt = torch.as_tensor(p_tilde, dtype=torch.float32, device=dev)
-        # slice weights: [L]'s conditional ERMI weighs slice y by p(y) ("proportional"); the
-        # default "balanced" weighs every slice equally (w_c = 1/(S·p(y=c)), y is public), so the
-        # gaps of rare labels are not discounted.  Scaling a slice leaves its W-maximiser alone.
-        ny = np.bincount(c_np, minlength=S).astype(float)
-        wsl = np.ones(S) if (S == 1 or o["slice_weights"] == "proportional") else \
-            n_rows / (S * np.maximum(ny, 1.0))
-        wt = torch.as_tensor(wsl, dtype=torch.float32, device=dev)
-        psq = pt.sqrt() / wt[:, None]                  # k = 2W/psq = 2 w_c W/√p̃
-        G, L, n, q = r.G, r.L, r.n, P["sampling_rate"]
-        W = torch.zeros(S, G, L, device=dev)
-        D = o.get("w_radius") or E.w_radius(p_tilde, L)
-        # per-slot bounds: row i's private W-piece 2F_i/psq[c_i, a_i] sits in slot (c_i, a_i)
-        # only, with ‖·‖₂ ≤ Bw[c_i, a_i] = 2/psq[c_i, a_i] (public: p̃ and the slice weights);
-        # dividing slot (c, r) by Bw[c, r] gives every row a unit-norm contribution, so the noise
-        # of each slot is calibrated to its own bound (a public diagonal rescaling of one
-        # Gaussian mechanism) rather than to the worst slot's C_W = max Bw
-        Bw = 2.0 / psq                                                   # (S, G)
-        CW = float(Bw.max())
-        slot_noise = Bw if o["w_noise"] == "per_slot" else torch.full_like(Bw, CW)
-        mexp = q * n
-        T, k = P["T"], len(path)
-        bounds = [round(T * (s + 1) / k) for s in range(k)]
-        mult = o["_noise_multiplier"]
-        checkpoints, avg, na, stage = [], None, 0, 0
-        for t in range(T):
-            lam = path[stage]
-            start = bounds[stage - 1] if stage else 0
-            # public pieces on B'_t (no A): loss + ψ's a-free part; W's a-free part
-            idx = _poisson(gen, n, q, dev, torch)
-            k_ref, kbar, kmax = E.private_coefficients(W, psq)
-            Wsq = (W ** 2).sum(dim=1) * wt[:, None]                         # (S, L)
-            g_pub, F2 = adapter.public_grad(torch, theta, X[idx], yt[idx], None, 0.0)
-            if fair and lam:
-                # ψ's a-free part, clipped by the same a-free factor as the private part, so the
-                # fairness gradient is Σ f_i J_iᵀ k[c_i, a_i]: a reweighting, never a distortion
-                v = (k_ref - Wsq)[ct[idx]]                                 # (b, L)
-                g_psi, F2, _ = adapter.private_sum(torch, theta, X[idx], v, o["clip"])
-                g_pub = g_pub + lam * g_psi
-            elif adapter.tau != 1.0:
-                F2 = adapter.ermi_probs(torch, theta, X[idx])              # W reads F_τ
-            Fs = torch.zeros(S, L, device=dev).index_add_(0, ct[idx], F2)
-            gW = -2.0 * W * (Fs * wt[:, None])[:, None, :]
-            if fair:
-                # private pieces on B_t: the only place a_i is read
-                idx = _poisson(gen, n, q, dev, torch)
-                cb, ab = ct[idx], at[idx]
-                s_th, F, _ = adapter.private_sum(torch, theta, X[idx], kbar[cb, ab], o["clip"])
-                s_w = torch.zeros(S * G, L, device=dev).index_add_(
-                    0, cb * G + ab, 2.0 * F / psq[cb, ab][:, None]).view(S, G, L)
-                if private:
-                    Ct = o["clip"] * kmax
-                    noise = gaussian_noise_vector(adapter.P + S * G * L, 1.0, src,
-                                                  namespace="torch", device=dev)
-                    s_th = s_th + (mult * zt * Ct) * noise[:adapter.P].view_as(s_th)
-                    s_w = s_w + (mult * zw) * slot_noise[:, :, None] * noise[adapter.P:].view(S, G, L)
-                step = g_pub + lam * s_th
-                W = w_step(W, gW, s_w, Fs, wt, mexp, o["lr_w"], o["w_step"], D)
-            else:
-                step = g_pub
-            theta = adapter.project(torch, theta - o["lr"] / (1.0 + lam) * step / mexp)
-            if not o["average"] or t >= (start + bounds[stage]) // 2:
-                avg = theta.clone() if na == 0 else avg + (theta - avg) / (na + 1)
-                na += 1
-            if t + 1 == bounds[stage]:
-                checkpoints.append(adapter.to_decision(avg))
-                avg, na, stage = None, 0, stage + 1
-        return checkpoints, D, CW
 
     def _finish(self, problem, plan, checkpoints, o, P, released, private, src, p_tilde, noise):
         from privfair.result import Result
@@ -551,11 +361,13 @@ class SGDABackend(Backend):
 
         # --- the knob: which λ ---------------------------------------------------------------
         errors = [float(np.mean(np.asarray(ds.predict(d, data.X)) != data.y)) for d in checkpoints]
-        chosen, sel = len(checkpoints) - 1, {}
+        mix, sel = ((len(checkpoints) - 1, 1.0),), {}
         if P["select"]:
-            chosen, sel = SEL.choose(problem, checkpoints, errors, o, P, released, private, src,
-                                   self.refuse)
+            mix, sel = SEL.choose(problem, checkpoints, errors, o, P, released, private, src,
+                                  self.refuse)
+        chosen = max(mix, key=lambda c: c[1])[0]          # the heaviest component
         info = {"lambdas": list(path), "chosen_lambda": path[chosen], "chosen_index": chosen,
+                "chosen_mixture": [(path[i], w) for i, w in mix],
                 "train_errors": errors, "p_tilde": p_tilde.tolist(), "fairness": notion,
                 "w_radius": D, "released_counts": None if released is None else released.tolist(),
                 "checkpoints": checkpoints}   # every iterate is covered by the DP-SGDA guarantee
@@ -574,80 +386,12 @@ class SGDABackend(Backend):
                         "substitution) against [L] Thm 3.3's √(16T ln(1/δ)/(ε²n²ρ)) at ρ = min p̃"}
         trace = [{"stage": s, "lambda": lam, "train_error": e}
                  for s, (lam, e) in enumerate(zip(path, errors))]
-        return Result(self.name, [checkpoints[chosen]], [1.0], ds, plan=plan, trace=trace,
+        return Result(self.name, [checkpoints[i] for i, _ in mix], [w for _, w in mix], ds,
+                      plan=plan, trace=trace,
                       info=info)
 
 
 # ------------------------------------------------------------------------------ helpers
-def _device(torch, device):
-    from privfair.errors import InvalidInputError
-
-    if device in ("cpu", "torch"):
-        return torch.device("cpu")
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            raise InvalidInputError("device", device, "CUDA is not available; use device='cpu'")
-        return torch.device("cuda")
-    raise InvalidInputError("device", device, "choose 'cpu', 'torch' or 'cuda'")
-
-
-def _adapter(ds, torch, dev):
-    from privfair.decisions import LinearClassifier
-
-    if isinstance(ds, LinearClassifier):
-        return E.LinearAdapter(ds.n_features, 1, radius=ds.radius, layout="wb")
-    tmpl = ds._template
-    if isinstance(tmpl, torch.nn.Linear) and tmpl.bias is not None:
-        a = E.LinearAdapter(ds.n_features, tmpl.out_features, theta0=ds.initial_parameters(),
-                            layout="linear")
-        if ds.binary_logit != (tmpl.out_features == 1):
-            return E.ModuleAdapter(ds)
-        return a
-    return E.ModuleAdapter(ds)
-
-
-def _poisson(gen, n, q, dev, torch):
-    """A Poisson sample: each row independently with probability q (binomial size, then a
-    uniform subset of that size — the same distribution)."""
-    k = int(gen.binomial(n, q))
-    idx = gen.choice(n, size=k, replace=False, shuffle=False) if k else np.zeros(0, dtype=np.int64)
-    return torch.as_tensor(idx, dtype=torch.long, device=dev)
-
-
-def w_step(W, gW, s_w, Fs, wt, mexp, lr_w, mode, D):
-    """The W-player's ascent step on the released gradient gW + s_w (sums over the batches).
-
-    ``"plain"``: W + lr_w (gW + s_w)/(qn).  ``"newton"``: ψ's mean is a separable quadratic in
-    W with diagonal curvature h[c, j] = 2 w_c Σ_{i∈B'_t, c_i=c} F_ij/(qn), public (it reads no
-    a_i), so dividing by it is post-processing; the step is then W ← (1 − lr_w) W + lr_w Ŵ_t,
-    an exponential average of the per-step maximisers Ŵ_t (lr_w = 1: exactly the batch's W*),
-    i.e. every coordinate averages the noise over ~1/lr_w steps whatever its curvature."""
-    if mode == "newton":
-        h = (2.0 * Fs * wt[:, None] / mexp).clamp_min(1.0 / mexp)[:, None, :]
-        return _project_w(W + lr_w * (gW + s_w) / mexp / h, D)
-    return _project_w(W + lr_w * (gW + s_w) / mexp, D)
-
-
-def _project_w(W, D):
-    nrm = float(W.norm())
-    return W if nrm <= D else W * (D / nrm)
-
-
-def _public_p(given, r, notion, counts):
-    """p̃ from a public declaration: {group: P(group)} (demographic parity) or
-    {(group, label): P(group | label)} (equalized odds)."""
-    G, L = r.G, r.L
-    if notion == "demographic_parity":
-        vals = np.array([given.get(g, np.nan) if isinstance(given, dict) else np.nan
-                         for g in r.groups], dtype=float)[None, :]
-    else:
-        vals = np.array([[given.get((g, lab), np.nan) if isinstance(given, dict) else np.nan
-                          for g in r.groups] for lab in r.label_values], dtype=float)
-    if not np.isfinite(vals).all() or (vals <= 0).any():
-        _bad("group_probabilities", given,
-             "pass public probabilities > 0: {group: p} for demographic parity, "
-             "{(group, label): P(group | label)} for equalized odds, covering every group")
-    return vals / vals.sum(axis=1, keepdims=True)
 
 
 from . import register  # noqa: E402

@@ -588,13 +588,68 @@ def test_penalized_selection_is_permute_and_flip_on_error_plus_penalty():
     want = permute_and_flip_probabilities(score, 2.0 * dg, P["epsilon_select"])
     assert want.max() < 0.9 and (want > 0.02).sum() >= 2              # a non-trivial law
     src = as_source(11)
-    draws = np.array([SEL.choose(prob, ckpts, errors, o, P, released, True, src, None)[0]
+    draws = np.array([SEL.choose(prob, ckpts, errors, o, P, released, True, src, None)[0][0][0]
                       for _ in range(3000)])
     assert goodness_of_fit(draws, probabilities=want) > 1e-3
     wrong = permute_and_flip_probabilities(score, dg, P["epsilon_select"])   # Δu without P
     assert goodness_of_fit(draws, probabilities=wrong) < 1e-6          # the test has power
     exact, info = SEL.choose(prob, ckpts, errors, o, P, released, False, src, None)
-    assert exact == int(np.argmax(score)) and info["selection"] == "exact"
+    assert exact == ((int(np.argmax(score)), 1.0),) and info["selection"] == "exact"
+
+
+def _mixture_scores_by_evaluate_mixture(SEL, prob, ckpts, errors, q, penalty, margin):
+    """The mixture rule's scores, recomputed through Rates.evaluate_mixture (another code path)."""
+    cands = SEL.candidates(len(ckpts), "mixture")
+    out = []
+    for c in cands:
+        ell = prob.rates.evaluate_mixture([ckpts[i] for i, _ in c], [w for _, w in c],
+                                          group_mass_bound=q)
+        err = sum(w * errors[i] for i, w in c)
+        out.append(-(err + penalty * max(0.0, float(prob.g[0].value(ell)) + margin)))
+    return cands, np.array(out)
+
+
+def test_mixture_selection_is_permute_and_flip_over_checkpoints_and_their_mixtures():
+    """select="mixture": the candidates are the checkpoints and every two-checkpoint mixture on
+    the public grid; the law is permute-and-flip's on the mixtures' scores with Δu = P·Δg."""
+    from privfair.privacy import permute_and_flip_probabilities
+    from privfair.privacy.testing import goodness_of_fit
+
+    SEL, prob, ckpts, errors, released, o, P = _penalized_setup()
+    o = dict(o, select="mixture")
+    q = SEL.mass_bounds(prob.rates, released, P["epsilon_count"])
+    cands, score = _mixture_scores_by_evaluate_mixture(SEL, prob, ckpts, errors, q, 2.0, 0.01)
+    assert len(cands) == 5 + 10 * len(SEL.MIX_GRID)
+    dg = SEL.sensitivity(prob.g[0], prob.rates, q)
+    want = permute_and_flip_probabilities(score, 2.0 * dg, P["epsilon_select"])
+    assert want.max() < 0.5 and (want > 0.01).sum() >= 5              # a non-trivial law
+    src = as_source(12)
+    code = {c: k for k, c in enumerate(cands)}
+    draws = np.array([code[SEL.choose(prob, ckpts, errors, o, P, released, True, src, None)[0]]
+                      for _ in range(4000)])
+    assert goodness_of_fit(draws, probabilities=want) > 1e-3
+    wrong = permute_and_flip_probabilities(score, dg, P["epsilon_select"])   # Δu without P
+    assert goodness_of_fit(draws, probabilities=wrong) < 1e-6          # the test has power
+    exact, _ = SEL.choose(prob, ckpts, errors, o, P, released, False, src, None)
+    assert exact == cands[int(np.argmax(score))]
+
+
+def test_mixture_scores_move_by_at_most_the_claimed_sensitivity_between_neighbours():
+    """Exact check of Δu = P·Δg for every mixture candidate: move each row of the smallest
+    (group, label) cell to the other group (protect='sensitive'), with the released counts —
+    hence the clamped denominators — held fixed (they are a post-processed release)."""
+    SEL, prob, ckpts, errors, released, o, P = _penalized_setup()
+    data = prob.rates.data
+    q = SEL.mass_bounds(prob.rates, released, P["epsilon_count"])
+    dg = SEL.sensitivity(prob.g[0], prob.rates, q)
+    _, base = _mixture_scores_by_evaluate_mixture(SEL, prob, ckpts, errors, q, 2.0, 0.01)
+    worst = 0.0
+    for i in range(0, data.n, 97):
+        other = data.groups[1 - int(data.group[i])]
+        prob2 = _eo_problem(data.with_row(i, group=other), level=0.03)
+        _, moved = _mixture_scores_by_evaluate_mixture(SEL, prob2, ckpts, errors, q, 2.0, 0.01)
+        worst = max(worst, float(np.abs(moved - base).max()))
+    assert 0 < worst <= 2.0 * dg * (1 + 1e-9)
 
 
 def test_equalized_odds_defaults_follow_the_public_budget_and_certificate_is_the_total():

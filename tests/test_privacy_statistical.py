@@ -126,6 +126,28 @@ def test_permute_and_flip_exact_ratios():
     assert worst <= math.exp(eps) * (1 + 1e-12)
 
 
+def test_permute_and_flip_probabilities_match_the_permutation_sum_and_scale():
+    """Against the definition (every order of 6 candidates), and stable at 1000 candidates,
+    where expanding Π(1 − a_j t) in monomials loses all precision."""
+    import itertools
+
+    from privfair.privacy.mechanisms import score_grid
+
+    scores = np.array([0.0, -0.3, -1.0, -0.1, -2.0, -0.05])
+    p = pp.permute_and_flip_probabilities(scores, 0.5, 1.0)
+    g = score_grid(scores, 0.5, 1.0)
+    a = np.exp(-g["eps_num"] * g["gap"].astype(float) / g["den"])
+    want = np.zeros(a.size)
+    for order in itertools.permutations(range(a.size)):
+        reject = 1.0
+        for i in order:
+            want[i] += reject * a[i] / math.factorial(a.size)
+            reject *= 1 - a[i]
+    assert np.allclose(p, want, rtol=1e-12, atol=1e-15)
+    big = pp.permute_and_flip_probabilities(np.random.default_rng(0).normal(size=1000), 0.1, 1.0)
+    assert big.min() >= 0 and abs(big.sum() - 1) < 1e-9
+
+
 @pytest.fixture(scope="module")
 def em_draws():
     eps, sens, i = 1.0, 1.0, 0
