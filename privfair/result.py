@@ -72,7 +72,9 @@ class Result:
             else:
                 p = ds.predict(c, X)
             out += w * np.asarray(p, dtype=float)
-        return out
+        # weights sum to 1 only up to rounding (100 × 0.01 accumulates to 1 + 7e-16): clip, so
+        # that a certain prediction reads as a probability
+        return np.clip(out, 0.0, 1.0)
 
     def predict(self, X, sensitive=None) -> np.ndarray:
         """Deterministic prediction: 1 where the expected prediction is ≥ 1/2."""

@@ -16,6 +16,7 @@ ARGS = {
     "adult_demographic_parity": ["--subsample", "3000", "--seed", "0"],
     "adult_equalized_odds": ["--subsample", "3000", "--seed", "0"],
     "problem_adult_eo": ["--subsample", "3000", "--seed", "0"],
+    "compare_published_algorithms": ["--subsample", "3000", "--seed", "0", "--oracle-B", "3"],
 }
 
 

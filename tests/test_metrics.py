@@ -134,3 +134,19 @@ def test_metricframe_agrees_on_intersectional_groups(fitted):
     assert diff["selection_rate"] == pytest.approx(metrics.dp_violation(p, av), abs=1e-9)
     assert max(diff["tpr"], diff["fpr"]) == pytest.approx(metrics.eo_violation(yv, p, av),
                                                           abs=1e-9)
+
+
+def test_a_uniform_mixture_of_many_decisions_gives_probabilities_and_metrics():
+    # regression: 100 weights of 0.01 sum to 1 + 7e-16, and a row every decision labels 1 had
+    # an expected prediction above 1, which the metrics then refused (oracle_learner, T = 100)
+    import privfair as pf
+    from privfair.result import Result
+
+    X = np.array([[2.0], [-2.0], [0.5]])
+    ds = pf.Thresholds([-1.0, 0.0, 1.0], score=0)
+    res = Result("test", [0, 1, 2] * 33 + [0], np.full(100, 0.01), ds)
+    p = res.predict_proba(X)
+    assert p[0] == 1.0 and p[1] == 0.0 and 0 < p[2] < 1
+    y = np.array([1, 0, 1])
+    m = metrics.summary(y, p, np.array(["a", "b", "a"]))
+    assert m["error"] == pytest.approx((1 - p[2]) / 3)
