@@ -2,7 +2,11 @@
 
 All functions accept hard predictions in {0, 1} or *expected* predictions in [0, 1] (the
 probability that a randomized classifier — a mixture — predicts 1); with expected predictions
-the metrics are the expectations over the classifier's randomness.  With hard predictions they
+the metrics are the expectations over the classifier's randomness.  With K > 2 classes pass an
+(n, K) matrix of class probabilities (rows sum to 1; hard labels as one-hot rows) and label codes
+0..K−1: the error is 1 − mean P(ŷ = y), demographic parity the largest gap of P(ŷ = k | group)
+over classes k, equalized odds the largest gap of P(ŷ = k | y, group) over (y, k) — for K = 2
+the same numbers as the binary forms.  With hard predictions they
 agree with fairlearn's ``demographic_parity_difference`` and ``equalized_odds_difference``
 (largest gap between any two groups).
 
@@ -76,8 +80,44 @@ def eo_violation(y_true, y_pred, sensitive) -> float:
     return float(max(gaps))
 
 
+def _class_matrix(y_pred, sensitive, y_true):
+    P = np.asarray(y_pred, dtype=float)
+    a = np.asarray(sensitive)
+    if a.ndim > 1:
+        a = np.array(["|".join(map(str, row)) for row in a])
+    y = np.asarray(y_true).ravel()
+    if not (len(a) == len(y) == len(P)):
+        raise InvalidInputError("y_pred", f"{len(P)} rows",
+                                f"needs one row per label ({len(y)}) and per group ({len(a)})")
+    if (not np.isfinite(P).all() or (P < -1e-12).any() or (P > 1 + 1e-12).any()
+            or not np.allclose(P.sum(axis=1), 1.0, atol=1e-9)):
+        raise InvalidInputError("y_pred", "rows that are not distributions",
+                                "pass class probabilities in [0, 1] whose rows sum to 1")
+    if not np.issubdtype(y.dtype, np.integer) or (y < 0).any() or (y >= P.shape[1]).any():
+        raise InvalidInputError("y_true", "labels outside 0..K-1",
+                                f"pass label codes 0..{P.shape[1] - 1} (Dataset.y)")
+    return P, a, y
+
+
+def summary_multiclass(y_true, y_pred, sensitive) -> dict:
+    """``{"error", "dp_violation", "eo_violation"}`` for (n, K) class probabilities."""
+    P, a, y = _class_matrix(y_pred, sensitive, y_true)
+    groups = np.unique(a)
+    dp = max(_gap([P[a == g, k].mean() for g in groups]) for k in range(P.shape[1]))
+    eo = 0.0
+    for label in np.unique(y):
+        rows = [(a == g) & (y == label) for g in groups]
+        rows = [m for m in rows if m.any()]
+        eo = max(eo, max(_gap([P[m, k].mean() for m in rows]) for k in range(P.shape[1])))
+    return {"error": float(1.0 - P[np.arange(len(y)), y].mean()), "dp_violation": float(dp),
+            "eo_violation": float(eo)}
+
+
 def summary(y_true, y_pred, sensitive) -> dict:
-    """``{"error", "dp_violation", "eo_violation"}`` on one dataset."""
+    """``{"error", "dp_violation", "eo_violation"}`` on one dataset (an (n, K) ``y_pred``:
+    :func:`summary_multiclass`)."""
+    if np.ndim(y_pred) == 2 and np.shape(y_pred)[1] > 1:
+        return summary_multiclass(y_true, y_pred, sensitive)
     return {"error": error(y_true, y_pred),
             "dp_violation": dp_violation(y_pred, sensitive),
             "eo_violation": eo_violation(y_true, y_pred, sensitive)}

@@ -16,6 +16,11 @@ class Result:
     prediction Σ w_j c_j(x); ``predict`` thresholds it at 1/2; ``sample`` draws one decision
     per row, as the randomized classifier the theorems speak of.
 
+    With more than two classes (a ``TorchModel(..., n_classes=K)``), ``predict_proba`` is the
+    (n, K) matrix Σ w_j onehot(c_j(x)) of the randomized classifier's class probabilities,
+    ``predict`` its argmax (a label code 0..K−1, as ``Dataset.y``), ``sample`` a draw per row,
+    and ``metrics`` the multi-class error and gaps of :func:`privfair.metrics.summary`.
+
     Attributes
     ----------
     backend : str
@@ -52,16 +57,41 @@ class Result:
         """The decision with the largest weight."""
         return self.decisions[int(np.argmax(self.weights))]
 
+    @property
+    def n_classes(self) -> int:
+        """Number of classes of the decision set (2 unless it says otherwise)."""
+        return int(getattr(self.decision_set, "n_classes", 2) or 2)
+
     def _check_X(self, X):
-        X = np.asarray(X, dtype=float)
+        from .errors import DataError
+
+        try:
+            X = np.asarray(X, dtype=float)
+        except (TypeError, ValueError):
+            raise DataError("X", type(X).__name__, "pass a numeric 2-D array (rows × features)") \
+                from None
         if X.ndim != 2:
             raise InvalidInputError("X", f"shape {X.shape}", "pass a 2-D array (rows × features)")
+        d = getattr(self.decision_set, "n_features", None)
+        if d is not None and X.shape[1] != d:
+            raise DataError("X", f"{X.shape[1]} features",
+                            f"the decision was fitted on {d} features; pass X with {d} columns")
+        if not np.isfinite(X).all():
+            raise DataError("X", "NaN or infinite values",
+                            "impute or drop them before predicting (a prediction on NaN is not "
+                            "defined)")
         return X
 
     def predict_proba(self, X, sensitive=None) -> np.ndarray:
         """Expected prediction P(ŷ = 1 | x) of the mixture."""
         X = self._check_X(X)
         ds = self.decision_set
+        if self.n_classes > 2:          # (n, K): the mixture of the components' hard labels
+            out = np.zeros((len(X), self.n_classes))
+            for c, w in zip(self.decisions, self.weights):
+                if w > 0:
+                    out[np.arange(len(X)), np.asarray(ds.predict(c, X), dtype=np.int64)] += w
+            return np.clip(out, 0.0, 1.0)
         fn = getattr(ds, "predict_proba", None)
         out = np.zeros(len(X))
         for c, w in zip(self.decisions, self.weights):
@@ -77,13 +107,20 @@ class Result:
         return np.clip(out, 0.0, 1.0)
 
     def predict(self, X, sensitive=None) -> np.ndarray:
-        """Deterministic prediction: 1 where the expected prediction is ≥ 1/2."""
-        return (self.predict_proba(X, sensitive) >= 0.5).astype(np.int64)
+        """Deterministic prediction: 1 where the expected prediction is ≥ 1/2 (multi-class:
+        the most probable class)."""
+        p = self.predict_proba(X, sensitive)
+        if p.ndim == 2:
+            return np.argmax(p, axis=1).astype(np.int64)
+        return (p >= 0.5).astype(np.int64)
 
     def sample(self, X, rng=None, sensitive=None) -> np.ndarray:
         """Randomized prediction: each row draws its own decision (and its own coin)."""
         p = self.predict_proba(X, sensitive)
         g = np.random.default_rng(rng)
+        if p.ndim == 2:                 # inverse-CDF draw of one class per row
+            u = g.random(len(p))[:, None]
+            return np.minimum((np.cumsum(p, axis=1) < u).sum(axis=1), p.shape[1] - 1)
         return (g.random(len(p)) < p).astype(np.int64)
 
     def metrics(self, data) -> dict:

@@ -72,7 +72,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def _validate_data(estimator, *args, **kwargs):
         return estimator._validate_data(*args, **kwargs)
 
-__all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning"]
+__all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning"]
 
 _CONSTRAINTS = ("equalized_odds", "demographic_parity", None)
 _DECISION_SETS = ("cells", "thresholds")
@@ -81,6 +81,11 @@ _DECISION_SETS = ("cells", "thresholds")
 class NoSensitiveFeaturesWarning(UserWarning):
     """``fit`` was called without ``sensitive_features``: an unconstrained fit (see the module
     docstring)."""
+
+
+class ConstantRuleWarning(UserWarning):
+    """The private fit returned a rule that predicts the same for every row: at this n, ε and
+    level the noise left no room for another (the backend's note says what to change)."""
 
 
 class _PublicScore:
@@ -278,6 +283,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         self.groups_ = list(data.groups)
 
         decision_set = "thresholds" if fallback else self.decision_set
+        if decision_set == "cells" and data.n_groups > 2:
+            raise InvalidInputError("decision_set", "cells",
+                                    f"the cells rules (ProxyCells) take two groups, the data has "
+                                    f"{data.n_groups} ({', '.join(map(str, data.groups))}): pass "
+                                    "decision_set='thresholds'")
         if decision_set == "cells":
             big = n >= 20_000
             bins = (self.score_bins or (20 if big else 10), self.proxy_bins or (8 if big else 4))
@@ -317,6 +327,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         privacy = pf.DP(epsilon, delta, protect=self.protect)
         result = problem.solve(privacy, backend=self.backend, seed=self.seed, progress=False,
                                alpha=float(self.alpha))
+        if result.info.get("note") and "constant rule" in result.info["note"]:
+            # a constant classifier scores the base rate: say so where a user looks, not only in
+            # result_.info (cross-validation would otherwise average it in silently)
+            warnings.warn(f"privfair: {result.info['note']}", ConstantRuleWarning, stacklevel=2)
         self.problem_ = problem
         self.result_ = result
         self.certificate_ = result.certificate

@@ -94,8 +94,14 @@ class TorchModel(DecisionSet):
         self._factory, self._template = factory, template.float().eval()
         self.P = int(sum(p.numel() for p in params))
         self.size, self.diameter, self.vc_dimension = math.inf, None, None
-        with torch.no_grad():
-            out = self._template(torch.zeros(2, self.n_features))
+        try:
+            with torch.no_grad():
+                out = self._template(torch.zeros(2, self.n_features))
+        except (RuntimeError, ValueError, TypeError) as err:
+            raise InvalidInputError("module", type(template).__name__,
+                                    f"it must accept a float32 batch of shape (n, {self.n_features})"
+                                    f" (n_features={self.n_features}); torch said: "
+                                    f"{str(err).splitlines()[0]}") from None
         shape = tuple(out.shape)
         if shape in ((2,), (2, 1)) and self.n_classes == 2:
             self.binary_logit = True

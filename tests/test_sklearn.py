@@ -122,7 +122,7 @@ def test_three_groups_thresholds_constrain_every_pair():
                                 backend="exponential", seed=0).fit(X, y, sensitive_features=a)
     assert clf.groups_ == ["a", "b", "c"]
     assert str(clf.problem_.g[0]).count("selection") == 6        # 3 pairs × 2 terms
-    with pytest.raises(BackendRefusedError, match="two groups"):
+    with pytest.raises(InvalidInputError, match="decision_set='thresholds'"):
         PrivateFairClassifier(seed=0).fit(X, y, sensitive_features=a)   # cells: 2 groups only
 
 
@@ -225,3 +225,15 @@ def test_bad_data_raises_typed_errors(data):
 
 def test_lazy_attribute_on_the_package():
     assert pf.sklearn.PrivateFairClassifier is PrivateFairClassifier
+
+
+def test_a_constant_private_fit_warns():
+    # few rows at a small ε: the cells backend's noise margin leaves only a constant rule, which
+    # scores the base rate — fit says so instead of leaving it in result_.info
+    from privfair.sklearn import ConstantRuleWarning
+
+    X, y, a = synthetic(n=1500, seed=3)
+    with pytest.warns(ConstantRuleWarning, match="constant rule"):
+        clf = PrivateFairClassifier(epsilon=0.2, level=0.01, seed=0).fit(
+            X, y, sensitive_features=a)
+    assert np.ptp(clf.predict_proba(X)[:, 1]) < 1e-9

@@ -15,6 +15,8 @@ RELATIONS = {
 
 
 def _check_epsilon(epsilon, field="epsilon", allow_inf=True) -> float:
+    if isinstance(epsilon, (str, bytes, bool)):   # "1" or True would silently become numbers
+        raise InvalidPrivacyError(field, epsilon, "pass a positive number, e.g. epsilon=1.0")
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
@@ -27,6 +29,8 @@ def _check_epsilon(epsilon, field="epsilon", allow_inf=True) -> float:
 
 
 def _check_delta(delta, field="delta") -> float:
+    if isinstance(delta, (str, bytes, bool)):
+        raise InvalidPrivacyError(field, delta, "pass a number in [0, 1), e.g. delta=1e-6")
     try:
         d = float(delta)
     except (TypeError, ValueError):
