@@ -892,11 +892,11 @@ class ERMBackend:
         return None
 
     def _opts(self, options):
-        from privfair.errors import InvalidInputError
+        from .base import unknown_option
 
         bad = [k for k in options if k not in self.OPTIONS]
-        if bad:
-            raise InvalidInputError("options", bad, f"{self.name} takes {list(self.OPTIONS)}")
+        if bad:         # pf.sparse.fit reaches here directly; solve's planner checks first
+            raise unknown_option(bad[0], options[bad[0]], self.name, self.OPTIONS)
         return dict(options)
 
     def accepts(self, problem, analysis):

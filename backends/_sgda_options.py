@@ -4,6 +4,7 @@ validation (typed errors naming the field), and the problem shapes the backend a
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -28,12 +29,44 @@ def _bad(field, value, fix):
     raise InvalidInputError(field, value, fix)
 
 
+def _real(v):
+    """True for a real number (python or numpy; never a bool, a string or a container)."""
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
 def _num(o, key, lo, hi, lo_open=True):
     v = o[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-            or (v <= lo if lo_open else v < lo) or v > hi:
-        _bad(key, v, f"pass a number in {'(' if lo_open else '['}{lo}, {hi}]")
+    if not _real(v) or not math.isfinite(v) or (v <= lo if lo_open else v < lo) or v > hi:
+        _bad(key, v, f"pass a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}]")
     o[key] = float(v)
+
+
+def _choice(o, key, choices):
+    v = o[key]
+    if not isinstance(v, str) or v not in choices:
+        _bad(key, v, "choose one of " + ", ".join(repr(c) for c in choices))
+
+
+def _weights(key, value, one):
+    """The ERMI weights of ``lam`` (one number) or ``lambdas`` (a number or a non-empty 1-D
+    sequence of numbers), each finite and ≥ 0, as a tuple of floats."""
+    fix = ("pass one finite ERMI weight ≥ 0 (a path goes in lambdas=)" if one else
+           "pass a finite ERMI weight ≥ 0 or a non-empty list of them, e.g. (0, 1, 2, 4)")
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if _real(value):
+        vals = [value]
+    elif one:
+        _bad(key, value, fix)
+    elif isinstance(value, np.ndarray) and value.ndim == 1:
+        vals = value.tolist()
+    elif isinstance(value, (list, tuple)):
+        vals = list(value)
+    else:             # str, bytes, dict, set (unordered), generators, nested arrays, ...
+        _bad(key, value, fix)
+    if not vals or not all(_real(v) and math.isfinite(v) and v >= 0 for v in vals):
+        _bad(key, value, fix)
+    return tuple(float(v) for v in vals)
 
 
 #: equalized-odds defaults that differ (chosen on a validation split of adult.data; docs/sgda.md):
@@ -58,49 +91,62 @@ def eo_defaults(epsilon):
 
 
 def _options(options, notion=None, epsilon=math.inf):
+    """The run options: the defaults (the equalized-odds ones for that notion), updated with
+    ``options`` and validated — every bad value is an InvalidInputError naming the option."""
     o = dict(DEFAULTS)
-    if (options.get("fairness") or notion) == "equalized_odds":
+    fairness = options.get("fairness")
+    if fairness is not None and (not isinstance(fairness, str) or fairness not in E.NOTIONS):
+        _bad("fairness", fairness, "choose one of " + ", ".join(repr(c) for c in E.NOTIONS))
+    if (fairness or notion) == "equalized_odds":
         o.update(eo_defaults(epsilon))
     o.update({k: options[k] for k in _OPTIONS if k in options})
-    for key in ("epochs", "batch_size"):
-        if isinstance(o[key], bool) or not isinstance(o[key], (int, float)) or o[key] <= 0:
-            _bad(key, o[key], "pass a positive number")
+    _num(o, "epochs", 0, 1e6)
+    b = o["batch_size"]
+    if not _real(b) or not math.isfinite(b) or b < 1 or float(b) != math.floor(b):
+        _bad("batch_size", b, "pass a whole number of rows ≥ 1 (the expected Poisson batch; "
+                              "capped at n)")
+    o["batch_size"] = int(b)
     for key, lo, hi, lo_open in (("lr", 0, 1e6, True), ("lr_w", 0, 1e6, True),
                                  ("clip", 0, 1e6, True), ("count_share", 0, 0.5, True),
                                  ("select_share", 0, 0.5, True), ("theta_share", 0, 1, True),
                                  ("temperature", 0, 1e6, True),
                                  ("select_penalty", 0, 1e6, True)):
         _num(o, key, lo, hi, lo_open)
-    if o["margin"] != "auto":
-        _num(o, "margin", 0, 1e6, False)
     if o["theta_share"] >= 1:
         _bad("theta_share", o["theta_share"], "pass a share in (0, 1)")
-    lams = o["lam"] if o.get("lam") is not None else o["lambdas"]
-    lams = np.atleast_1d(np.asarray(lams, dtype=float))
-    if o.get("lam") is not None and lams.size != 1:
-        _bad("lam", o["lam"], "pass one ERMI weight (a path goes in lambdas=)")
-    if lams.size == 0 or not np.isfinite(lams).all() or (lams < 0).any():
-        _bad("lambdas" if o.get("lam") is None else "lam", o.get("lam", o["lambdas"]),
-             "pass non-negative finite ERMI weights")
-    o["path"] = tuple(float(v) for v in lams)
-    if o.get("fairness") is not None and o["fairness"] not in E.NOTIONS:
-        _bad("fairness", o["fairness"], f"choose one of {E.NOTIONS}")
+    if o["count_share"] + o["select_share"] >= 1:
+        _bad("select_share", o["select_share"],
+             "count_share + select_share must stay below 1 (the rest pays for the steps)")
+    if not (isinstance(o["margin"], str) and o["margin"] == "auto"):
+        if isinstance(o["margin"], str):
+            _bad("margin", o["margin"], "pass 'auto' or a finite number ≥ 0")
+        _num(o, "margin", 0, 1e6, False)
+    if not isinstance(o["average"], (bool, np.bool_)):
+        _bad("average", o["average"], "pass True (tail-average each stage) or False")
+    o["average"] = bool(o["average"])
+    lambdas = _weights("lambdas", o["lambdas"], one=False)
+    if o.get("lam") is not None:
+        o["path"] = _weights("lam", o["lam"], one=True)
+        o["lam"] = o["path"][0]
+    else:
+        o["path"] = lambdas
     m = o.get("_noise_multiplier", 1.0)
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
+    if not _real(m) or not 0 < m <= 1:
         _bad("_noise_multiplier", m, "test-only knob in (0, 1]")
     o["_noise_multiplier"] = float(m)
-    if o["w_noise"] not in ("per_slot", "uniform"):
-        _bad("w_noise", o["w_noise"], "choose 'per_slot' or 'uniform'")
-    if o["w_step"] not in ("plain", "newton"):
-        _bad("w_step", o["w_step"], "choose 'plain' or 'newton'")
+    _choice(o, "w_noise", ("per_slot", "uniform"))
+    _choice(o, "w_step", ("plain", "newton"))
     if o["w_step"] == "newton" and o["lr_w"] > 1:
         _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
-    if o["select"] not in SEL.RULES:
-        _bad("select", o["select"], f"choose one of {SEL.RULES}")
-    if o["slice_weights"] not in ("balanced", "proportional"):
-        _bad("slice_weights", o["slice_weights"], "choose 'balanced' or 'proportional'")
+    _choice(o, "select", SEL.RULES)
+    _choice(o, "slice_weights", ("balanced", "proportional"))
     if o.get("w_radius") is not None:
         _num(o, "w_radius", 0, 1e9)
+    gp = o.get("group_probabilities")
+    if gp is not None and (not isinstance(gp, dict) or not gp):
+        _bad("group_probabilities", gp,
+             "pass a dict of public probabilities > 0: {group: p} for demographic parity, "
+             "{(group, label): P(group | label)} for equalized odds")
     return o
 
 
@@ -137,18 +183,24 @@ def _shape(problem):
                         "to the ERMI weight, not joint cells or a mix of both")
 
 
-def _public_p(given, r, notion, counts):
+def _public_p(given, r, notion, counts=None):
     """p̃ from a public declaration: {group: P(group)} (demographic parity) or
-    {(group, label): P(group | label)} (equalized odds)."""
-    G, L = r.G, r.L
+    {(group, label): P(group | label)} (equalized odds), covering every group (and label), each
+    a finite number > 0; no other keys.  ``counts`` is not read (kept for the callers)."""
+    fix = ("pass public probabilities > 0: {group: p} for demographic parity, "
+           "{(group, label): P(group | label)} for equalized odds, covering every group")
+    if not isinstance(given, dict):
+        _bad("group_probabilities", given, fix)
     if notion == "demographic_parity":
-        vals = np.array([given.get(g, np.nan) if isinstance(given, dict) else np.nan
-                         for g in r.groups], dtype=float)[None, :]
+        keys = [[g for g in r.groups]]
     else:
-        vals = np.array([[given.get((g, lab), np.nan) if isinstance(given, dict) else np.nan
-                          for g in r.groups] for lab in r.label_values], dtype=float)
-    if not np.isfinite(vals).all() or (vals <= 0).any():
-        _bad("group_probabilities", given,
-             "pass public probabilities > 0: {group: p} for demographic parity, "
-             "{(group, label): P(group | label)} for equalized odds, covering every group")
+        keys = [[(g, lab) for g in r.groups] for lab in r.label_values]
+    known = {k for row in keys for k in row}
+    extra = [k for k in given if k not in known]
+    if extra:
+        _bad("group_probabilities", given, f"unknown key(s) {extra[:3]!r} for {notion}: " + fix)
+    raw = [[given.get(k) for k in row] for row in keys]
+    if not all(_real(v) and math.isfinite(v) and v > 0 for row in raw for v in row):
+        _bad("group_probabilities", given, fix)
+    vals = np.array(raw, dtype=float)
     return vals / vals.sum(axis=1, keepdims=True)

@@ -103,7 +103,8 @@ def mixture_scores(problem, checkpoints, errors, cands, q_sel):
 
 def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
     """(mixture, info): the released mixture ``((index, weight), ...)`` of checkpoints under
-    ``o["select"]`` (module docstring); ``refuse(reason)`` raises the backend's refusal."""
+    ``o["select"]`` (module docstring).  ``refuse`` is no longer called: the one refusal this
+    rule could meet (no group-mass bound for Δg) is made by ``SGDABackend.plan``, before any draw."""
     from privfair.privacy import laplace_mechanism, permute_and_flip
 
     r = problem.rates
@@ -111,9 +112,10 @@ def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
     if r.group_mass_bound is None:
         q_sel = mass_bounds(r, released, P["epsilon_count"])
         if q_sel is None and private:
-            refuse("choosing λ privately needs a group-mass bound: declare "
-                   "pf.rates(..., group_mass_bound=q), drop group_probabilities= (the backend "
-                   "then releases the counts), or fix lam=")
+            # SGDABackend.plan refuses this case before anything is drawn; reaching it here
+            # (after training) is a bug, not a refusal
+            raise RuntimeError("internal error: choosing λ privately needs a group-mass bound, "
+                               "which SGDABackend.plan should have required")
     errors = np.asarray(errors, dtype=float)
     rule, pen = o["select"], o["select_penalty"]
     if rule in ("penalized", "mixture"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from privfair.errors import BackendRefusedError
+from privfair.errors import BackendRefusedError, InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,22 @@ class Plan:
         return "\n".join(lines)
 
 
+def unknown_option(name, value, backend, known):
+    """The typed error for a solve option ``name`` that backend ``backend`` does not take.
+
+    ``known`` are the names it takes; the fix lists them (test-only names, which start with an
+    underscore, are accepted but not listed) and suggests the closest one, if any is close."""
+    import difflib
+
+    public = sorted(k for k in known if not k.startswith("_"))
+    fix = f"unknown option for backend {backend!r}; " + (
+        f"it takes: {', '.join(public)}" if public else "it takes no options")
+    close = difflib.get_close_matches(str(name), sorted(known), n=3)
+    if close:
+        fix += " — did you mean " + " or ".join(map(repr, close)) + "?"
+    return InvalidInputError(str(name), value, fix)
+
+
 def _fmt(v):
     if isinstance(v, float):
         return f"{v:.4g}"
@@ -86,6 +102,9 @@ class Backend:
     #: True when the backend's sensitivities use Δℓ, so conditional rates need a group-mass
     #: bound (the planner then spends a share of ε estimating it when none was declared)
     needs_group_mass: bool = True
+    #: every solve option the backend (and the helpers it calls) reads from ``options``; the
+    #: planner refuses any other name before anything is spent.  None: not declared, no check.
+    option_names: tuple | None = None
 
     def accepts(self, problem, analysis) -> Verdict:  # pragma: no cover - interface
         raise NotImplementedError
@@ -109,7 +128,7 @@ class Backend:
 
     def refuse(self, reason: str):
         """Raise the typed refusal (nothing has been spent when this is called)."""
-        raise BackendRefusedError(f"backend={self.name!r}", self.name, reason)
+        raise BackendRefusedError("backend", self.name, reason)
 
     def __repr__(self):
         return f"<backend {self.name}: {self.theorem}>"

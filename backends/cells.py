@@ -221,6 +221,7 @@ def statistic_map(rates, Nhat, bound=None):
 
 class CellsBackend(Backend):
     name = "cells"
+    option_names = ("proxy_share", "margin_z", "proxy_interactions")
     theorem = ("proxy cells: analytic Gaussian (Balle–Wang 2018) + Laplace (Dwork et al. 2006) "
                "+ post-processing (Dwork–Roth Prop 2.1)")
     needs_group_mass = False       # group sizes come from the noisy counts (post-processing)

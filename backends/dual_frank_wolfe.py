@@ -72,6 +72,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
     need_strong = True
     allow_constraint = False
     OPTIONS = ("project", "T", "penalty", "selection_share")
+    option_names = OPTIONS
 
     def extra_reason(self, problem, analysis):
         return self._norm_reason(problem.rates.decisions)

@@ -49,6 +49,7 @@ def penalized_values(problem, L, G):
 class ExponentialBackend(Backend):
     name = "exponential"
     theorem = "[A] Thm 5.2 / Cor 5.3 (exponential mechanism, McSherry–Talwar)"
+    option_names = ()            # no hyper-parameters: one draw at the whole ε
 
     def accepts(self, problem, analysis) -> Verdict:
         ds = getattr(problem.rates, "decisions", None)

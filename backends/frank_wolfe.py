@@ -374,6 +374,7 @@ def cor_b5_bound(K, beta_h, T, log=math.log):
 # ------------------------------------------------------------------------------ backend
 class FrankWolfeBackend(Backend):
     name = "frank_wolfe"
+    option_names = _OPTIONS
     theorem = ("[A] Alg. 4 / Lemma B.4 / Cor B.5 (Frank–Wolfe, curvature C ≤ β·diam²), private "
                "LMO by the exponential mechanism at privately released loss vectors")
 

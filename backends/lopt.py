@@ -138,6 +138,7 @@ def _sign_violation(problem, analysis):
 
 class LoptBackend(Backend):
     name = "lopt"
+    option_names = _OPTIONS
     theorem = "[A] Algorithm 2 (corrected) with Thm 5.5/5.10 oracles; Frank–Wolfe/FTL regret"
 
     def accepts(self, problem, analysis) -> Verdict:

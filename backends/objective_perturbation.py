@@ -115,6 +115,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
     need_strong = False
     need_c2 = True
     OPTIONS = ("project", "probe_share", "slack", "release_share", "jacobian_share")
+    option_names = OPTIONS
 
     def planned_events(self, erm, spec, count=1):
         from privfair.privacy import approximate_event, pure_event

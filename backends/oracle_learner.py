@@ -188,6 +188,7 @@ class _Setup:
 
 class OracleLearnerBackend(Backend):
     name = "oracle_learner"
+    option_names = _OPTIONS
     theorem = "[J] Algorithm 3 + Subroutine 2 / Thm 4.3–4.4 (private Lagrangian game)"
     needs_group_mass = True
 

@@ -63,6 +63,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
     theorem = THEOREM
     need_strong = True
     OPTIONS = ("project", "probe_share", "slack", "release_share")
+    option_names = OPTIONS
 
     def sensitivity(self, erm):
         """(Δ₂, source): 2ζ/(nΛ) + 2τ."""

@@ -91,6 +91,7 @@ def utility_bound(n_groups, m, epsilon, beta, q_min, w_error, w_gap, log=math.lo
 
 class PostprocessingBackend(Backend):
     name = "postprocessing"
+    option_names = _OPTIONS
     theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
     needs_group_mass = False      # the LP reads released counts only
 

@@ -94,8 +94,9 @@ from . import _jagielski as J
 from . import _sgda_select as SEL
 from . import _sgda_train as T_
 from .base import Backend, Plan, Verdict
-from ._sgda_options import (DEFAULTS, EO_DEFAULTS, EO_DEFAULTS_LOW,  # noqa: F401 (public)
-                            EO_LOW_EPSILON, _bad, _options, _public_p, _shape, eo_defaults)
+from ._sgda_options import (_OPTIONS, DEFAULTS, EO_DEFAULTS,  # noqa: F401 (public)
+                            EO_DEFAULTS_LOW, EO_LOW_EPSILON, _bad, _options, _public_p, _shape,
+                            eo_defaults)
 from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
 
 BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
@@ -129,6 +130,9 @@ class SGDABackend(Backend):
     name = "sgda"
     theorem = "[L] Algorithm 1 / Thm 3.3–3.4 (DP-SGDA on ERMI; Poisson subsampled Gaussian, PLD)"
     needs_group_mass = False      # run() releases its own counts (p̃ and the selection's bound)
+    #: every option sgda reads (docs/sgda.md, "Options"); device, seed, progress, budget and
+    #: alpha are solve()'s parameters
+    option_names = _OPTIONS
 
     def accepts(self, problem, analysis) -> Verdict:
         import importlib.util
@@ -196,6 +200,14 @@ class SGDABackend(Backend):
         q = min(1.0, max(1.0 / n, m / n))
         T = max(len(path), int(math.ceil(o["epochs"] / q)))
         public_p = o.get("group_probabilities") is not None
+        if public_p:     # a bad p̃ is an error here, before anything is drawn (run() reads it)
+            _public_p(o["group_probabilities"], r, notion or "demographic_parity")
+        if private and select and public_p and r.group_mass_bound is None:
+            # the choice of λ needs a group-mass bound (for Δg); with public p̃ no counts are
+            # released to derive one, so refuse now, before anything is drawn (not in choose())
+            self.refuse("choosing λ privately needs a group-mass bound: declare "
+                        "pf.rates(..., group_mass_bound=q), drop group_probabilities= (the "
+                        "backend then releases the counts), or fix lam=")
         count_share = o["count_share"] if private and not public_p else 0.0
         select_share = o["select_share"] if private and select else 0.0
         eps_sgda = privacy.epsilon * (1 - count_share - select_share) if private else math.inf

@@ -68,12 +68,71 @@ def _planning_analysis(problem, analysis):
     return analysis
 
 
+def check_options(backend: str, options: dict) -> None:
+    """Refuse a solve option that ``backend`` does not take (typed, before anything is spent).
+
+    A named backend must declare the option in its ``option_names`` (no check where it declares
+    none).  ``backend="auto"`` may choose any backend, so only a name that no backend takes is
+    refused — and none is while some backend has not declared its options."""
+    from privfair.backends import BACKENDS, get
+    from privfair.backends.base import unknown_option
+
+    if not options:
+        return
+    if backend != "auto":
+        b = get(backend)
+        known = getattr(b, "option_names", None)
+        if known is None:
+            return
+        for name, value in options.items():
+            if name not in known:
+                raise unknown_option(name, value, b.name, known)
+        return
+    declared = {n: getattr(b, "option_names", None) for n, b in BACKENDS.items()}
+    if any(v is None for v in declared.values()):
+        return
+    known = set().union(*map(set, declared.values()))
+    for name, value in options.items():
+        if name not in known:
+            import difflib
+
+            fix = ("unknown option: no backend takes it (backend='auto' may choose any backend, "
+                   "so any option some backend takes is accepted; name a backend to see its "
+                   "options)")
+            close = difflib.get_close_matches(str(name), sorted(known), n=3)
+            if close:
+                fix += " — did you mean " + " or ".join(
+                    f"{c!r} (taken by {', '.join(n for n, v in declared.items() if c in v)})"
+                    for c in close) + "?"
+            raise InvalidInputError(str(name), value, fix)
+
+
+def _options_for(b, options: dict) -> dict:
+    """The options ``b`` takes (all of them where it declares none): under backend="auto" each
+    backend sees only its own, the others are noted on its plan as not used."""
+    known = getattr(b, "option_names", None)
+    if known is None:
+        return dict(options)
+    return {k: v for k, v in options.items() if k in known}
+
+
+def _note_unused(p, b, options: dict):
+    unused = sorted(k for k in options if k not in _options_for(b, options))
+    if unused:
+        p.notes.append(f"option(s) not taken by {b.name}, not used: {', '.join(unused)}")
+    return p
+
+
 def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options) -> Plans:
-    """Rank the backends that accept ``problem`` under ``privacy``; see :class:`Plans`."""
+    """Rank the backends that accept ``problem`` under ``privacy``; see :class:`Plans`.
+
+    An option the named backend does not take (with ``"auto"``: that no backend takes) raises
+    :class:`~privfair.errors.InvalidInputError` here, before :func:`solve` reserves any budget."""
     from privfair.backends import BACKENDS, get
 
     if not isinstance(privacy, DP):
         raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
+    check_options(backend, options)
     analysis = problem.analyze(privacy, alpha=alpha)
     ranking_analysis = _planning_analysis(problem, analysis)
     names = list(BACKENDS) if backend == "auto" else [get(backend).name]
@@ -88,7 +147,9 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
             refused[name] = verdict.reason
             continue
         share, budget = _split_for_group_mass(analysis, privacy, b)
-        p = b.plan(problem, ranking_analysis if share else analysis, budget, dict(options))
+        p = b.plan(problem, ranking_analysis if share else analysis, budget,
+                   _options_for(b, options))
+        _note_unused(p, b, options)
         p.params.setdefault("group_mass_share", share)
         ranked.append(p)
     ranked.sort(key=lambda p: (p.predicted_excess_risk, names.index(p.backend)))
@@ -118,8 +179,9 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
     rng = as_source(seed)
 
     if not privacy.is_private:
-        result = b.run(b.plan(problem, plans.analysis, privacy, dict(options)), rng=rng,
-                       accountant=None, device=device, progress=progress)
+        ref = _note_unused(b.plan(problem, plans.analysis, privacy, _options_for(b, options)),
+                           b, options)
+        result = b.run(ref, rng=rng, accountant=None, device=device, progress=progress)
         result.certificate = Certificate.non_private(privacy.protect)
         return result
 
@@ -137,7 +199,8 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
             analysis = problem.analyze(privacy, alpha=alpha)
             notes.append(f"group-mass bound estimated privately with ε={eps_q:.3g}")
         backend_privacy = replace(privacy, epsilon=privacy.epsilon * (1 - plans.group_mass_share))
-        final = b.plan(problem, analysis, backend_privacy, dict(options))
+        final = _note_unused(b.plan(problem, analysis, backend_privacy, _options_for(b, options)),
+                             b, options)
         result = b.run(final, rng=rng, accountant=accountant, device=device, progress=progress)
         cert = accountant.certificate(delta=privacy.delta or None, notes=notes + final.notes)
         if cert.epsilon > privacy.epsilon * (1 + 1e-9) or cert.delta > privacy.delta * (1 + 1e-9) + 1e-15:

@@ -675,3 +675,141 @@ def test_equalized_odds_defaults_follow_the_public_budget_and_certificate_is_the
     acc.extend(cert.releases)
     assert acc.total().epsilon == pytest.approx(cert.epsilon, rel=1e-9)
     assert cert.epsilon <= privacy.epsilon and cert.delta <= privacy.delta
+
+
+# ------------------------------------------------------------------------------ options
+_BAD_OPTIONS = [
+    ("epochs", float("nan")), ("epochs", float("inf")), ("epochs", 0), ("epochs", -1),
+    ("epochs", True), ("epochs", "10"),
+    ("batch_size", float("nan")), ("batch_size", float("inf")), ("batch_size", 0.5),
+    ("batch_size", 0), ("batch_size", 100.5), ("batch_size", True), ("batch_size", "64"),
+    ("lam", "abc"), ("lam", "8"), ("lam", True), ("lam", -1.0), ("lam", float("nan")),
+    ("lam", float("inf")), ("lam", [1.0, 2.0]), ("lam", {1: 2}),
+    ("lambdas", "abc"), ("lambdas", [[0, 1], [2, 3]]), ("lambdas", {1: 2}), ("lambdas", []),
+    ("lambdas", {0.0, 1.0}), ("lambdas", [0, True]), ("lambdas", [0, -1]),
+    ("lambdas", [0, float("nan")]), ("lambdas", np.zeros((2, 2))), ("lambdas", b"01"),
+    ("average", "no"), ("average", 1), ("average", None),
+    ("temperature", 0), ("temperature", float("nan")), ("temperature", "1"),
+    ("lr", float("inf")), ("lr", True), ("lr", 0), ("lr_w", -1.0), ("clip", float("nan")),
+    ("clip", 0), ("theta_share", 1.0), ("theta_share", 0), ("count_share", 0.9),
+    ("select_share", float("nan")), ("select_penalty", 0), ("select_penalty", "3"),
+    ("margin", -0.1), ("margin", float("nan")), ("margin", "none"), ("margin", True),
+    ("select", "best"), ("select", None), ("select", ["first"]),
+    ("w_step", "adam"), ("w_step", 1), ("w_noise", "bogus"), ("slice_weights", "even"),
+    ("fairness", "parity"), ("fairness", ["demographic_parity"]),
+    ("w_radius", 0), ("w_radius", float("inf")), ("w_radius", "1"),
+    ("group_probabilities", [0.5, 0.5]), ("group_probabilities", "a"),
+    ("group_probabilities", {"a": "x", "b": 0.5}), ("group_probabilities", {"a": 0.5}),
+    ("group_probabilities", {"a": 0.5, "b": True}), ("group_probabilities", {"a": 0.5, "b": 0}),
+    ("group_probabilities", {"a": 0.5, "b": 0.5, "c": 0.1}),
+    ("_noise_multiplier", 2.0), ("_noise_multiplier", float("nan")),
+]
+
+
+@pytest.mark.parametrize("field,value", _BAD_OPTIONS,
+                         ids=[f"{k}={v!r}"[:40] for k, v in _BAD_OPTIONS])
+def test_bad_options_are_typed_errors_naming_the_option(field, value):
+    data = _binary(400, 11)
+    prob = _dp_problem(data)
+    b = get(SGDA)
+    options = {field: value}
+    if field == "group_probabilities":
+        options["lam"] = 2.0          # a fixed λ: public p̃ needs no group-mass bound then
+    with pytest.raises(InvalidInputError) as err:
+        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), options)
+    assert err.value.field == field
+    # and through solve(): the same typed error, nothing spent
+    budget = pf.BudgetFilter(2.0, 1e-6)
+    with pytest.raises(InvalidInputError):
+        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, budget=budget, **options)
+    assert budget.spent == (0.0, 0.0)
+
+
+def test_count_and_select_shares_leave_budget_for_the_steps():
+    data = _binary(400, 11)
+    prob = _dp_problem(data)
+    with pytest.raises(InvalidInputError, match="below 1"):
+        get(SGDA).plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6),
+                       {"count_share": 0.5, "select_share": 0.5})
+
+
+_GOOD_OPTIONS = [
+    ({"epochs": 2.5}, "epochs", 2.5), ({"epochs": np.int64(3)}, "epochs", 3.0),
+    ({"batch_size": 100.0}, "batch_size", 100), ({"batch_size": np.int64(64)}, "batch_size", 64),
+    ({"lam": 2}, "path", (2.0,)), ({"lam": np.float32(0.5)}, "path", (0.5,)),
+    ({"lam": np.array(4.0)}, "path", (4.0,)), ({"lambdas": 3}, "path", (3.0,)),
+    ({"lambdas": [0, 1, 4]}, "path", (0.0, 1.0, 4.0)),
+    ({"lambdas": np.array([0.0, 2.0])}, "path", (0.0, 2.0)),
+    ({"lambdas": (0.0, 8.0)}, "path", (0.0, 8.0)),
+    ({"average": False}, "average", False), ({"average": np.bool_(True)}, "average", True),
+    ({"margin": 0}, "margin", 0.0), ({"margin": "auto"}, "margin", "auto"),
+    ({"margin": 0.02}, "margin", 0.02), ({"temperature": 0.5}, "temperature", 0.5),
+    ({"w_radius": 3}, "w_radius", 3.0), ({"select": "penalized"}, "select", "penalized"),
+    ({"w_step": "newton", "lr_w": 0.5}, "w_step", "newton"),
+    ({"slice_weights": "proportional"}, "slice_weights", "proportional"),
+    ({"fairness": "demographic_parity"}, "fairness", "demographic_parity"),
+    ({"group_probabilities": {"a": 0.6, "b": 0.4}, "lam": 1.0}, "group_probabilities",
+     {"a": 0.6, "b": 0.4}),
+    ({"_noise_multiplier": 0.5}, "_noise_multiplier", 0.5),
+]
+
+
+@pytest.mark.parametrize("options,key,want", _GOOD_OPTIONS,
+                         ids=[repr(o)[:40] for o, _, _ in _GOOD_OPTIONS])
+def test_good_options_are_accepted(options, key, want):
+    data = _binary(400, 11)
+    prob = _dp_problem(data)
+    plan = get(SGDA).plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), options)
+    assert plan.run_options[key] == want
+    assert type(plan.run_options[key]) is type(want)
+
+
+def test_option_names_list_every_option_sgda_reads():
+    import pathlib
+    import re
+
+    from privfair.backends.sgda import SGDABackend
+
+    names = set(SGDABackend.option_names)
+    assert set(get(SGDA).option_names) == names
+    src = pathlib.Path(SGDABackend.__module__.replace("privfair.", "", 1).replace(".", "/"))
+    root = pathlib.Path(__file__).resolve().parents[1]
+    read = set()
+    for f in ("sgda.py", "_sgda_options.py", "_sgda_select.py", "_sgda_train.py"):
+        text = (root / src.parent / f).read_text()
+        read |= set(re.findall(r'\bo(?:\.get\(|\[)"(\w+)"', text))
+        read |= set(re.findall(r'\boptions(?:\.get\(|\[)"(\w+)"', text))
+    assert read - {"path"} <= names, read - {"path"} - names
+    assert not names & {"device", "seed", "progress", "budget", "alpha"}
+
+
+def test_private_choice_without_group_mass_bound_is_refused_before_training(monkeypatch):
+    """Public p̃ (no count release) + no declared group-mass bound + the default λ path at
+    ε = 1: the choice of λ has no sensitivity — refused at plan time, before any draw."""
+    from privfair.backends import _sgda_train
+
+    def boom(*args, **kwargs):
+        raise AssertionError("training ran before the refusal")
+
+    monkeypatch.setattr(_sgda_train, "train", boom)
+    data = _binary(400, 12)
+    prob = _dp_problem(data)
+    assert prob.rates.group_mass_bound is None
+    p = {g: 1 / len(data.groups) for g in data.groups}
+    budget = pf.BudgetFilter(2.0, 1e-6)
+    with pytest.raises(BackendRefusedError, match="group-mass bound"):
+        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, budget=budget, group_probabilities=p)
+    assert budget.spent == (0.0, 0.0)
+    with pytest.raises(BackendRefusedError, match="group-mass bound"):
+        prob.plan(pf.DP(1.0, 1e-6), backend=SGDA, group_probabilities=p)
+    # not refused: a fixed λ (no choice), ε = ∞ (exact choice), a declared bound, released counts
+    b = get(SGDA)
+    ok = [(prob, pf.DP(1.0, 1e-6), {"group_probabilities": p, "lam": 2.0}),
+          (prob, pf.DP(math.inf), {"group_probabilities": p}),
+          (prob, pf.DP(1.0, 1e-6), {})]
+    r = pf.rates(pf.LinearClassifier(data.n_features, radius=20.0), data, group_mass_bound=0.1)
+    bounded = pf.Problem(pf.minimize(r.error()),
+                         [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+    ok.append((bounded, pf.DP(1.0, 1e-6), {"group_probabilities": p}))
+    for pr, privacy, options in ok:
+        b.plan(pr, pr.analyze(privacy), privacy, options)
