@@ -93,6 +93,11 @@ def release_group_counts(counts, epsilon, rng, accountant=None):
                              return_event=True)
 
 
+#: κ̂ at this floor means the method of moments found no signal above the noise (Σ r² ≤ m·v):
+#: the counts cannot say how far the proxy is from them, and the estimate is the proxy's
+KAPPA_FLOOR = 1e-6
+
+
 def shrink(noisy, prior, totals, variance):
     """Shrink noisy counts toward the proxy's soft counts; returns (estimate, weights, κ).
 
@@ -104,6 +109,7 @@ def shrink(noisy, prior, totals, variance):
     if variance <= 0:
         return np.clip(noisy, 0.0, totals), np.ones_like(noisy), float("inf")
     resid = noisy - prior
-    kappa = max(1e-6, float(np.sum(resid ** 2) - resid.size * variance) / max(totals.sum(), 1.0))
+    kappa = max(KAPPA_FLOOR,
+                float(np.sum(resid ** 2) - resid.size * variance) / max(totals.sum(), 1.0))
     w = kappa * totals / (kappa * totals + variance)
     return np.clip(prior + w * resid, 0.0, totals), w, kappa

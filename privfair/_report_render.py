@@ -10,11 +10,14 @@ import math
 
 
 def _n(v):
+    """A sample size n (needed, or a lower bound n ≥ ...): rounded up, never down."""
     if v is None:
         return "—"
     if isinstance(v, float) and math.isinf(v):
         return "∞ (not reached ≤ 1e12)"
-    return f"{v:,.0f}" if v >= 10 else f"{v:.3g}"
+    if isinstance(v, float) and math.isnan(v):
+        return "nan"
+    return f"{math.ceil(v):,}"
 
 
 def _r(v):

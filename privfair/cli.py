@@ -108,6 +108,22 @@ def _positive_int(text):
     return value
 
 
+#: the smallest ``demo --subsample`` (δ = 1/n² needs n ≥ 2; a fair fit needs rows in every cell)
+MIN_SUBSAMPLE = 100
+
+
+def _subsample(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid row count {text!r}: pass an integer "
+                                         f"≥ {MIN_SUBSAMPLE}")
+    if value < MIN_SUBSAMPLE:
+        raise argparse.ArgumentTypeError(f"invalid row count {text!r}: pass an integer "
+                                         f"≥ {MIN_SUBSAMPLE}")
+    return value
+
+
 def _seed(text):
     try:
         value = int(text)
@@ -199,18 +215,48 @@ def _privacy(args, problem):
     return DP(args.epsilon, delta, protect=args.protect)
 
 
-def _check_writable(path):
-    """Fail before any budget is spent when an output file cannot be written."""
+def _check_outputs(problem_path, outputs):
+    """Fail before any budget is spent when an output path (``outputs``: (flag, path) pairs) is
+    the problem file itself or the same file as another output (compared by ``realpath``)."""
+    seen = {os.path.realpath(problem_path): "the problem file"}
+    for flag, path in outputs:
+        if path:
+            real = os.path.realpath(path)
+            if real in seen:
+                raise CommandError(f"{flag} {path}: the same file as {seen[real]} "
+                                   "(pass another path)")
+            seen[real] = flag
+
+
+def _check_writable(path, flag):
+    """Fail before any budget is spent when an output file cannot be written: the file is really
+    opened for appending (and removed again if this created it) — ``os.access`` says yes to root
+    and to /proc or /sys paths that no write can create."""
     if path is None:
         return
+    if not str(path).strip():
+        raise CommandError(f"{flag} {path!r}: empty file name (pass a file name)")
     p = pathlib.Path(path)
     if p.is_dir():
         raise CommandError(f"{path}: is a directory (pass a file name)")
     parent = p.parent if str(p.parent) else pathlib.Path(".")
     if not parent.is_dir():
         raise CommandError(f"{path}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise CommandError(f"{path}: not writable")
+    if p.exists() and not p.is_file():      # /dev/stdout, a named pipe: opening may block
+        if not os.access(p, os.W_OK):
+            raise CommandError(f"{path}: not writable")
+        return
+    existed = p.exists()
+    try:
+        with open(p, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not existed:
+        try:
+            p.unlink()
+        except OSError:  # pragma: no cover - created but not removable: it is written later
+            pass
 
 
 def _write(path, text):
@@ -326,8 +372,9 @@ def _cmd_solve(args) -> int:
 
     if args.backend != "auto":
         get(args.backend)                 # an unknown name fails before the file is loaded
-    _check_writable(args.certificate)
-    _check_writable(args.report)
+    _check_outputs(args.problem, [("--certificate", args.certificate), ("--report", args.report)])
+    _check_writable(args.certificate, "--certificate")
+    _check_writable(args.report, "--report")
     problem, test = load_problem_file(args.problem)
     train = problem.rates.data
     privacy = _privacy(args, problem)
@@ -365,7 +412,8 @@ def _cmd_solve(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    _check_writable(args.output)
+    _check_outputs(args.problem, [("--output", args.output)])
+    _check_writable(args.output, "--output")
     problem, test, rebuild = load_problem_file(args.problem, with_rebuild=True)
     privacy = _privacy(args, problem)
     plans = problem.plan(privacy, alpha=args.alpha)
@@ -413,8 +461,10 @@ reaches the released decision:
     thresholds is +1/n on D and -1/n on D' (row 0 is in fp[a] or tn[a], x = 0.3 (y=1) in
     fn[a]): the row flips a tie by the full score sensitivity.  Iterative backends run with
     T = 2 (the linear objective keeps their gradient fixed; four mixtures are possible).
-  postprocessing: pf.PostProcessed(base = 1[0 <= x <= 0.5]), minimize fp[a] + fn[a] (the
-    base's positive cell of group a ties on D and the moved row breaks the tie).
+  postprocessing: pf.PostProcessed(base = 1[0.2 <= x <= 0.5]), minimize the error.  The
+    base's positive cell holds x = 0.25 (y=0, row 0) and 0.3 (y=1) of group a and x = 0.4 (y=1)
+    of group b: its labels tie in group a on D and in group b on D', so both groups' decisions
+    on that cell flip with the row.
   cells: pf.ProxyCells(1, 1) (one cell), minimize (fp[a] - 0.1)^2, proxy_share=0.05: the
     rule is q = 0.1 n / (released count of group a's negatives), which the row moves by one.
   output_perturbation, dual_frank_wolfe (smoothed hinge), objective_perturbation (logistic):
@@ -488,7 +538,12 @@ def _cmd_audit(args) -> int:
     from .privacy.audit_instances import audit_instances, default_runs
     from .privacy.testing import check_dp_heldout
 
-    backend = get(args.backend)           # unknown name: typed error, exit 2
+    from .backends import BACKENDS
+
+    if args.backend not in BACKENDS:      # no 'auto' here: the audit tests one named backend
+        raise CommandError(f"--backend {args.backend!r}: audit needs a named backend, one of "
+                           f"{sorted(BACKENDS)}")
+    backend = get(args.backend)
     if getattr(backend, "non_private_only", False):
         raise CommandError(f"backend {args.backend!r} is a non-private reference solver: "
                            "nothing to audit")
@@ -654,7 +709,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "check_dp_heldout, both directions).  Exit 0 when "
                        "the verdicts are as expected (honest run PASS; negative control, if "
                        "asked, refuted), 1 otherwise.\n\n" + AUDIT_DOC)
-    a.add_argument("--backend", required=True, help="a name from 'privfair backends'")
+    a.add_argument("--backend", required=True,
+                   help="a name from 'privfair backends' (no 'auto': the audit tests one backend)")
     a.add_argument("--epsilon", type=_epsilon, default=1.0, help="ε to run at (default 1)")
     a.add_argument("--delta", type=_delta, default=None,
                    help="δ to run at (default 0; sgda's instance 1e-5: its Gaussian releases "
@@ -688,8 +744,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--constraint", choices=["equalized_odds", "demographic_parity"],
                    default="equalized_odds")
     p.add_argument("--seed", type=_seed, default=None, help="seed for a reproducible run")
-    p.add_argument("--subsample", type=_positive_int, default=None,
-                   help="use only this many training rows")
+    p.add_argument("--subsample", type=_subsample, default=None,
+                   help=f"use only this many training rows (at least {MIN_SUBSAMPLE})")
     p.set_defaults(func=_cmd_demo)
     return parser
 

@@ -80,9 +80,22 @@ class ParetoTable:
 
 
 def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3, alpha=0.05):
-    """Solve ``build(level)`` at every privacy and constraint level; see the module docstring."""
+    """Solve ``build(level)`` at every privacy and constraint level; see the module docstring.
+
+    ``backends``: a backend name or a list of names; a str is one name, and "auto" is the
+    planner's choice at each point (the table names the backend it ran).
+    """
+    from .problem import Problem
+
     if not callable(build):
         raise InvalidInputError("build", build, "pass a callable level -> pf.Problem")
+    try:
+        names = (backends,) if isinstance(backends, str) else tuple(backends)
+    except TypeError:
+        names = ()
+    if not names or not all(isinstance(b, str) for b in names):
+        raise InvalidInputError("backends", backends, "pass 'auto', a backend name or a list "
+                                "of names")
     privs = [p if isinstance(p, DP) else DP(float(p)) for p in privacy_levels]
     levels = list(constraint_levels)
     if not privs or not levels:
@@ -94,7 +107,10 @@ def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3
     for priv in privs:
         for level in levels:
             prob = build(level)
-            for b in backends:
+            if not isinstance(prob, Problem):
+                raise InvalidInputError("build", build, f"build(level) must return a pf.Problem, "
+                                        f"not {type(prob).__name__}")
+            for b in names:
                 vals = []
                 for s in range(seeds):
                     res = prob.solve(priv, backend=b, seed=s, alpha=alpha, progress=False)

@@ -171,7 +171,13 @@ class Report:
         return all(m.within for m in self.measurements)
 
 
-def _check(alpha, beta, ns, seeds, privacy):
+def _check(problem, alpha, beta, ns, seeds, privacy, build):
+    from .problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise InvalidInputError("problem", problem, "pass a pf.Problem")
+    if build is not None and not callable(build):
+        raise InvalidInputError("build", build, "pass a callable build(data) -> pf.Problem")
     if not isinstance(privacy, DP):
         raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
     for name, v in (("alpha", alpha), ("beta", beta)):
@@ -186,7 +192,33 @@ def _check(alpha, beta, ns, seeds, privacy):
         for m in ns:
             if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 2:
                 raise InvalidInputError("ns", m, "subsample sizes are integers ≥ 2")
+            if m > problem.rates.data.n:
+                raise InvalidInputError("ns", m, f"a subsample size is at most the data's "
+                                        f"n = {problem.rates.data.n}")
     return ns
+
+
+def _backend_names(backends):
+    """``backends`` as a tuple of names: a str is one name (not its letters)."""
+    try:
+        names = (backends,) if isinstance(backends, str) else tuple(backends)
+    except TypeError:
+        names = ()
+    if not names or not all(isinstance(b, str) for b in names):
+        raise InvalidInputError("backends", backends, "pass 'auto', 'all', a backend name or "
+                                "a list of names")
+    return names
+
+
+def _built(build, data):
+    """``build(data)``, checked to be a Problem (a builder returning None is a typed error)."""
+    from .problem import Problem
+
+    prob = build(data)
+    if not isinstance(prob, Problem):
+        raise InvalidInputError("build", build, f"build(data) must return a pf.Problem, "
+                                f"not {type(prob).__name__}")
+    return prob
 
 
 def lower_bounds(K, privacy, alpha):
@@ -270,7 +302,7 @@ def measure_curve(build, data, privacy, backends, ns, seeds, alpha):
         refs, bounds = {}, {}
         for s in range(seeds):
             sub = data if m >= data.n else data.subsample(int(m), rng=s)
-            prob = build(sub)
+            prob = _built(build, sub)
             an = prob.analyze(privacy, alpha=alpha)
             for b in backends:
                 if b not in bounds:
@@ -303,19 +335,22 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
         Failure probability shown with the bounds (each backend's theorem holds w.p. ≥ 1 − its
         own ρ; see its plan) and the tolerated share of measured seeds above their bound.
     ns : list of int, optional
-        Subsample sizes for the measured curve (default: 4 sizes up to the data's n).
+        Subsample sizes for the measured curve (default: 4 sizes up to the data's n); each at
+        most the data's n (a larger size raises :class:`~privfair.errors.InvalidInputError`).
     measure : bool
         Run the backends on subsamples (needs ``build``; without it only the full data).
     seeds : int
     build : callable(Dataset) -> Problem, optional
         Rebuilds the problem on a subsample.
-    backends : tuple of str
-        Which backends to measure: ("auto",) the planner's choice, ("all",) every accepting one,
-        or names.
+    backends : str or tuple of str
+        Which backends to measure: "auto" (or ("auto",)) the planner's choice — the backend
+        ``problem.solve(privacy, backend="auto")`` would run —, "all" every accepting one, or
+        a backend name or a list of names (a str is one name).
     frontier : privfair.pareto.ParetoTable, optional
         A frontier from :func:`privfair.pareto` to embed (table and figure).
     """
-    ns = _check(alpha, beta, ns, seeds, privacy)
+    ns = _check(problem, alpha, beta, ns, seeds, privacy, build)
+    backends = _backend_names(backends)
     alpha, beta = float(alpha), float(beta)
     data = problem.rates.data
     n = data.n
@@ -331,9 +366,9 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
                                    n_needed(fn, alpha, n), f,
                                    [(int(m), fn(m)) for m in grid]))
     accepted = [b.backend for b in bounds]
-    if backends in (("all",), "all"):
+    if backends == ("all",):
         chosen = accepted
-    elif tuple(backends) == ("auto",):
+    elif backends == ("auto",):
         chosen = accepted[:1]
     else:
         chosen = [b for b in backends if b in accepted]

@@ -113,6 +113,15 @@ def test_audit_help_documents_the_instance(capsys):
         main(["audit", "--help"])
     out = capsys.readouterr().out
     assert "neighbours" in out and "negative control" in out.lower()
+    # the postprocessing instance as privfair.privacy.audit_instances builds it
+    assert "1[0.2 <= x <= 0.5]), minimize the error" in out and "1[0 <= x" not in out
+
+
+def test_audit_needs_a_named_backend(capsys):
+    assert main(["audit", "--backend", "auto"]) == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err)
+    assert "named backend" in err and "exponential" in err and "'auto' or" not in err
 
 
 # ------------------------------------------------------------------ wrong flags: exit 2, one line
@@ -133,6 +142,7 @@ def test_audit_help_documents_the_instance(capsys):
     ["audit", "--backend", "exponential", "--bogus"],
     ["demo", "--epsilon", "abc"],
     ["demo", "--constraint", "calibration"],
+    ["demo", "--subsample", "1"],                           # δ = 1/n² would be 1
 ])
 def test_wrong_flags_exit_2_with_one_line(argv, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -184,6 +194,54 @@ def test_unknown_backend_and_unwritable_output_fail_before_solving(tiny, tmp_pat
     captured = capsys.readouterr()
     assert_one_line_error(captured.err)
     assert "does not exist" in captured.err and captured.out == ""
+
+
+def test_output_path_that_is_the_problem_or_the_other_output_is_refused(tiny, tmp_path, capsys):
+    original = tiny.read_text()
+    same = tmp_path / "same.html"
+    alias = tmp_path / "sub" / ".." / tiny.name            # resolves to the problem file
+    (tmp_path / "sub").mkdir()
+    for argv, message in (
+            (["--certificate", str(tiny)], "--certificate"),
+            (["--report", str(alias)], "--report"),
+            (["--report", str(same), "--certificate", str(same)], "the same file as")):
+        assert main(["solve", str(tiny), "--epsilon", "1", "--seed", "0", *argv]) == 2
+        captured = capsys.readouterr()
+        assert_one_line_error(captured.err)
+        assert message in captured.err and captured.out == ""     # nothing solved
+    assert tiny.read_text() == original and not same.exists()
+    assert main(["report", str(tiny), "--output", str(tiny)]) == 2
+    assert "the problem file" in capsys.readouterr().err and tiny.read_text() == original
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+def test_output_is_opened_before_solving_not_only_permission_checked(tiny, tmp_path, capsys):
+    # os.access says yes to root here; opening the file says no — before anything is spent
+    assert main(["solve", str(tiny), "--epsilon", "1", "--report",
+                 "/proc/privfair_no_such_report.html"]) == 2
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err)
+    assert "cannot write" in captured.err and captured.out == ""
+    # the probe leaves no file behind (the solve is refused after the outputs are checked)
+    probe = tmp_path / "probe.html"
+    assert main(["solve", str(tiny), "--epsilon", "1", "--backend", "cells",
+                 "--report", str(probe)]) == 2
+    capsys.readouterr()
+    assert not probe.exists()
+    for flag in ("--report", "--certificate"):
+        assert main(["solve", str(tiny), "--epsilon", "1", flag, ""]) == 2
+        err = capsys.readouterr().err
+        assert_one_line_error(err)
+        assert f"{flag} '': empty file name" in err
+
+
+def test_demo_subsample_minimum_names_the_flag(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--subsample", "1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err)
+    assert "--subsample" in err and "100" in err
 
 
 def test_refused_problem_is_a_one_line_error(tiny, capsys):

@@ -181,6 +181,45 @@ def test_bad_arguments_raise_typed_errors(data):
         pf.report(prob, PRIV, backends=("cells",), measure=False)
 
 
+def test_report_rejects_bad_problem_build_ns_and_backends(data):
+    prob = build(data)
+    with pytest.raises(InvalidInputError, match="problem"):
+        pf.report(None, PRIV)
+    with pytest.raises(InvalidInputError, match="build"):
+        pf.report(prob, PRIV, build=lambda d: None, ns=[100], seeds=1)
+    with pytest.raises(InvalidInputError, match="at most the data's n = 600"):
+        pf.report(prob, PRIV, build=build, ns=[200, 5000])          # not silently clipped
+    with pytest.raises(InvalidInputError, match="backends"):
+        pf.report(prob, PRIV, backends=5, measure=False)
+    with pytest.raises(InvalidInputError, match="build"):
+        pf.pareto(lambda c: None, [1.0], [0.1], seeds=1)
+
+
+def test_backends_as_a_string_is_one_name(data):
+    small = synthetic(200)
+    for backends in ("exponential", "auto"):          # "auto": the planner's pick, exponential
+        rep = pf.report(build(small), PRIV, alpha=ALPHA, seeds=1, backends=backends)
+        assert [m.backend for m in rep.measurements] == ["exponential"]
+    with pytest.raises(InvalidInputError, match="cells"):
+        pf.report(build(small), PRIV, alpha=ALPHA, backends="cells", measure=False)
+    table = pf.pareto(lambda c: build(small, c), [1.0], [0.1, 0.3], backends="exponential",
+                      seeds=1)
+    assert [p.backend for p in table.points] == ["exponential", "exponential"]
+
+
+def test_sample_sizes_are_rounded_up(rep):
+    from privfair._report_render import _n
+
+    assert (_n(24.49), _n(24.0), _n(0.3), _n(1234.2), _n(math.inf)) == (
+        "25", "24", "1", "1,235", "∞ (not reached ≤ 1e12)")
+    lb = rep.lower_bounds[1]                     # √K/(εα): not a whole number
+    assert lb.n != math.ceil(lb.n)
+    shown = f"{math.ceil(lb.n):,}"
+    assert re.search(rf"{re.escape(lb.theorem)}\s+{re.escape(lb.name)}\s+{shown}\s", str(rep))
+    assert f"| {lb.theorem} | {lb.name} | {shown} |" in rep.to_markdown()
+    assert f"<td>{lb.theorem}</td><td>{lb.name}</td><td>{shown}</td>" in rep.to_html()
+
+
 def test_without_build_only_the_full_data_is_measured(data):
     rep = pf.report(build(data), pf.DP(1.0), alpha=ALPHA, seeds=1)
     assert [m.backend for m in rep.measurements] == ["exponential"]   # "auto": the planner's pick
