@@ -25,6 +25,7 @@ from .exponential import RHO
 
 DUAL_ORD = {"l1": np.inf, "l2": 2, "linf": 1}
 GD_STEPS = 100           # cap on noisy-GD steps per linear-classifier oracle call
+CALIBRATE_SHRINK = 40    # calibrate: the start ε' is divided by 4 at most this many times
 
 
 # ----------------------------------------------------------------------------- finite oracle
@@ -413,9 +414,27 @@ def calibrate(kind, T, epsilon, delta, share=1.0, thorough=False):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if total(math.exp(mid), rules) <= target else (lo, mid)
         return lo
-    lo = math.log(target / (2 * T * (1 + share)))
-    while total(math.exp(lo), ("rdp",)) > target:
+    def too_small(tried):
+        from privfair.errors import BackendRefusedError
+
+        return BackendRefusedError(
+            "epsilon", epsilon,
+            f"no per-call budget of {T} oracle calls and {T - 1} Gaussian releases composes "
+            f"to ε = {epsilon:.3g} at δ = {delta:.3g} (tried down to {tried:.3g} per call): "
+            "ε is too small for these releases")
+    start = target / (2 * T * (1 + share))
+    if not start > 0:                                       # underflow: ε is subnormal
+        raise too_small(start)
+    lo = math.log(start)
+    # Shrink the start until it fits, at most CALIBRATE_SHRINK times (a factor 4 each): the
+    # Gaussian releases' own ε has a floor (1e-12), RDP's conversion one of its own, and a
+    # float ε' underflows, so below some target nothing fits — then refuse, do not loop.
+    for _ in range(CALIBRATE_SHRINK):
+        if total(math.exp(lo), ("rdp",)) <= target:
+            break
         lo -= math.log(4.0)
+    else:
+        raise too_small(math.exp(lo))
     e = math.exp(bisect(lo, math.log(target), ("rdp",), 30))
     rules = ("rdp",)
     if thorough:                                            # PLD is tighter, and slower

@@ -272,6 +272,12 @@ class CellsBackend(Backend):
                   "epsilon_M1": eps1, "epsilon_M2": eps2, "margin_z": z,
                   "ridge": ds.ridge, "clip": ds.clip}
         if privacy.is_private:
+            b2 = 1.0 / eps2 if eps2 > 0 else math.inf       # M2's Laplace scale (Δ = 1)
+            if not math.isfinite(2.0 * b2 * b2):
+                self.refuse(f"ε = {privacy.epsilon:.3g} is too small: M2's Laplace noise "
+                            f"(scale 1/ε₂ = {b2:.3g}) has a variance beyond the float range, "
+                            "so its effect on the constraints cannot be computed; the smallest "
+                            "ε this backend plans is about 1e-153")
             declared = getattr(r, "_q", None)
             # the declared bound, else the planner's schema-based guess (never data)
             q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * r.G * r.L)
@@ -354,7 +360,7 @@ class CellsBackend(Backend):
         tot, prior = (N.ravel(), soft.ravel()) if split else (N.sum(0), soft.sum(0))
         if private:
             rel = _proxy.release_group_counts(counts, pp["epsilon_M2"], rng, accountant=accountant)
-            v = 2.0 * rel.event.scale ** 2
+            v = 2.0 * float(rel.event.scale) * float(rel.event.scale)   # float ops: no raise
             est, w, kappa = _proxy.shrink(rel.value, prior, tot, v)
             info.update(M2_scale=rel.event.scale, shrinkage_kappa=kappa)
             if kappa <= _proxy.KAPPA_FLOOR:

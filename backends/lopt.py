@@ -55,8 +55,11 @@ privacy tests); it is refused unless the run is seeded and the plan says the run
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
+
+from privfair.errors import BackendRefusedError
 
 from . import _oracles as O
 from .base import Backend, Plan, Verdict
@@ -214,17 +217,27 @@ class LoptBackend(Backend):
         if kind == "finite" and delta > 0 and share != 1.0:
             kinds = ["gaussian"]
         Ts = [opts["T"]] if "T" in opts else list(T_GRID)
-        best = None
+        best, why = None, None
         for T in Ts:
             for k in kinds:
-                cal = O.calibrate(k, T, eps, delta, share)
+                try:
+                    cal = O.calibrate(k, T, eps, delta, share)
+                except BackendRefusedError as err:   # no budget split fits (ε too small)
+                    why = why or err.fix
+                    continue
                 key = (c.bound(T, cal), -cal.get("oracle_epsilon", cal.get("oracle_mu", 0.0)))
                 if best is None or key < best[0]:
                     best = (key, T, k)
+        if best is None:
+            self.refuse(f"no calibration of the oracle calls and loss releases fits ε = {eps:.3g}"
+                        f", δ = {delta:.3g}: {why}")
         (b, _), T, k = best
         if not math.isfinite(b) and "T" not in opts:
             T = T_DEFAULT
         cal = O.calibrate(k, T, eps, delta, share, thorough=(k == "gaussian"))
+        tiny = _tiny_noise_reason(cal, analysis, T)
+        if tiny:
+            self.refuse(tiny)
         risk = c.bound(T, cal)
         params.update(T=T, calibration=cal, composition=cal["rule"], release_share=share)
         if kind == "erm":
@@ -440,6 +453,28 @@ def _fit(cal, accountant, T, steps, dim, delta):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return _scaled(cal, lo, delta, T)
+
+
+def _tiny_noise_reason(cal, analysis, T):
+    """Why the planned releases cannot run at this (tiny) ε — a noise scale Δ/ε' that is not a
+    finite float, or an ε' that underflowed to 0 — else None.  Checked at plan time, so a
+    refusal spends nothing (the mechanisms would refuse too, but mid-run)."""
+    tiny = sys.float_info.min      # below the smallest normal float ε' has lost its precision
+    if "oracle_epsilon" in cal and not cal["oracle_epsilon"] >= tiny:
+        return (f"the oracle's per-call ε' = {cal['oracle_epsilon']:.3g} is below the float "
+                "range: ε is too small to plan")
+    mu = cal.get("oracle_mu")
+    if mu is not None and not (mu >= tiny and math.isfinite(1.0 / mu)):
+        return f"the oracle's μ = {mu:.3g} is below the float range: ε is too small"
+    rel = cal["release"]
+    if T > 1:
+        gauss = rel["mechanism"] == "gaussian"
+        size = rel["mu"] if gauss else rel["epsilon"]
+        sens = analysis.delta_l("l2" if gauss else "l1") or 1.0
+        if not (size >= tiny and math.isfinite(sens / size)):
+            return (f"the loss releases' noise scale Δ/{'μ' if gauss else 'ε'} = {sens:.3g}/"
+                    f"{size:.3g} is not a finite float: ε is too small")
+    return None
 
 
 def _budget_lines(kind, T, cal, eps, delta):

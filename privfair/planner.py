@@ -123,6 +123,23 @@ def _note_unused(p, b, options: dict):
     return p
 
 
+#: arithmetic that leaves the float range while a backend plans (a huge or tiny ε): that backend
+#: cannot plan at these parameters — a refusal, not a crash of every backend's planning
+NUMERICAL_ERRORS = (OverflowError, ZeroDivisionError, FloatingPointError)
+
+
+def _plan_one(b, problem, analysis, privacy, options):
+    """``b.plan(...)``, a numerical-range failure turned into ``b``'s refusal (typed; nothing
+    has been drawn at plan time).  Other exceptions propagate."""
+    try:
+        return b.plan(problem, analysis, privacy, options)
+    except NUMERICAL_ERRORS as err:
+        raise BackendRefusedError(
+            "backend", b.name,
+            f"numerical range: {type(err).__name__} ({err}) while planning at "
+            f"ε={privacy.epsilon:g}, δ={privacy.delta:g}") from err
+
+
 def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options) -> Plans:
     """Rank the backends that accept ``problem`` under ``privacy``; see :class:`Plans`.
 
@@ -147,8 +164,14 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
             refused[name] = verdict.reason
             continue
         share, budget = _split_for_group_mass(analysis, privacy, b)
-        p = b.plan(problem, ranking_analysis if share else analysis, budget,
-                   _options_for(b, options))
+        try:
+            p = _plan_one(b, problem, ranking_analysis if share else analysis, budget,
+                          _options_for(b, options))
+        except BackendRefusedError as err:
+            if backend != "auto":      # the backend asked for by name says why, as before
+                raise
+            refused[name] = err.fix or str(err)
+            continue
         _note_unused(p, b, options)
         p.params.setdefault("group_mass_share", share)
         ranked.append(p)
@@ -179,8 +202,8 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
     rng = as_source(seed)
 
     if not privacy.is_private:
-        ref = _note_unused(b.plan(problem, plans.analysis, privacy, _options_for(b, options)),
-                           b, options)
+        ref = _note_unused(_plan_one(b, problem, plans.analysis, privacy,
+                                     _options_for(b, options)), b, options)
         result = b.run(ref, rng=rng, accountant=None, device=device, progress=progress)
         result.certificate = Certificate.non_private(privacy.protect)
         return result
@@ -199,8 +222,8 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
             analysis = problem.analyze(privacy, alpha=alpha)
             notes.append(f"group-mass bound estimated privately with ε={eps_q:.3g}")
         backend_privacy = replace(privacy, epsilon=privacy.epsilon * (1 - plans.group_mass_share))
-        final = _note_unused(b.plan(problem, analysis, backend_privacy, _options_for(b, options)),
-                             b, options)
+        final = _note_unused(_plan_one(b, problem, analysis, backend_privacy,
+                                       _options_for(b, options)), b, options)
         result = b.run(final, rng=rng, accountant=accountant, device=device, progress=progress)
         cert = accountant.certificate(delta=privacy.delta or None, notes=notes + final.notes)
         if cert.epsilon > privacy.epsilon * (1 + 1e-9) or cert.delta > privacy.delta * (1 + 1e-9) + 1e-15:

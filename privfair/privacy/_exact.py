@@ -32,8 +32,9 @@ Continuous noise: "lazy" uniforms
 Discrete choices: Bernoulli(exp(-γ)) for rational γ
     Canonne, Kamath & Steinke (2020), Algorithm 1 (γ ∈ [0, 1]: K = 1; repeat A ~ Bernoulli(γ/K),
     K += 1 while A = 1; return [K odd]) and the product rule exp(-γ) = exp(-1)^⌊γ⌋ exp(-{γ}),
-    vectorized with numpy over int64 numerators; Bernoulli(n/d) is "a uniform integer in [0, d)
-    is < n", which is exact.  Used by the exponential mechanism and permute-and-flip.
+    vectorized with numpy over int64 numerators (Python integers where ε·gap exceeds int64 —
+    a huge ε — so γ is never rounded, wrapped or clipped); Bernoulli(n/d) is "a uniform integer
+    in [0, d) is < n", which is exact.  Used by the exponential mechanism and permute-and-flip.
 """
 
 from __future__ import annotations
@@ -232,11 +233,28 @@ def bernoulli_exp(num, den: int, src: RandomSource) -> np.ndarray:
     return _accept(whole, frac, int(den), src)
 
 
-def _gamma_parts(gap: np.ndarray, eps_num: int, den: int):
-    """γ = eps_num·gap/den as an int64 numerator over den without overflow:
-    gap = h·den + l  ⇒  γ·den = eps_num·h·den + eps_num·l, returned as (eps_num·h, eps_num·l)."""
-    h, low = np.divmod(gap, den)
-    return eps_num * h, eps_num * low
+_INT64_SAFE = 2**62
+
+
+def _gamma(gap: np.ndarray, eps_num: int, den: int):
+    """γ_i = eps_num·gap_i/den exactly, as (whole, frac): γ_i = whole_i + frac_i/den with
+    0 ≤ frac_i < den (int64).  ``whole`` is int64 when it fits, else an object array of Python
+    ints: a huge ε (eps_num·gap ≥ 2^62) must neither raise nor wrap around in int64 — a wrapped
+    γ would change the sampled distribution.  Bernoulli(exp(−whole)) needs ``whole`` successive
+    Bernoulli(e^{-1}) successes, which :func:`_accept` draws exactly whatever its size (a
+    candidate with γ ≥ 1 is rejected after ~1.6 rounds on average), so the sampler stays exact
+    at any ε: probabilities far below the float range are never rounded to 0."""
+    gap = np.asarray(gap, dtype=np.int64)
+    eps_num, den = int(eps_num), int(den)
+    top = int(gap.max(initial=0))
+    if eps_num * top < _INT64_SAFE:                  # the exact product fits in int64
+        return np.divmod(gap * eps_num, den)
+    prod = gap.astype(object) * eps_num              # Python ints: exact at any size
+    whole = prod // den
+    frac = (prod % den).astype(np.int64)             # < den < 2^63
+    if eps_num * top // den < _INT64_SAFE:
+        whole = whole.astype(np.int64)
+    return whole, frac
 
 
 def exponential_mechanism_index(gap: np.ndarray, eps_num: int, den: int,
@@ -251,24 +269,25 @@ def exponential_mechanism_index(gap: np.ndarray, eps_num: int, den: int,
     batch = int(batch or max(n, 64))
     while True:
         idx = src.below(n, size=batch)
-        whole, low = _gamma_parts(gap[idx], eps_num, den)
-        num_whole_den, frac = np.divmod(low, den)
-        ok = _accept(whole + num_whole_den, frac, den, src)
+        whole, frac = _gamma(gap[idx], eps_num, den)
+        ok = _accept(whole, frac, den, src)
         hits = np.nonzero(ok)[0]
         if hits.size:
             return int(idx[hits[0]])
 
 
 def _accept(whole: np.ndarray, frac: np.ndarray, den: int, src: RandomSource) -> np.ndarray:
-    """Bernoulli(exp(-(whole + frac/den))) for int64 arrays whole ≥ 0, 0 ≤ frac < den."""
+    """Bernoulli(exp(-(whole + frac/den))) for whole ≥ 0 (int64, or an object array of Python
+    ints beyond int64) and int64 0 ≤ frac < den."""
     result = np.ones(whole.size, dtype=bool)
     left = whole.copy()
-    live = np.nonzero(left > 0)[0]
+    frac = np.asarray(frac, dtype=np.int64)
+    live = np.nonzero(np.asarray(left > 0, dtype=bool))[0]
     while live.size:
         ok = _bernoulli_exp_fraction(np.full(live.size, den, dtype=np.int64), den, src)
         result[live[~ok]] = False
         left[live] -= 1
-        live = live[ok & (left[live] > 0)]
+        live = live[ok & np.asarray(left[live] > 0, dtype=bool)]
     todo = np.nonzero(result & (frac > 0))[0]
     if todo.size:
         ok = _bernoulli_exp_fraction(frac[todo], den, src)
@@ -285,9 +304,8 @@ def exponential_mechanism_indices(gap: np.ndarray, eps_num: int, den: int, src: 
     n = gap.size
     while todo.size:
         idx = src.below(n, size=todo.size * trials).reshape(todo.size, trials)
-        whole, low = _gamma_parts(gap[idx.ravel()], eps_num, den)
-        extra, frac = np.divmod(low, den)
-        ok = _accept(whole + extra, frac, den, src).reshape(todo.size, trials)
+        whole, frac = _gamma(gap[idx.ravel()], eps_num, den)
+        ok = _accept(whole, frac, den, src).reshape(todo.size, trials)
         hit = ok.any(axis=1)
         first = ok.argmax(axis=1)
         out[todo[hit]] = idx[hit, first[hit]]
@@ -314,9 +332,8 @@ def permute_and_flip_index(gap: np.ndarray, eps_num: int, den: int, src: RandomS
     order = uniform_permutation(gap.size, src)
     for start in range(0, gap.size, chunk):
         idx = order[start:start + chunk]
-        whole, low = _gamma_parts(gap[idx], eps_num, den)
-        extra, frac = np.divmod(low, den)
-        ok = _accept(whole + extra, frac, den, src)
+        whole, frac = _gamma(gap[idx], eps_num, den)
+        ok = _accept(whole, frac, den, src)
         hits = np.nonzero(ok)[0]
         if hits.size:
             return int(idx[hits[0]])
@@ -337,8 +354,7 @@ def permute_and_flip_indices(gap: np.ndarray, eps_num: int, den: int, src: Rando
         ok = ~(sk[:, 1:] == sk[:, :-1]).any(axis=1) if n > 1 else np.ones(todo.size, bool)
         orders[todo[ok]] = order[ok]
         todo = todo[~ok]
-    whole, low = _gamma_parts(gap[orders.ravel()], eps_num, den)
-    extra, frac = np.divmod(low, den)
-    acc = _accept(whole + extra, frac, den, src).reshape(size, n)
+    whole, frac = _gamma(gap[orders.ravel()], eps_num, den)
+    acc = _accept(whole, frac, den, src).reshape(size, n)
     first = acc.argmax(axis=1)      # the best candidate always accepts, so every row has one
     return orders[np.arange(size), first]

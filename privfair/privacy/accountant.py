@@ -174,9 +174,16 @@ class Accountant:
         out = {}
         for rule in (self.rules if only is None else only):
             try:
-                out[rule] = funcs[rule]()
+                eps, why = funcs[rule]()
             except (ValueError, ArithmeticError, NotImplementedError) as exc:  # library refusal
-                out[rule] = (None, f"{type(exc).__name__}: {exc}")
+                eps, why = None, f"{type(exc).__name__}: {exc}"
+            except MemoryError:
+                # e.g. a PLD over a huge loss range: this rule gives no claim, the others stand
+                # (the total is the minimum over the valid rules, so dropping one is safe)
+                eps, why = None, "MemoryError: the computation did not fit in memory"
+            if eps is not None and (math.isnan(eps) or eps < 0):
+                eps, why = None, f"numerical failure (ε = {eps})"
+            out[rule] = (eps, why)
         return out
 
     def _total(self, events, d) -> Total:
@@ -200,7 +207,9 @@ class Accountant:
         if all(ev.epsilon is not None for ev in events):
             basic_eps, _ = basic_epsilon(events, 1.0)
             basic_delta = math.fsum(ev.delta * ev.count for ev in events)
-            if basic_delta <= d and basic_eps <= eps * (1 + 1e-6) + 1e-12:
+            if (basic_delta <= d and basic_eps <= eps * (1 + 1e-6) + 1e-12
+                    and (self.limit is None or basic_eps <= self.limit[0] * (1 + 1e-12))):
+                # (the absolute slack must not report more than a tiny limit allows)
                 return Total(float(basic_eps), basic_delta, "basic")
         return Total(float(eps), d, rule)
 

@@ -18,7 +18,8 @@ gdp         Gaussian events only: μ = (Σ (Δ_i/σ_i)²)^½ and the exact analy
 pld         Privacy-loss distributions from dp-accounting (pessimistic discretization, so an
             upper bound): Laplace (one coordinate), Gaussian, Poisson-subsampled Gaussian under
             add/remove or substitution, and the randomized-response pair of any declared
-            (ε, δ)-DP event.
+            (ε, δ)-DP event.  Wide loss ranges (large ε) coarsen the discretization to bound
+            memory (still an upper bound); past a width of 10⁴ PLD is not tried.
 rdp         Rényi DP through dp-accounting's RdpAccountant (Mironov 2017; Mironov, Talwar &
             Zhang 2019) with its (ε, δ) conversion (Canonne, Kamath & Steinke 2020, Prop. 12).
             Pure events enter as (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 3.3).  Not available
@@ -104,9 +105,15 @@ def basic_epsilon(events, delta: float):
 
 
 def advanced_composition(eps_prime: float, k: int, delta_bar: float) -> float:
-    """[A] Lemma A.4: ε̄ = ε'√(2k ln(1/δ̄)) + kε'(e^{ε'} − 1)."""
-    return eps_prime * math.sqrt(2.0 * k * math.log(1.0 / delta_bar)) + \
-        k * eps_prime * math.expm1(eps_prime)
+    """[A] Lemma A.4: ε̄ = ε'√(2k ln(1/δ̄)) + kε'(e^{ε'} − 1).
+
+    Past the float range (e^{ε'} overflows for ε' > ~709) the bound is +inf: a valid, if
+    vacuous, claim — callers compare it with their target and look for a smaller ε'."""
+    try:
+        growth = math.expm1(eps_prime)
+    except OverflowError:
+        return math.inf
+    return eps_prime * math.sqrt(2.0 * k * math.log(1.0 / delta_bar)) + k * eps_prime * growth
 
 
 def advanced_epsilon(events, delta: float):
@@ -246,16 +253,71 @@ def _event_pld(ev: Event, count: int, disc: float):
     return out.self_compose(count) if count > 1 else out
 
 
+#: PLD accounting holds dense arrays over the privacy-loss range ÷ the discretization interval
+#: (dp-accounting needs ~175 bytes and ~1 µs per point to build one release's PLD; composing is
+#: an FFT).  The interval is coarsened so that one release has ≤ _PLD_MAX_POINTS points and the
+#: composition ≤ _PLD_MAX_SPAN_POINTS: the estimate stays pessimistic (an upper bound at any
+#: interval), and only loosens by ≤ one interval per composed release
+_PLD_MAX_POINTS = 1_000_000
+_PLD_MAX_SPAN_POINTS = 10_000_000
+#: ... and PLD is not tried at all past this privacy-loss width of one release (a Gaussian with
+#: Δ/σ ≳ 90, a Laplace or (ε, δ) release with ε > 5000): there the other rules are as tight, and
+#: dp-accounting's tail and CDF arithmetic is not trusted at such losses
+_PLD_MAX_WIDTH = 1e4
+#: dp-accounting truncates the Gaussian's noise at tail mass e^{-50}: |x − mean| ≤ ~10σ
+_PLD_TAIL_Z = 10.5
+
+
+def _pld_width(ev: Event) -> float:
+    """An estimate (slightly above) of the width of one release's privacy-loss support as
+    dp-accounting discretizes it; +inf when it is beyond the float range."""
+    try:
+        if ev.kind in ("gaussian", "subsampled_gaussian"):
+            mu = float(ev.sensitivity) / float(ev.scale)     # L ranges over ±(μ²/2 + zμ)
+            return mu * mu + 2.0 * _PLD_TAIL_Z * mu
+        if ev.mechanism == "laplace" and (ev.dimension or 1) == 1:
+            return 2.0 * float(ev.sensitivity) / float(ev.scale)      # L ∈ [−ε, ε]
+        return 2.0 * float(ev.epsilon) if ev.epsilon is not None else 0.0
+    except (ArithmeticError, TypeError, ValueError):
+        return math.inf
+
+
+def pld_discretization(events, discretization: float = 1e-4):
+    """(interval, None) — the interval PLD accounting of ``events`` uses: ``discretization``,
+    coarsened so that the estimated numbers of points stay below the caps above — or
+    (None, reason) when PLD should not be tried (the loss range is too wide).
+
+    Estimate: a release's loss support w/interval points; n-fold self-composition truncates
+    its tails (Chernoff bounds), so it spans ~0.9√n·w (measured) rather than n·w (we allow
+    1 + 2√n); composing different releases adds the spans."""
+    groups = group_events(events)
+    widths = [(_pld_width(ev), n) for ev, n in groups]
+    worst = max((w for w, _ in widths), default=0.0)
+    if not math.isfinite(worst) or worst > _PLD_MAX_WIDTH:
+        return None, (f"a release's privacy-loss range is too wide for PLD accounting "
+                      f"(~{worst:.3g} > {_PLD_MAX_WIDTH:g}: a huge ε, or Δ/σ ≳ 90); the other "
+                      "rules bound it")
+    span = math.fsum(w * min(n, 1.0 + 2.0 * math.sqrt(n)) for w, n in widths)
+    disc = max(float(discretization), worst / _PLD_MAX_POINTS, span / _PLD_MAX_SPAN_POINTS)
+    return disc, None
+
+
 def pld_epsilon(events, delta: float, discretization: float = 1e-4):
     if delta <= 0:
         return None, "PLD accounting is used for δ > 0"
+    disc, why = pld_discretization(events, discretization)
+    if disc is None:
+        return None, why
     total = None
     for ev, n in group_events(events):
-        p = _event_pld(ev, n, discretization)
+        p = _event_pld(ev, n, disc)
         total = p if total is None else total.compose(p)
     if total is None:
         return 0.0, None
-    return float(total.get_epsilon_for_delta(delta)), None
+    eps = float(total.get_epsilon_for_delta(delta))
+    if math.isnan(eps) or eps < 0:
+        return None, f"dp-accounting returned ε = {eps} (numerical failure)"
+    return eps, None
 
 
 def _rdp_event(ev: Event):

@@ -128,8 +128,17 @@ def _float_generator(src: RandomSource) -> np.random.Generator:
 
 
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
-    """The smallest float b with Δ/b ≤ ε exactly (Δ/ε rounded up)."""
+    """The smallest float b with Δ/b ≤ ε exactly (Δ/ε rounded up).
+
+    Raises ``InvalidPrivacyError`` (before anything is recorded or drawn) when Δ/ε is beyond
+    the float range: no float scale gives that little privacy loss."""
     b = sensitivity / epsilon
+    if not math.isfinite(b) or b >= np.finfo(np.float64).max:
+        from ..errors import InvalidPrivacyError
+
+        raise InvalidPrivacyError(
+            "epsilon", epsilon, f"ε is too small for a Laplace release of sensitivity "
+            f"{sensitivity:g}: the scale Δ/ε is not a finite float; pass a larger ε")
     while Fraction(sensitivity) > Fraction(epsilon) * Fraction(b):
         b = float(np.nextafter(b, np.inf))
     return b

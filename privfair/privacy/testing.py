@@ -55,6 +55,18 @@ __all__ = ["DeltaEstimate", "DPCheck", "EventTest", "HeldoutCheck", "estimate_de
            "check_dp_heldout", "goodness_of_fit"]
 
 
+# e^ε is evaluated at min(ε, 200).  Every nonzero frequency or Clopper–Pearson upper bound these
+# tests meet is ≥ 1/(runs) ≫ e^-200 (no one draws 10^86 runs), so e^ε·q ≥ 1 already at ε = 200
+# and every verdict, estimate and event is the same as at the claimed ε — while e^800 would
+# overflow (privfair audit --epsilon 800 crashed) and e^400·e^400 in a variance would too.
+_EPS_CAP = 200.0
+
+
+def _exp_eps(epsilon) -> float:
+    """e^min(ε, 200): equal, for every test here, to e^ε (see _EPS_CAP)."""
+    return math.exp(min(float(epsilon), _EPS_CAP))
+
+
 @dataclass(frozen=True)
 class DeltaEstimate:
     """δ̂ at ``epsilon`` with its sampling error (see the module docstring)."""
@@ -133,7 +145,7 @@ def estimate_delta(sample_D, sample_Dp, epsilon, bins=30, n_samples=None) -> Del
     y = _draw(sample_Dp, n_samples).ravel()
     edges = _edges(x, y, bins)
     p, q = _probabilities(x, y, edges)
-    c = math.exp(float(epsilon))
+    c = _exp_eps(epsilon)
     diff = p - c * q
     # per-bin standard deviations (binomial), for the bias allowance
     sd = np.sqrt(p * (1 - p) / x.size + c * c * q * (1 - q) / y.size)
@@ -175,18 +187,18 @@ class EventTest:
     @property
     def delta(self) -> float:
         """δ̂ = P̂_D(S) − e^ε P̂_D'(S) (unbiased: S is fixed before these runs are read)."""
-        return self.p - math.exp(self.epsilon) * self.q
+        return self.p - _exp_eps(self.epsilon) * self.q
 
     @property
     def stderr(self) -> float:
-        c = math.exp(self.epsilon)
+        c = _exp_eps(self.epsilon)
         return math.sqrt(self.p * (1 - self.p) / self.n
                          + c * c * self.q * (1 - self.q) / self.n_prime)
 
     def delta_lower(self, epsilon=None) -> float:
         """Confidence lower bound on P_D(S) − e^ε P_D'(S), a lower bound on the true δ(ε)."""
         eps = self.epsilon if epsilon is None else float(epsilon)
-        return self.p_lower - math.exp(eps) * self.q_upper
+        return self.p_lower - _exp_eps(eps) * self.q_upper
 
     def epsilon_lower(self, delta: float = 0.0) -> float:
         """Empirical privacy loss lower bound ln((p_lo − δ)/q_hi); −inf when p_lo ≤ δ."""
@@ -227,7 +239,7 @@ def _pick_event(cp, cq, epsilon):
     m, mq = max(cp.sum(), 1), max(cq.sum(), 1)
     ratio = (cp + 0.5) / m / ((cq + 0.5) / mq)
     order = np.argsort(-ratio, kind="stable")
-    c = math.exp(float(epsilon))
+    c = _exp_eps(epsilon)
     P = np.cumsum(cp[order]) / m
     Q = (np.cumsum(cq[order]) + 0.5) / (mq + 1)      # smoothed: an empty pilot bin is not free
     sd = np.sqrt(P * (1 - P) / m + c * c * Q * (1 - Q) / mq) + 1e-12
