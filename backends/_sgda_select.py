@@ -3,7 +3,7 @@
 Two private rules, both ε_select-DP for the one index they output, both spending the share
 ``select_share`` of ε recorded by the backend before anything is drawn:
 
-* ``select="penalized"`` (the default for equalized odds): permute-and-flip (McKenna & Sheldon
+* ``select="penalized"``: permute-and-flip (McKenna & Sheldon
   2020, Thm 1; ≡ report-noisy-max with Exponential(2Δu/ε) noise, Ding et al. 2021) on the score
 
       u_s = −(err_s + P·max(0, g(ℓ(θ̄_s))))
@@ -14,8 +14,8 @@ Two private rules, both ε_select-DP for the one index they output, both spendin
   constraint term moves, by at most P·Δg (max(0, ·) is 1-Lipschitz) — Δu = P·Δg.  It weighs
   every checkpoint at once (the penalty form h = f + P·max(0, g) of [A] Lemma 4.1), so one
   noisy query of an early, unfair stage cannot end the search, as it can in AboveThreshold.
-* ``select="mixture"``: the same permute-and-flip score over a larger public candidate set —
-  every checkpoint and every two-checkpoint mixture w·θ̄_i + (1 − w)·θ̄_j (as a randomized
+* ``select="mixture"`` (the default for equalized odds): the same permute-and-flip score over
+  a larger public candidate set — every checkpoint and every two-checkpoint mixture w·θ̄_i + (1 − w)·θ̄_j (as a randomized
   classifier, not averaged weights) on the public grid w ∈ ``MIX_GRID``.  A mixture's rates are
   Σ w_i ℓ(θ̄_i), so they move by at most Δℓ between neighbours and its score by at most P·Δg, as
   for one checkpoint; its error Σ w_i err_i is public.  Permute-and-flip's guarantee does not

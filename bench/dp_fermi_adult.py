@@ -12,8 +12,8 @@ Systems:
 * privfair ``sgda`` ([L] Algorithm 1) on ``pf.LinearClassifier(101, radius=100)`` — logistic
   regression, as in [L]; hard predictions 1[x·w + b > 0]; the level is mapped to λ by the
   backend's rule (a private choice over the public λ path: AboveThreshold for demographic parity;
-  for equalized odds permute-and-flip on error + 3·max(0, g + margin) over the checkpoints at
-  ε < 2, over the checkpoints and their two-checkpoint mixtures with margin 0.015 at ε ≥ 2);
+  for equalized odds permute-and-flip on error + 3·max(0, g + 0.015) over the checkpoints and
+  their two-checkpoint mixtures);
   library defaults otherwise;
 * privfair ``backend="auto"`` on the formulation of bench/adult_fair.py (``pf.ProxyCells``),
   the library's best Adult formulation — the planner picks the backend (it says which); expected

@@ -221,7 +221,7 @@ def test_lse_constraint_is_accepted_and_equalized_odds_is_detected():
     p = eo.plan(pf.DP(1.0, 1e-6), backend=SGDA).chosen
     assert p.params["fairness"] == "equalized_odds"
     assert math.isinf(p.predicted_excess_risk)
-    text = p.explain()          # equalized odds at ε = 1 < 2: the penalized rule
+    text = p.explain()          # equalized odds: the mixture rule (permute-and-flip)
     assert "knob" in text and "permute-and-flip" in text and "stationarity" in text
     assert "knob" in plan.explain() and "AboveThreshold" in plan.explain()
 
