@@ -16,7 +16,7 @@ DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.
             "lambdas": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
             "count_share": 0.05, "select_share": 0.25, "theta_share": 0.5, "margin": "auto",
             "average": True, "slice_weights": "balanced", "w_step": "plain",
-            "w_noise": "per_slot", "temperature": 1.0, "select": "first",
+            "w_noise": "centered", "temperature": 1.0, "select": "first",
             "select_penalty": 1.0}
 _OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius",
                               "_noise_multiplier")
@@ -134,7 +134,7 @@ def _options(options, notion=None, epsilon=math.inf):
     if not _real(m) or not 0 < m <= 1:
         _bad("_noise_multiplier", m, "test-only knob in (0, 1]")
     o["_noise_multiplier"] = float(m)
-    _choice(o, "w_noise", ("per_slot", "uniform"))
+    _choice(o, "w_noise", ("centered", "per_slot", "uniform"))
     _choice(o, "w_step", ("plain", "newton"))
     if o["w_step"] == "newton" and o["lr_w"] > 1:
         _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")

@@ -3,6 +3,7 @@ helpers: the device, the model adapter, Poisson sampling and the W-player's step
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -44,7 +45,6 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
     # Gaussian mechanism) rather than to the worst slot's C_W = max Bw
     Bw = 2.0 / psq                                                   # (S, G)
     CW = float(Bw.max())
-    slot_noise = Bw if o["w_noise"] == "per_slot" else torch.full_like(Bw, CW)
     mexp = q * n
     T, k = P["T"], len(path)
     bounds = [round(T * (s + 1) / k) for s in range(k)]
@@ -73,14 +73,14 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
             idx = _poisson(gen, n, q, dev, torch)
             cb, ab = ct[idx], at[idx]
             s_th, F, _ = adapter.private_sum(torch, theta, X[idx], kbar[cb, ab], o["clip"])
-            s_w = torch.zeros(S * G, L, device=dev).index_add_(
-                0, cb * G + ab, 2.0 * F / psq[cb, ab][:, None]).view(S, G, L)
+            noise = None
             if private:
                 Ct = o["clip"] * kmax
                 noise = gaussian_noise_vector(adapter.P + S * G * L, 1.0, src,
                                               namespace="torch", device=dev)
                 s_th = s_th + (mult * zt * Ct) * noise[:adapter.P].view_as(s_th)
-                s_w = s_w + (mult * zw) * slot_noise[:, :, None] * noise[adapter.P:].view(S, G, L)
+                noise = (mult * zw) * noise[adapter.P:].view(S, G, L)
+            s_w = w_release(torch, F, cb, ab, Fs, psq, noise, o["w_noise"])
             step = g_pub + lam * s_th
             W = w_step(W, gW, s_w, Fs, wt, mexp, o["lr_w"], o["w_step"], D)
         else:
@@ -128,6 +128,44 @@ def _poisson(gen, n, q, dev, torch):
     k = int(gen.binomial(n, q))
     idx = gen.choice(n, size=k, replace=False, shuffle=False) if k else np.zeros(0, dtype=np.int64)
     return torch.as_tensor(idx, dtype=torch.long, device=dev)
+
+
+def w_release(torch, F, cb, ab, Fs, psq, noise, mode):
+    """S_W (S, G, L): the W-player's private sum Σ_{i∈B_t} 2F_i/√p̃[c_i, a_i] at slot (c_i, a_i)
+    (p̃ with the slice weights, ``psq`` (S, G)), released with ``noise`` = z_W·N(0, I) (None: exact).
+
+    ``"centered"``: row i's piece F_i ⊗ (e_{a_i} − 1/G) in slice c_i, i.e. the sums A[c, r] =
+    Σ_{i∈B_t: (c_i, a_i) = (c, r)} F_i centred over the groups, D = A − mean_r A — norm ≤ √(1 − 1/G)
+    (‖F‖ ≤ 1).  The noise is z_W·√(1 − 1/G)·ΠN with Π the centring (an isotropic Gaussian in the
+    (G − 1)-dim subspace the release lives in), so the scaled per-row norm is 1/z_W as in the
+    accountant's event.  The group total Σ_r A[c, r] is a-free but reads B_t (releasing it would
+    tell whether a row was sampled and void the amplification), so it is estimated from the
+    independent public batch B'_t (``Fs``): Â = D̃ + Fs/G.  Per slot the noise is z_W(1 − 1/G)
+    in A's units — half of ``"per_slot"``'s z_W for two groups: moving one row between two
+    groups is antipodal in the centred coordinates, while the per-slot release pays the
+    replace relation's 2× for what is an orthogonal move.
+    ``"per_slot"``: slot (c, r) divided by its bound B_W = 2/psq (a public diagonal rescaling),
+    noise z_W·B_W[c, r] in S_W's units (z_W in A's).  ``"uniform"``: z_W·max B_W everywhere."""
+    S, G = psq.shape
+    L = F.shape[1]
+    if mode == "centered":
+        A = torch.zeros(S * G, L, dtype=F.dtype, device=F.device).index_add_(
+            0, cb * G + ab, F).view(S, G, L)
+        D = A - A.mean(dim=1, keepdim=True)
+        if noise is not None:
+            D = D + math.sqrt(1.0 - 1.0 / G) * (noise - noise.mean(dim=1, keepdim=True))
+        return 2.0 * (D + Fs[:, None, :] / G) / psq[:, :, None]
+    s_w = torch.zeros(S * G, L, dtype=F.dtype, device=F.device).index_add_(
+        0, cb * G + ab, 2.0 * F / psq[cb, ab][:, None]).view(S, G, L)
+    if noise is None:
+        return s_w
+    bound = 2.0 / psq if mode == "per_slot" else torch.full_like(psq, float((2.0 / psq).max()))
+    return s_w + bound[:, :, None] * noise
+
+
+def w_noise_factor(mode, G):
+    """The W-block noise per slot, in units of z_W·B_W[c, r] (``w_release``)."""
+    return 1.0 - 1.0 / G if mode == "centered" else 1.0
 
 
 def w_step(W, gW, s_w, Fs, wt, mexp, lr_w, mode, D):

@@ -14,7 +14,8 @@ Algorithm (what runs; ``protect="sensitive"``: X and y public, the group A priva
         B'_t, B_t ← two independent Poisson samples of rate q   (each row w.p. q)
         public  (on B'_t; no A):  g_θ = Σ ∇θCE_i + λ Σ J̃_iᵀ(v + k_ref)[c_i],  g_W = −2 W ⊙ Σ F_i
         private (on B_t):  S_θ = Σ J̃_iᵀ k̄[c_i, a_i] + N(0, (z_θ C_θ,t)² I),
-                           S_W = Σ 2F_i/√p̃[c_i, a_i] e_{c_i, a_i} + N(0, (z_W C_W)² I)
+                           S_W = 2(D̃ + Σ_{B'_t} F/G)/√p̃,  D̃ = Σ F_i ⊗ (e_{a_i} − 1/G)
+                                 + z_W √(1 − 1/G)·ΠN(0, I)   (Π: centring over groups)
         θ ← Π_Θ(θ − η_θ/(1 + λ)·(g_θ + λ S_θ)/(qn));   W ← Π_D(W + η_W (g_W + S_W)/(qn·h))
         (h = 1, or with w_step="newton" ψ's public diagonal curvature in W: see ``w_step``)
         θ̄_s = mean of θ over the second half of stage s         (post-processing)
@@ -25,10 +26,13 @@ Privacy (per-player sensitivities; the module docstring of ``_ermi.py`` derives 
 Changing a_i leaves x_i, y_i, hence the public pieces and B'_t, unchanged; only the private
 sums move, through row i's contribution on B_t (if sampled):
 
-* W-player: 2w_c F_i/√p̃[c_i, a_i] at one slot (c_i, a_i); ‖·‖₂ ≤ B_W[c_i, a_i] = 2w_c/√p̃
-  (‖F‖₂ ≤ 1).  p̃ is released (or public), so B_W is public: the private ρ of [L] is never read.
-  Slot (c, r) is divided by B_W[c, r] before the noise (a public diagonal rescaling): each slot's
-  noise is z_W·B_W[c, r] (``w_noise="per_slot"``) instead of the worst slot's C_W = max B_W.
+* W-player: 2w_c F_i/√p̃[c_i, a_i] at one slot (c_i, a_i).  Released as the group-centred
+  sums of F (``w_noise="centered"``, ``_sgda_train.w_release``): row i's piece F_i ⊗ (e_{a_i} −
+  1/G), norm ≤ √(1 − 1/G), noise z_W·√(1 − 1/G) in the centred subspace; the group totals come
+  from the public batch B'_t; then S_W = 2(D̃ + Σ'F/G)/√p̃ is post-processing (p̃ released or
+  public: the private ρ of [L] is never read).  Per slot the noise is z_W(1 − 1/G)·B_W[c, r],
+  B_W = 2w_c/√p̃ — half the per-slot release's (``"per_slot"``: slot (c, r) divided by B_W[c, r],
+  noise z_W·B_W[c, r]; ``"uniform"``: the worst slot's C_W = max B_W everywhere).
 * θ-player: only the fairness term reads a_i: J̃_iᵀ k̄[c_i, a_i], k̄ = 2W/√p̃ minus its public
   midrange over groups k_ref (whose part J̃_iᵀk_ref[c_i] is a-free and joins g_θ), centred over
   labels, J̃_i = J_i·min(1, ζ/‖J_i‖_F) — a factor that does not depend on a_i (applied to both
@@ -315,7 +319,8 @@ class SGDABackend(Backend):
                 z, 1.0, P["sampling_rate"], count=P["T"], neighbouring="replace",
                 label="DP-SGDA steps (θ and W players, one Poisson batch each step)",
                 sensitivity_source=(
-                    "one row's group changes: W-block 2F_i/√p̃ (‖·‖ ≤ 2/√min p̃) and θ-block "
+                    "one row's group changes: W-block F_i ⊗ (e_a − 1/G) (‖·‖ ≤ √(1 − 1/G); "
+                    "w_noise='per_slot': 2F_i/√p̃, ‖·‖ ≤ 2/√p̃ of its slot) and θ-block "
                     "J̃ᵢᵀk̄ (‖·‖ ≤ ζ·max‖k̄‖), each scaled by 1/(z_part·bound) → per-row norm "
                     f"(z_θ⁻² + z_W⁻²)^½ = 1/z (z_θ = {zt:.4g}, z_W = {zw:.4g})"
                     + (" — TEST-ONLY noise multiplier" if o["_noise_multiplier"] != 1 else ""))))
@@ -386,7 +391,7 @@ class SGDABackend(Backend):
         info.update(sel)
         if private:
             rho = float(p_tilde.min())
-            ours = zw * CW / mexp
+            ours = zw * CW * T_.w_noise_factor(o["w_noise"], r.G) / mexp
             paper = paper_sigma_w(privacy.epsilon, privacy.delta, T, n, rho)
             info["noise"] = {
                 "z": z, "z_theta": zt, "z_w": zw, "C_w": CW, "clip_zeta": o["clip"],
@@ -394,8 +399,9 @@ class SGDABackend(Backend):
                 "paper_over_ours": paper / ours,
                 "paper_conditions": {"eps <= 2 ln(1/delta)": privacy.epsilon <= 2 * math.log(1 / privacy.delta),
                                      "T >= (n sqrt(eps)/(2m))^2": T >= (n * math.sqrt(privacy.epsilon) / (2 * mexp)) ** 2},
-                "note": "σ on the mean W-gradient per coordinate: ours z_W·C_W/(qn) (accountant, PLD, "
-                        "substitution) against [L] Thm 3.3's √(16T ln(1/δ)/(ε²n²ρ)) at ρ = min p̃"}
+                "note": "σ on the mean W-gradient in its worst slot: ours z_W·C_W/(qn), × (1 − 1/G) "
+                        "with w_noise='centered' (accountant, PLD, substitution), against [L] Thm "
+                        "3.3's √(16T ln(1/δ)/(ε²n²ρ)) at ρ = min p̃"}
         trace = [{"stage": s, "lambda": lam, "train_error": e}
                  for s, (lam, e) in enumerate(zip(path, errors))]
         return Result(self.name, [checkpoints[i] for i, _ in mix], [w for _, w in mix], ds,

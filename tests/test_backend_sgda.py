@@ -813,3 +813,83 @@ def test_private_choice_without_group_mass_bound_is_refused_before_training(monk
     ok.append((bounded, pf.DP(1.0, 1e-6), {"group_probabilities": p}))
     for pr, privacy, options in ok:
         b.plan(pr, pr.analyze(privacy), privacy, options)
+
+
+# --------------------------------------------------------- the W-player's centred release
+
+
+def _w_inputs(rng, n, G, L=2, S=2):
+    F = torch.tensor(_soft(rng, n, L))
+    cb, ab = torch.tensor(rng.integers(0, S, n)), torch.tensor(rng.integers(0, G, n))
+    psq = torch.tensor(rng.uniform(0.2, 1.0, size=(S, G)), dtype=torch.float64)
+    return F, cb, ab, psq
+
+
+@pytest.mark.parametrize("G", [2, 3, 5])
+def test_centred_w_release_is_the_slot_sum_and_its_row_pieces_have_the_claimed_norm(G):
+    from privfair.backends._sgda_train import w_noise_factor, w_release
+
+    rng = np.random.default_rng(G)
+    S, L = 2, 2
+    F, cb, ab, psq = _w_inputs(rng, 300, G)
+    exact = w_release(torch, F, cb, ab, None, psq, None, "per_slot")
+    # with the group totals of B_t itself in place of the public batch's, the centred release
+    # without noise is exactly the per-slot sum: the centring loses nothing the totals restore
+    Fs = torch.zeros(S, L, dtype=F.dtype).index_add_(0, cb, F)
+    assert torch.allclose(w_release(torch, F, cb, ab, Fs, psq, None, "centered"), exact,
+                          atol=1e-12)
+    # one row's piece F ⊗ (e_a − 1/G) has norm √(1 − 1/G)·‖F‖ for every group a, and moving the
+    # row between two groups moves the centred sums by √2·‖F‖ (orthogonal pieces)
+    f = F[0]
+    pieces = [torch.outer(torch.eye(G, dtype=f.dtype)[a] - 1.0 / G, f) for a in range(G)]
+    for a in range(G):
+        assert float(pieces[a].norm()) == pytest.approx(math.sqrt(1 - 1 / G) * float(f.norm()))
+    assert float((pieces[0] - pieces[1]).norm()) == pytest.approx(math.sqrt(2) * float(f.norm()))
+    # the noise: z_W·√(1 − 1/G) times the centring of N(0, I) — sums to 0 over the groups and has
+    # per-slot variance z_W²(1 − 1/G)², i.e. std z_W·(1 − 1/G) = w_noise_factor in A's units
+    zw, m = 3.0, 20000
+    N = zw * torch.tensor(rng.normal(size=(m, S, G, L)))
+    noisy = torch.stack([w_release(torch, F, cb, ab, Fs, psq, N[k], "centered")
+                         for k in range(m)])
+    dA = (noisy - exact) * psq[None, :, :, None] / 2.0              # back to A's units
+    assert float(dA.sum(dim=2).abs().max()) < 1e-9
+    std = float(dA.std(dim=0).mean())
+    assert std == pytest.approx(zw * w_noise_factor("centered", G), rel=0.02)
+    assert w_noise_factor("per_slot", G) == 1.0
+
+
+def _w_neighbour_outputs(a0, zw, n_runs, seed, mult=1.0):
+    """The centred release's coordinate (slice 0, group 0, label 1) in A's units, one row with
+    F = (0, 1) in group a0, 20 other fixed rows; q = 1 (every row in the batch)."""
+    from privfair.backends._sgda_train import w_release
+
+    F = torch.tensor([[0.0, 1.0]] + [[0.6, 0.4]] * 20, dtype=torch.float64)
+    cb = torch.zeros(21, dtype=torch.long)
+    ab = torch.tensor([a0] + [0, 1] * 10)
+    psq = torch.ones(1, 2, dtype=torch.float64)
+    Fs = torch.zeros(1, 2, dtype=torch.float64).index_add_(0, cb, F)   # public: a-free
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_runs)
+    for k in range(n_runs):
+        N = mult * zw * torch.tensor(rng.normal(size=(1, 2, 2)))
+        out[k] = float(w_release(torch, F, cb, ab, Fs, psq, N, "centered")[0, 0, 1]) / 2.0
+    return out
+
+
+def test_centred_w_release_passes_the_neighbour_tester_at_the_accountants_epsilon():
+    """Moving one row between the two groups, with the noise the accountant's event assumes
+    (per-row norm 1/z_W, replace, q = 1): the tester accepts the accountant's ε; half the noise
+    is refuted at the same ε (the negative control)."""
+    from privfair.privacy import subsampled_gaussian_event
+
+    zw, delta = 2.0, 1e-3
+    acc = Accountant(delta=delta)
+    acc.record(subsampled_gaussian_event(zw, 1.0, 1.0, neighbouring="replace", label="W"))
+    eps = acc.total().epsilon
+    n = 40000
+    honest = check_dp(_w_neighbour_outputs(0, zw, n, 1), _w_neighbour_outputs(1, zw, n, 2),
+                      eps, delta, bins=20)
+    assert honest.passed
+    cheat = check_dp(_w_neighbour_outputs(0, zw, n, 3, 0.5), _w_neighbour_outputs(1, zw, n, 4, 0.5),
+                     eps, delta, bins=20)
+    assert not cheat.passed
