@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from privfair.cells import sigmoid
 
 __all__ = ["blas_single_thread", "logistic_from_statistic", "fit_score", "proxy_statistic",
            "proxy_sensitivity",

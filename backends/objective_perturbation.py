@@ -77,7 +77,7 @@ def calibrate(erm, epsilon, delta, share=None):
         erm.meta[key] = min((calibrate(erm, epsilon, delta, s) for s in JACOBIAN_SHARES),
                             key=lambda c: c["bound"])
         return erm.meta[key]
-    n, zeta, bH, nL = erm.n, erm.zeta, erm.beta_H, erm.n * erm.l2
+    n, zeta, bH = erm.n, erm.zeta, erm.beta_H
     e3 = SMOOTH_SHARE * epsilon
     e1 = share * epsilon
     e2 = epsilon - e1 - 2 * e3

@@ -149,7 +149,7 @@ class PostprocessingBackend(Backend):
                   "gamma": [float(p.gamma) for p in pairs], "error_bound": err, "gap_bound": gap,
                   "error_weight": wmax, "gap_weight": w_gap,
                   "q_min_for_ranking": q_min, "counts_sensitivity_l1": 2.0}
-        notes = [f"knobs: " + "; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}"
+        notes = ["knobs: " + "; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}"
                                         for j, k in enumerate(knobs)),
                  f"Thm 3.1 bounds use q = {q_min:.3g} ({q_src}); error bound relative to the "
                  "non-private γ-fair post-processing of the same base predictor"]

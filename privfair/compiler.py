@@ -23,7 +23,7 @@ Two choices documented here because they change numbers:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 

@@ -10,7 +10,6 @@ estimate itself is made by :func:`solve` inside the budget reservation.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from .errors import BackendRefusedError, InvalidInputError, InvalidPrivacyError

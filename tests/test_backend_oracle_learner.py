@@ -2,7 +2,6 @@
 the knob mapping, utility, the neighbouring-dataset tester with a negative control, the
 certificate, refusals."""
 
-import itertools
 import math
 
 import numpy as np

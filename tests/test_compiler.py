@@ -79,7 +79,7 @@ def test_private_group_mass_is_not_read_from_data():
 
 
 def _neighbours(data, relation, pool_x):
-    X, y, grp = data.X, data.y, data.group
+    grp = data.group
     for i in range(data.n):
         if relation == "sensitive":
             for g in data.groups:

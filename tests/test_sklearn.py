@@ -12,7 +12,7 @@ from sklearn.base import clone  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import privfair as pf  # noqa: E402
-from privfair.errors import (BackendRefusedError, DataError, InvalidInputError,  # noqa: E402
+from privfair.errors import (DataError, InvalidInputError,  # noqa: E402
                              InvalidPrivacyError)
 from privfair.sklearn import NoSensitiveFeaturesWarning, PrivateFairClassifier  # noqa: E402
 

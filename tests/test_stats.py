@@ -25,7 +25,7 @@ def _data(n=60, L=2, groups=("F", "M", "X")):
 
 def _exact(data, pred):
     """Reference ℓ by plain loops (no clamp)."""
-    G, L, n = data.n_groups, data.n_labels, data.n
+    G, L = data.n_groups, data.n_labels
     C = np.zeros((G, L, L))
     for g, y, p in zip(data.group, data.y, pred):
         C[g, y, p] += 1

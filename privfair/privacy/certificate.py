@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .composition import RULES
-from .events import Event, _fmt
+from .events import _fmt
 from .spec import RELATIONS
 
 __all__ = ["Certificate"]
