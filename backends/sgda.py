@@ -31,8 +31,9 @@ sums move, through row i's contribution on B_t (if sampled):
   1/G), norm ≤ √(1 − 1/G), noise z_W·√(1 − 1/G) in the centred subspace; the group totals come
   from the public batch B'_t; then S_W = 2(D̃ + Σ'F/G)/√p̃ is post-processing (p̃ released or
   public: the private ρ of [L] is never read).  Per slot the noise is z_W(1 − 1/G)·B_W[c, r],
-  B_W = 2w_c/√p̃ — half the per-slot release's (``"per_slot"``: slot (c, r) divided by B_W[c, r],
-  noise z_W·B_W[c, r]; ``"uniform"``: the worst slot's C_W = max B_W everywhere).
+  B_W = 2w_c/√p̃ — (1 − 1/G) of the per-slot release's, half for two groups (``"per_slot"``:
+  slot (c, r) divided by B_W[c, r], noise z_W·B_W[c, r]; ``"uniform"``: the worst slot's
+  C_W = max B_W everywhere).
 * θ-player: only the fairness term reads a_i: J̃_iᵀ k̄[c_i, a_i], k̄ = 2W/√p̃ minus its public
   midrange over groups k_ref (whose part J̃_iᵀk_ref[c_i] is a-free and joins g_θ), centred over
   labels, J̃_i = J_i·min(1, ζ/‖J_i‖_F) — a factor that does not depend on a_i (applied to both
