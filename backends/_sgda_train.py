@@ -10,9 +10,12 @@ import numpy as np
 
 from . import _ermi as E
 
-def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw, src):
+def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw, src,
+          progress=False):
     """The DP-SGDA loop: the tail-averaged θ of every stage (as decisions), the W radius D
     and the W-block bound C_W."""
+    from tqdm.auto import tqdm
+
     from privfair.privacy import gaussian_noise_vector
     from privfair.privacy.randomness import GeneratorSource
 
@@ -50,9 +53,13 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
     bounds = [round(T * (s + 1) / k) for s in range(k)]
     mult = o["_noise_multiplier"]
     checkpoints, avg, na, stage = [], None, 0, 0
-    for t in range(T):
+    # a bar on long runs only (a 1M-row GPU run, a neural network), showing the stage's λ
+    steps = tqdm(range(T), desc="sgda", leave=False, disable=not progress or T < 100)
+    for t in steps:
         lam = path[stage]
         start = bounds[stage - 1] if stage else 0
+        if t == start:
+            steps.set_postfix(lam=f"{lam:g}", refresh=False)
         # public pieces on B'_t (no A): loss + ψ's a-free part; W's a-free part
         idx = _poisson(gen, n, q, dev, torch)
         k_ref, kbar, kmax = E.private_coefficients(W, psq)

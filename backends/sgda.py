@@ -360,7 +360,7 @@ class SGDABackend(Backend):
             torch.set_num_threads(1)   # per-step tensors are small: intra-op threads only cost
         try:
             checkpoints, D, CW = T_.train(torch, adapter, dev, r, P, o, c_np, S, p_tilde,
-                                             private, fair, zt, zw, src)
+                                             private, fair, zt, zw, src, progress)
         finally:
             torch.set_num_threads(threads)
         return self._finish(problem, plan, checkpoints, o, P, released, private, src, p_tilde,

@@ -294,6 +294,19 @@ def test_certificate_is_the_accountant_total_and_within_the_request():
     assert noise["z"] > 0 and noise["paper_sigma_w_mean_grad"] > 0
 
 
+def test_progress_bar_on_long_runs_only(capsys):
+    """A bar (to stderr) showing the stage's λ when progress=True and the run has ≥ 100 steps;
+    nothing with progress=False or on short runs (the tests' own solves stay quiet)."""
+    prob = _dp_problem(_binary(2000, 0))
+    opts = dict(seed=0, epochs=4, batch_size=64, lambdas=[0, 4])      # T = 125
+    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=True, **opts)
+    err = capsys.readouterr().err
+    assert "sgda" in err and "125" in err and "lam=4" in err
+    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=False, **opts)
+    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=True, **dict(opts, epochs=1))  # T = 32
+    assert "sgda" not in capsys.readouterr().err
+
+
 def test_refusal_and_test_knob_spend_nothing():
     data = _binary(400, 4)
     budget = pf.BudgetFilter(2.0, 1e-6)
