@@ -386,6 +386,7 @@ class SGDABackend(Backend):
         chosen = max(mix, key=lambda c: c[1])[0]          # the heaviest component
         info = {"lambdas": list(path), "chosen_lambda": path[chosen], "chosen_index": chosen,
                 "chosen_mixture": [(path[i], w) for i, w in mix],
+                "chosen_indices": [(i, w) for i, w in mix],     # into checkpoints / lambdas
                 "train_errors": errors, "p_tilde": p_tilde.tolist(), "fairness": notion,
                 "w_radius": D, "released_counts": None if released is None else released.tolist(),
                 "checkpoints": checkpoints}   # every iterate is covered by the DP-SGDA guarantee

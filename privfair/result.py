@@ -130,7 +130,41 @@ class Result:
         groups = np.asarray(data.groups, dtype=object)[data.group]
         return _metrics.summary(data.y, p, groups)
 
+    def path(self, data):
+        """Every checkpoint of a path-following run (``sgda``'s λ path) scored on ``data``.
+
+        Returns a :class:`privfair.path.PathTable` (print it, ``to_markdown()``, ``plot()``):
+        λ, error, demographic-parity and equalized-odds gaps of each checkpoint's prediction
+        on ``data``, the chosen checkpoints marked with their mixture weight, and a last row
+        with the released classifier's own metrics (``metrics(data)``).  Pass held-out
+        data (module docstring of :mod:`privfair.path`).
+
+        Examples
+        --------
+        >>> res = prob.solve(pf.DP(1.0, 1e-6), backend="sgda")      # doctest: +SKIP
+        >>> print(res.path(test)); res.path(test).plot()            # doctest: +SKIP
+        """
+        from .path import PathPoint, PathTable
+
+        ckpts, lams = self.info.get("checkpoints"), self.info.get("lambdas")
+        if not ckpts or not lams or len(ckpts) != len(lams):
+            raise InvalidInputError("result", f"a {self.backend!r} result",
+                                    "path() needs a run that releases a path of checkpoints "
+                                    "(backend='sgda'); other backends release one decision or "
+                                    "a mixture: use metrics(data)")
+        weights = [0.0] * len(ckpts)
+        for i, w in self.info.get("chosen_indices", ()):
+            weights[i] += w
+        points = []
+        for lam, ckpt, w in zip(lams, ckpts, weights):
+            m = Result(self.backend, [ckpt], [1.0], self.decision_set).metrics(data)
+            points.append(PathPoint(float(lam), m["error"], m["dp_violation"],
+                                    m["eo_violation"], float(w)))
+        return PathTable(points, self.info.get("fairness", "demographic_parity"),
+                         released=self.metrics(data))
+
     def __repr__(self):
         eps = getattr(self.certificate, "epsilon", None)
         return (f"Result(backend={self.backend!r}, {len(self.decisions)} decision(s), "
                 f"ε={eps})")
+

@@ -1,0 +1,96 @@
+"""Result.path: every checkpoint of sgda's λ path scored on held-out data, the chosen marked."""
+
+import math
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.errors import InvalidInputError
+
+pytest.importorskip("torch", reason="torch is an optional extra (sgda needs it)")
+
+
+def _binary(n, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b"], n, p=[0.6, 0.4])
+    y = rng.binomial(1, np.where(a == "a", 0.5, 0.25))
+    x = np.column_stack([1.5 * y + rng.normal(size=n) + 0.8 * (a == "a"), rng.normal(size=n)])
+    return pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+
+
+@pytest.fixture(scope="module")
+def dp_run():
+    train, test = _binary(3000, 0), _binary(2000, 1)
+    r = pf.rates(pf.LinearClassifier(2, radius=20.0), train)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+    res = prob.solve(pf.DP(math.inf), backend="sgda", seed=0, epochs=10, progress=False)
+    return res, test
+
+
+def test_one_row_per_checkpoint_with_its_own_metrics(dp_run):
+    res, test = dp_run
+    table = res.path(test)
+    assert [p.lam for p in table.points] == [float(v) for v in res.info["lambdas"]]
+    for p, ckpt in zip(table.points, res.info["checkpoints"], strict=True):
+        pred = res.decision_set.predict(ckpt, test.X)            # another code path
+        groups = np.asarray(test.groups, dtype=object)[test.group]
+        assert p.error == pytest.approx(pf.metrics.error(test.y, pred))
+        assert p.dp_violation == pytest.approx(pf.metrics.dp_violation(pred, groups))
+        assert p.eo_violation == pytest.approx(pf.metrics.eo_violation(test.y, pred, groups))
+    # the path trades error for fairness: λ = 0 is the least fair point on held-out data too
+    assert table.points[0].dp_violation > table.points[-1].dp_violation + 0.02
+
+
+def test_the_chosen_checkpoint_is_marked(dp_run):
+    res, test = dp_run
+    table = res.path(test)
+    marked = [i for i, p in enumerate(table.points) if p.weight > 0]
+    assert marked == [res.info["chosen_index"]] and table.points[marked[0]].weight == 1.0
+    text = str(table)
+    assert text.splitlines()[0].split()[:2] == ["λ", "error"] and text.count("★") == 1
+    assert table.to_markdown().count("\n") == len(table.points) + 2     # header, rule, released
+    assert text.splitlines()[-1].startswith("released")
+    assert table.released == res.metrics(test)
+
+
+def test_a_mixture_marks_both_components_with_their_weights():
+    train, test = _binary(3000, 2), _binary(1500, 3)
+    r = pf.rates(pf.LinearClassifier(2, radius=20.0), train)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]),
+                                                          pf.abs(r.tpr["a"] - r.tpr["b"])) <= 0.05])
+    res = prob.solve(pf.DP(2.0, 1e-6), backend="sgda", seed=0, epochs=2, progress=False)
+    table = res.path(test)
+    assert table.fairness == "equalized_odds"
+    got = {i: p.weight for i, p in enumerate(table.points) if p.weight > 0}
+    want = {}
+    for i, w in res.info["chosen_indices"]:
+        want[i] = want.get(i, 0.0) + w
+    assert got == pytest.approx(want) and sum(got.values()) == pytest.approx(1.0)
+    # the released row is the mixture's expected prediction: its error is the weighted errors'
+    assert table.released["error"] == pytest.approx(
+        sum(w * table.points[i].error for i, w in want.items()))
+    assert [res.info["lambdas"][i] for i in sorted(want)] == \
+        sorted(lam for lam, _ in res.info["chosen_mixture"])
+
+
+def test_plot_draws_the_path_and_stars_the_choice(dp_run):
+    res, test = dp_run
+    fig = res.path(test).plot()
+    ax = fig.axes[0]
+    line = ax.lines[0]
+    assert len(line.get_xdata()) == len(res.info["lambdas"])
+    stars, released = ax.collections                      # the chosen star, the released ◆
+    assert len(stars.get_offsets()) == 1 and len(released.get_offsets()) == 1
+    m = res.metrics(test)
+    assert tuple(released.get_offsets()[0]) == pytest.approx((m["dp_violation"], m["error"]))
+    assert "demographic-parity" in ax.get_xlabel()
+    assert len(ax.texts) == len(res.info["lambdas"])                               # λ labels
+
+
+def test_a_result_without_a_path_is_a_clear_error():
+    data = _binary(200, 4)
+    ds = pf.LinearClassifier(2, radius=1.0)
+    res = pf.Result("cells", [np.zeros(3)], [1.0], ds)
+    with pytest.raises(InvalidInputError, match="sgda"):
+        res.path(data)
