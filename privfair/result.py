@@ -167,4 +167,3 @@ class Result:
         eps = getattr(self.certificate, "epsilon", None)
         return (f"Result(backend={self.backend!r}, {len(self.decisions)} decision(s), "
                 f"ε={eps})")
-
