@@ -8,6 +8,8 @@ import html
 import io
 import math
 
+from ._tables import markdown_table, text_table
+
 
 def _n(v):
     """A sample size n (needed, or a lower bound n ≥ ...): rounded up, never down."""
@@ -100,21 +102,13 @@ def _footer(rep):
 def to_text(rep):
     out = [_header(rep), ""]
     for title, fn, head in TABLES:
-        rows = [head] + fn(rep)
-        if len(rows) == 1:
+        rows = fn(rep)
+        if not rows:
             continue
-        w = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        out += [title, "-" * len(title)]
-        out += ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows] + [""]
+        out += [title, "-" * len(title)] + text_table(head, rows) + [""]
     if rep.theorems:
         out += ["Theorem notes", "-------------"] + _theorem_notes(rep) + [""]
     return "\n".join(out + _footer(rep))
-
-
-def _md_table(head, rows):
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(map(esc, head)) + " |", "|" + " --- |" * len(head)]
-    return lines + ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
 
 
 def _formulas(rep):
@@ -143,7 +137,7 @@ def to_markdown(rep):
     for title, fn, head in TABLES:
         rows = fn(rep)
         if rows:
-            lines += [f"## {title}", ""] + _md_table(head, rows) + [""]
+            lines += [f"## {title}", ""] + markdown_table(head, rows) + [""]
     if rep.theorems:
         lines += ["## Theorem notes", ""] + [f"- {x}" for x in _theorem_notes(rep)] + [""]
     lines += ["## Formulas", ""]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._tables import markdown_table, text_table
 from .errors import InvalidInputError
 from .privacy.spec import DP
 
@@ -48,13 +49,10 @@ class ParetoTable:
     HEADER = ("ε", "level", "backend", "error f", "violation", "frontier")
 
     def __str__(self):
-        rows = [self.HEADER] + self.rows()
-        w = [max(len(r[i]) for r in rows) for i in range(len(self.HEADER))]
-        return "\n".join("  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows)
+        return "\n".join(text_table(self.HEADER, self.rows()))
 
     def to_markdown(self):
-        lines = ["| " + " | ".join(self.HEADER) + " |", "|" + " --- |" * len(self.HEADER)]
-        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in self.rows()])
+        return "\n".join(markdown_table(self.HEADER, self.rows()))
 
     def plot(self, ax=None):
         """Error against violation, one series per ε, frontier points joined."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._tables import markdown_table, text_table
+
 
 @dataclass
 class PathPoint:
@@ -48,13 +50,10 @@ class PathTable:
         return rows
 
     def __str__(self):
-        rows = [self.HEADER] + self.rows()
-        w = [max(len(r[i]) for r in rows) for i in range(len(self.HEADER))]
-        return "\n".join("  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows)
+        return "\n".join(text_table(self.HEADER, self.rows()))
 
     def to_markdown(self):
-        lines = ["| " + " | ".join(self.HEADER) + " |", "|" + " --- |" * len(self.HEADER)]
-        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in self.rows()])
+        return "\n".join(markdown_table(self.HEADER, self.rows()))
 
     def plot(self, ax=None):
         """Error against the fairness gap, checkpoints joined in path order and labelled by λ;
