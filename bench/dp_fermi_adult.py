@@ -206,10 +206,11 @@ def gpu_section(rows, epochs=1):
     privacy = pf.DP(1.0, 1.0 / rows ** 2)
     out = {}
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    prob.solve(privacy, backend="sgda", seed=0, epochs=epochs / 10)       # warm-up (calibration)
+    prob.solve(privacy, backend="sgda", seed=0, epochs=epochs / 10, progress=False)   # warm-up
     for dev in devices:
         t0 = time.perf_counter()
-        res = prob.solve(privacy, backend="sgda", seed=0, device=dev, epochs=epochs)
+        res = prob.solve(privacy, backend="sgda", seed=0, device=dev, epochs=epochs,
+                         progress=False)               # no bar inside the timing
         if dev == "cuda":
             torch.cuda.synchronize()
         out[dev] = (time.perf_counter() - t0, res.plan.params["T"], res.certificate.epsilon)
