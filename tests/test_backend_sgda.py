@@ -18,6 +18,7 @@ from privfair.errors import BackendRefusedError, InvalidInputError  # noqa: E402
 from privfair.privacy import Accountant  # noqa: E402
 from privfair.privacy.randomness import as_source  # noqa: E402
 from privfair.privacy.testing import check_dp  # noqa: E402
+from _synthetic import binary as _binary  # noqa: E402
 
 SGDA = "sgda"
 
@@ -183,14 +184,6 @@ def test_five_groups_four_classes_reduces_dp_violation():
 
 
 # ------------------------------------------------------------------------------ binary data
-def _binary(n, seed):
-    rng = np.random.default_rng(seed)
-    a = rng.choice(["a", "b"], n, p=[0.6, 0.4])
-    y = rng.binomial(1, np.where(a == "a", 0.5, 0.25))
-    x = np.column_stack([1.5 * y + rng.normal(size=n) + 0.8 * (a == "a"), rng.normal(size=n)])
-    return pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
-
-
 def _dp_problem(data, level=0.05, shape="abs"):
     r = pf.rates(pf.LinearClassifier(data.n_features, radius=20.0), data)
     gap = r.selection["a"] - r.selection["b"]
@@ -330,8 +323,10 @@ def test_cuda_device_is_a_typed_error_without_a_gpu():
         prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, device="cuda", seed=0, epochs=1)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(),
-                    reason="needs a CUDA GPU (none here); the CPU path is tested throughout")
+NO_CUDA = not torch.cuda.is_available()
+
+
+@pytest.mark.skipif(NO_CUDA, reason="needs a CUDA GPU (none here); the CPU path is tested")
 def test_cuda_path_matches_the_cpu_path():
     """device="cuda" runs the same algorithm: without noise (ε = ∞; the Poisson samples come
     from the same host generator) the decisions agree up to float32 arithmetic, and a private

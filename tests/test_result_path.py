@@ -7,16 +7,9 @@ import pytest
 
 import privfair as pf
 from privfair.errors import InvalidInputError
+from _synthetic import binary as _binary
 
 pytest.importorskip("torch", reason="torch is an optional extra (sgda needs it)")
-
-
-def _binary(n, seed):
-    rng = np.random.default_rng(seed)
-    a = rng.choice(["a", "b"], n, p=[0.6, 0.4])
-    y = rng.binomial(1, np.where(a == "a", 0.5, 0.25))
-    x = np.column_stack([1.5 * y + rng.normal(size=n) + 0.8 * (a == "a"), rng.normal(size=n)])
-    return pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
 
 
 @pytest.fixture(scope="module")
