@@ -126,6 +126,7 @@ class Result:
     def metrics(self, data) -> dict:
         """``{"error", "dp_violation", "eo_violation"}`` of the expected prediction on ``data``
         (a :class:`privfair.Dataset`, e.g. the test split)."""
+        _check_dataset(data)
         p = self.predict_proba(data.X, getattr(data, "sensitive", None))
         groups = np.asarray(data.groups, dtype=object)[data.group]
         return _metrics.summary(data.y, p, groups)
@@ -146,6 +147,7 @@ class Result:
         """
         from .path import PathPoint, PathTable
 
+        _check_dataset(data)
         ckpts, lams = self.info.get("checkpoints"), self.info.get("lambdas")
         if not ckpts or not lams or len(ckpts) != len(lams):
             raise InvalidInputError("result", f"a {self.backend!r} result",
@@ -167,3 +169,14 @@ class Result:
         eps = getattr(self.certificate, "epsilon", None)
         return (f"Result(backend={self.backend!r}, {len(self.decisions)} decision(s), "
                 f"ε={eps})")
+
+
+def _check_dataset(data):
+    """Scoring needs labels and groups as well as features: a Dataset, not an array."""
+    from .data import Dataset
+
+    if not isinstance(data, Dataset):
+        raise InvalidInputError("data", f"a {type(data).__name__}",
+                                "pass a pf.Dataset with labels and the sensitive attribute "
+                                "(e.g. pf.datasets.load_adult('test')); for predictions on "
+                                "features alone use predict_proba(X)")

@@ -87,3 +87,11 @@ def test_a_result_without_a_path_is_a_clear_error():
     res = pf.Result("cells", [np.zeros(3)], [1.0], ds)
     with pytest.raises(InvalidInputError, match="sgda"):
         res.path(data)
+
+
+@pytest.mark.parametrize("bad", [None, "test", np.zeros((5, 2))])
+def test_scoring_on_something_other_than_a_dataset_is_a_clear_error(dp_run, bad):
+    res, _ = dp_run
+    for score in (res.path, res.metrics):
+        with pytest.raises(InvalidInputError, match="pf.Dataset"):
+            score(bad)
