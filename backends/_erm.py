@@ -240,14 +240,73 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     return Solution(x, cert, k, certified)
 
 
+#: most projected-gradient steps the fallback of :func:`solve_certified` may need; a problem
+#: whose *public* step count exceeds it is refused at plan time (:func:`certify_reason`)
+MAX_FALLBACK_STEPS = 200_000
+
+
+def public_smoothness(erm, ridge=0.0):
+    """β ≥ λ_max(∇²J) on C from public constants only: Σ_i w_i l''·u_iu_iᵀ ⪯ ω·sup l''·‖u‖²_max·I
+    (Σ w_i ≤ ω, ‖u_i‖ ≤ ‖u‖_max), plus Λ + ridge."""
+    return erm.beta_H + erm.l2 + ridge
+
+
+def fallback_steps(erm, tau, ridge=0.0):
+    """Steps of projected gradient at 1/β (β = :func:`public_smoothness`) that bring *any* start
+    in C within ``tau`` of the minimizer: the map θ ↦ Π_C(θ − ∇J(θ)/β) contracts by 1 − μ/β for
+    μ-strongly convex, β-smooth J (Π_C is non-expansive; Nesterov 2004, Thm 2.1.15), and
+    ‖θ₀ − θ*‖ ≤ diam C.  Public: it reads no row.  ∞ without strong convexity."""
+    mu = erm.l2 + ridge
+    beta = public_smoothness(erm, ridge)
+    diam = 2.0 * erm.decisions.radius
+    if not (mu > 0 and math.isfinite(beta)):
+        return math.inf
+    if diam <= tau:
+        return 0
+    rate = -math.log1p(-min(mu / beta, 1.0)) if mu < beta else math.inf
+    return 0 if rate == math.inf else math.ceil(math.log(diam / tau) / rate)
+
+
+def certify_reason(erm, tau, ridge=0.0):
+    """None, or why :func:`solve_certified` cannot guarantee ``tau`` within
+    :data:`MAX_FALLBACK_STEPS` — decided from public constants, so a refusal is the same on
+    every neighbouring dataset."""
+    k = fallback_steps(erm, tau, ridge)
+    if k <= MAX_FALLBACK_STEPS:
+        return None
+    mu = erm.l2 + ridge
+    need = public_smoothness(erm, ridge) * (-math.expm1(-math.log(2 * erm.decisions.radius / tau)
+                                                         / MAX_FALLBACK_STEPS))
+    return (f"a certified solve needs strong convexity: with l2 + ridge = {mu:.3g} and the public "
+            f"smoothness bound {public_smoothness(erm, ridge):.3g} the guaranteed solver needs "
+            f"{k:.3g} steps (more than {MAX_FALLBACK_STEPS:,}); increase SparseLinear(l2=...) to "
+            f"at least about {max(need - ridge, 0):.2g}")
+
+
 def solve_certified(erm, lin=None, ridge=0.0, tau=None, theta0=None):
-    """:func:`solve`, raising when the public tolerance is not reached."""
+    """A point within the public tolerance ``tau`` of the minimizer, on *every* dataset.
+
+    :func:`solve` first (fast; its a-posteriori certificate usually reaches τ); where it does
+    not, :func:`fallback_steps` projected-gradient steps from Π_C(0), which reach τ by the
+    contraction bound whatever the data.  It never fails on the data: a failure here would be
+    an output of the private data that no noise covers (issue #16).  Whether τ is reachable at
+    all is public (:func:`certify_reason`) and refused before anything is read."""
     tau = tau_target(erm) if tau is None else tau
+    why = certify_reason(erm, tau, ridge)
+    if why:
+        from privfair.errors import BackendRefusedError
+
+        raise BackendRefusedError("l2", erm.l2, why)
     sol = solve(erm, lin, ridge, tau, theta0)
-    if sol.tau > tau:
-        raise RuntimeError(f"the ERM solver did not certify ‖θ − θ*‖ ≤ {tau:.3g} in {sol.iterations} "
-                           f"iterations (reached {sol.tau:.3g}); increase l2 or the tolerance")
-    return sol
+    if sol.tau <= tau:
+        return sol
+    C = erm.decisions
+    beta = public_smoothness(erm, ridge)
+    k = fallback_steps(erm, tau, ridge)
+    x = C.project(np.zeros(erm.P))
+    for _ in range(k):
+        x = C.project(x - erm.grad(x, lin, ridge) / beta)
+    return Solution(x, tau, sol.iterations + k, bool(C.exact_projection))
 
 
 # ------------------------------------------------------------------------------------ refusals
@@ -472,7 +531,10 @@ def erm_from_rates(rates, r, denominators="public"):
     a = cell_coefficients(rates, r, denominators)
     bad = _bad_cells(a, tol=1e-9 * (1 + np.abs(a).max()))
     if bad:
-        raise ValueError(f"cell {bad} has the wrong sign: the weighted ERM is not convex")
+        from privfair.errors import BackendRefusedError
+
+        raise BackendRefusedError("weights", f"cell {bad}", "the weighted ERM is not convex "
+                                  "(a cell's weight has the wrong sign at this multiplier)")
     g, yv = rates.data.group, rates.data.y
     coef = np.where(yv == 0, a[g, 0], -a[g, 1])
     coef = np.maximum(coef, 0.0)
@@ -889,7 +951,14 @@ class ERMBackend:
             return f"needs a twice continuously differentiable loss; {erm.loss.name} is not C²"
         if self.need_strong and not erm.l2 > 0:
             return "needs an explicit ℓ2 term: SparseLinear(..., l2=Λ) with Λ > 0"
+        if privacy is not None and getattr(privacy, "is_private", True):
+            return certify_reason(erm, tau_target(erm), self.certify_ridge(erm, privacy))
         return None
+
+    def certify_ridge(self, erm, privacy):
+        """The public ridge the certified solve adds to the ERM (0 unless the mechanism adds
+        one, as objective perturbation's Δ/n does)."""
+        return 0.0
 
     def _opts(self, options):
         from .base import unknown_option
@@ -916,6 +985,10 @@ class ERMBackend:
             erm0 = erm_from_problem(problem, r_f, empirical=not privacy.is_private)
         except _NeedsMass:
             erm0 = None
+        if erm0 is not None:        # public: refused here, identically on every neighbour
+            why = self.erm_reason(erm0, privacy)
+            if why:
+                self.refuse(why)
         params = {"l2 (Λ)": problem.rates.decisions.l2,
                   "norm": getattr(problem.rates.decisions.norm, "name", "l2"),
                   "radius": problem.rates.decisions.norm_radius}

@@ -117,6 +117,11 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
     OPTIONS = ("project", "probe_share", "slack", "release_share", "jacobian_share")
     option_names = OPTIONS
 
+    def certify_ridge(self, erm, privacy):
+        """The ridge Δ/n the mechanism adds (Δ public: from β_H, ε₁, n and Λ)."""
+        c = calibrate(erm, privacy.epsilon, privacy.delta)
+        return c["Delta"] / erm.n
+
     def planned_events(self, erm, spec, count=1):
         from privfair.privacy import approximate_event, pure_event
 

@@ -26,6 +26,7 @@ __all__ = [
     "GroupMassError",
     "BackendRefusedError",
     "BudgetExceededError",
+    "PrivateFailureError",
 ]
 
 
@@ -92,3 +93,14 @@ class BackendRefusedError(PrivfairError, ValueError):
 
 class BudgetExceededError(PrivfairError, RuntimeError):
     """A release would overspend the dataset's privacy budget; nothing was spent."""
+
+
+class PrivateFailureError(PrivfairError, RuntimeError):
+    """A solve failed after it touched the private data, for a reason not proven to be
+    decided from public quantities alone.
+
+    The whole reservation has been charged (a failure that depends on private data, or that
+    follows a release, is an output of the mechanism), and the original message is withheld
+    because it may carry values computed from the private rows.  The original exception's type
+    is named; set the environment variable ``PRIVFAIR_UNSAFE_DEBUG=1`` to chain the original
+    exception for debugging — its message is then *not* covered by the certificate."""

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .errors import BackendRefusedError, InvalidInputError, InvalidPrivacyError
+import os
+
+from .errors import (BackendRefusedError, InvalidInputError, InvalidPrivacyError,
+                     PrivateFailureError, PrivfairError)
 from .privacy.spec import DP
 
 #: share of ε spent on the private group-mass estimate when the user declared no public bound
@@ -187,7 +190,6 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
 
     from .privacy import Accountant, BudgetFilter, Certificate
     from .privacy.randomness import as_source
-    from .stats import estimate_group_mass_bound
 
     if device not in ("cpu", "cuda", "torch"):
         raise InvalidInputError("device", device, "choose 'cpu' (numpy), 'cuda' (torch on GPU) or "
@@ -209,9 +211,39 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
 
     if budget is None:
         budget = BudgetFilter(privacy.epsilon, privacy.delta, name="this solve")
+    # the source marks every event of a seeded run (certificate.seeded), whoever records it
     accountant = Accountant(delta=privacy.delta or None, relation=privacy.protect,
-                            limit=(privacy.epsilon, privacy.delta))
-    with budget.reserve(privacy.epsilon, privacy.delta, label=f"solve with {chosen.backend}"):
+                            limit=(privacy.epsilon, privacy.delta), source=rng)
+    try:
+        result = _private_run(problem, privacy, plans, b, options, budget, accountant, rng,
+                              device, progress, alpha)
+    except PrivfairError:
+        raise
+    except Exception as err:  # noqa: BLE001 - an untyped failure: charged, its message withheld
+        raise _withheld(err, chosen.backend, privacy) from (
+            err if os.environ.get("PRIVFAIR_UNSAFE_DEBUG") == "1" else None)
+    return result
+
+
+def _withheld(err, backend, privacy):
+    """The public face of an untyped failure inside a private solve (already charged)."""
+    return PrivateFailureError(
+        "backend", backend,
+        f"{type(err).__name__} while running on the private data; the reservation "
+        f"(ε={privacy.epsilon:g}, δ={privacy.delta:g}) was charged and the original message is "
+        "withheld because it may carry values computed from private rows (set "
+        "PRIVFAIR_UNSAFE_DEBUG=1 to see it; that output is not covered by the certificate)")
+
+
+def _private_run(problem, privacy, plans, b, options, budget, accountant, rng, device, progress,
+                 alpha):
+    """Reserve the budget, estimate what must be estimated, plan finally and run.  A failure
+    is refunded only while provably public (see :mod:`privfair.privacy.budget`)."""
+    from .stats import estimate_group_mass_bound
+
+    chosen = plans.chosen
+    with budget.reserve(privacy.epsilon, privacy.delta, label=f"solve with {chosen.backend}",
+                        watch=accountant):
         analysis, notes = plans.analysis, []
         if plans.group_mass_share:
             eps_q = privacy.epsilon * plans.group_mass_share

@@ -16,6 +16,7 @@ and returns the smallest ε with the rule's name.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import NamedTuple
 
 from ..errors import BudgetExceededError, InvalidPrivacyError
@@ -61,6 +62,10 @@ class Accountant:
         upper bound).
     rdp_orders : sequence of float, optional
         RDP orders (default: dp-accounting's).
+    source : privfair.privacy.randomness.RandomSource, optional
+        The randomness the run draws its noise from.  When it is seeded, every event recorded
+        here is marked ``seeded`` and so is the certificate — by construction, whoever records
+        the event (a mechanism function or a backend recording its own release by hand).
     """
 
     calibrate_advanced = staticmethod(calibrate_advanced)
@@ -69,7 +74,7 @@ class Accountant:
     calibrate_gaussian_sigma = staticmethod(calibrate_gaussian_sigma)
 
     def __init__(self, delta=None, *, relation: str = "sensitive", limit=None, rules=None,
-                 pld_discretization: float = 1e-4, rdp_orders=None):
+                 pld_discretization: float = 1e-4, rdp_orders=None, source=None):
         self.delta = None if delta is None else check_delta(delta)
         if relation not in RELATIONS:
             raise InvalidPrivacyError("relation", relation, f"choose one of {sorted(RELATIONS)}")
@@ -92,6 +97,12 @@ class Accountant:
         self.pld_discretization = float(pld_discretization)
         self.rdp_orders = rdp_orders
         self._events: list[Event] = []
+        self.source = source
+
+    @property
+    def seeded(self) -> bool:
+        """True when the run's randomness source is reproducible from a seed."""
+        return bool(getattr(self.source, "seeded", False))
 
     # ------------------------------------------------------------------ recording
     @property
@@ -137,6 +148,8 @@ class Accountant:
                 "event", event.describe(),
                 f"recording it would exceed this accountant's limit (ε={eps_cap:g}, "
                 f"δ={delta_cap:g}); nothing was recorded or drawn")
+        if self.seeded and not event.seeded:
+            event = replace(event, seeded=True)
         self._events.append(event)
         return event
 
@@ -234,7 +247,7 @@ class Accountant:
             releases=tuple(self._events), epsilon=tot.epsilon, delta=tot.delta, rule=tot.rule,
             candidates=cands, reasons=reasons, relation=self.relation,
             idealized_numerics=any(ev.idealized for ev in self._events),
-            seeded=any(ev.seeded for ev in self._events), notes=tuple(notes))
+            seeded=self.seeded or any(ev.seeded for ev in self._events), notes=tuple(notes))
 
     def __repr__(self) -> str:
         return (f"Accountant({len(self._events)} events, relation={self.relation!r}, "

@@ -12,11 +12,22 @@ Two ways to spend::
 
     with budget.reserve(1.0, 5e-7) as r:         # transactional: refused here if it does not fit
         res = backend.run(..., accountant=r.accountant)
-    # success → committed; an exception inside the block → rolled back, nothing spent
+    # success → committed; a failure → refunded only if it is provably public (below)
 
-A rollback is sound only when nothing computed from the private data left the block: privfair's
-backends raise their typed errors before they draw noise, and they return results only on
-success.  Code that may fail *after* releasing something should pass ``refund_on_error=False``.
+A refund is sound only when the failure itself is not an output of the private data.  So an
+exception inside the block is refunded only when both hold:
+
+* nothing has been released: the accountant the reservation watches (``r.accountant``, or the
+  one passed as ``watch=``) has recorded no event — mechanisms record their event *before*
+  drawing, so "no event" implies "no draw";
+* the exception is one of privfair's typed errors (:class:`~privfair.errors.PrivfairError`),
+  which by the code's rule are decided from public quantities (the schema, n, ε, δ, the
+  options, the problem) before anything private is read.
+
+Any other failure — one after a release (its occurrence is post-processing of that release,
+but repeating it must not be free), or an untyped one (a solver that did not converge, an
+arithmetic error on the data) — charges the whole reservation.  ``refund_on_error=False``
+charges every failure.  Tests: ``tests/test_privacy_failures.py``.
 """
 
 from __future__ import annotations
@@ -129,9 +140,12 @@ class BudgetFilter:
             self._spent_delta += d
             self.history.append((label or "spend", eps, d))
 
-    def reserve(self, epsilon, delta=0.0, label: str = "", *, refund_on_error: bool = True
-                ) -> "Reservation":
+    def reserve(self, epsilon, delta=0.0, label: str = "", *, refund_on_error: bool = True,
+                watch=None) -> "Reservation":
         """Hold (ε, δ) for a solve; use as a context manager (see the module docstring).
+
+        ``watch``: the :class:`Accountant` the solve records its releases in (default: the
+        reservation's own ``accountant``); once it holds an event, any failure is charged.
 
         Raises ``BudgetExceededError`` immediately — before any noise — if it does not fit."""
         eps, d = _check_amount(epsilon, delta)
@@ -143,7 +157,7 @@ class BudgetFilter:
                 self._refuse(eps, d, label)
             self._reserved_eps += eps
             self._reserved_delta += d
-        return Reservation(self, eps, d, label, refund_on_error)
+        return Reservation(self, eps, d, label, refund_on_error, watch)
 
     def _close(self, res: "Reservation", commit: bool) -> None:
         with self._lock:
@@ -165,10 +179,12 @@ class Reservation:
     ``accountant`` is an :class:`Accountant` limited to the reserved (ε, δ): a backend records
     its events there, and any event that would exceed the reservation is refused before its noise
     is drawn.  Leaving the ``with`` block normally commits the reservation; an exception rolls it
-    back (unless ``refund_on_error=False``).  ``commit()`` and ``cancel()`` do it by hand."""
+    back only when it is provably public (see the module docstring and :meth:`refundable`),
+    otherwise it is charged and ``charged_failure`` says why.  ``commit()`` and ``cancel()`` do
+    it by hand."""
 
     def __init__(self, budget: BudgetFilter, epsilon: float, delta: float, label: str,
-                 refund_on_error: bool):
+                 refund_on_error: bool, watch=None):
         self.budget = budget
         self.epsilon = epsilon
         self.delta = delta
@@ -176,6 +192,22 @@ class Reservation:
         self.refund_on_error = refund_on_error
         self.state = "open"
         self.accountant = Accountant(limit=(epsilon, delta))
+        self.watch = self.accountant if watch is None else watch
+        self.charged_failure: str | None = None
+
+    def refundable(self, exc) -> str | None:
+        """None when a failure ``exc`` may be refunded; else the reason it is charged."""
+        from ..errors import PrivfairError
+
+        if not self.refund_on_error:
+            return "refund_on_error=False"
+        if len(self.watch):
+            return (f"it came after {len(self.watch)} recorded release(s): once anything is "
+                    "released, a failure is charged")
+        if not isinstance(exc, PrivfairError):
+            return (f"{type(exc).__name__} is not one of privfair's typed refusals, so it is not "
+                    "proven to be decided from public quantities")
+        return None
 
     def commit(self) -> None:
         """Spend the reserved (ε, δ)."""
@@ -196,10 +228,17 @@ class Reservation:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if self.state == "open":
-            if exc_type is None or not self.refund_on_error:
+            why = None if exc_type is None else self.refundable(exc)
+            if exc_type is None:
                 self.commit()
-            else:
+            elif why is None:
                 self.cancel()
+            else:
+                self.charged_failure = why
+                self.commit()
+                if isinstance(exc, BaseException) and hasattr(exc, "add_note"):
+                    exc.add_note(f"privfair: the reservation (ε={self.epsilon:g}, "
+                                 f"δ={self.delta:g}) was charged: {why}")
         return False
 
     def __repr__(self) -> str:
