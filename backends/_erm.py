@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .base import PUBLIC, RELEASED
+
 #: default certified distance to the exact minimizer, relative to the ℓ2 radius of C
 TAU_REL = 1e-9
 MAX_ITER = 40000
@@ -638,7 +640,7 @@ def fit_erm(erm, privacy, method, seed=None, **options):
         res.certificate = Certificate.non_private(privacy.protect)
         return res
     acc = Accountant(delta=privacy.delta or None, relation=privacy.protect,
-                     limit=(privacy.epsilon, privacy.delta))
+                     limit=(privacy.epsilon, privacy.delta), source=src)
     res = b.run_erm(erm, privacy, rng=src, accountant=acc, options=options)
     res.certificate = acc.certificate(delta=privacy.delta or None, notes=res.info.get("notes", ()))
     return res
@@ -932,6 +934,14 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
 
 # ------------------------------------------------------------------------------------ backend base
 class ERMBackend:
+    exposes = {
+        "lagrange": (RELEASED, "the Lagrangian search's trace: released statistics and multipliers"),
+        "slack": (RELEASED, "the repair margin, from the releases' noise scales"),
+        "budget": (PUBLIC, "the per-release (ε, δ) split, fitted to the plan"),
+        "notes": (PUBLIC, "the plan's notes"),
+        "predicted_excess_risk": (PUBLIC, "the theorem's bound at n, ε, δ"),
+        "params": (PUBLIC, "the planned constants"),
+    }
     """Mixin of the three row-private ERM backends: the Problem-level ``accepts``/``plan``/``run``
     around a backend's ``private_erm`` (one private ERM for a budget spec), ``planned_events``
     (its events, for budget fitting) and ``predicted`` (its theorem's excess risk)."""

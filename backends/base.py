@@ -92,6 +92,20 @@ def _fmt(v):
     return str(v)
 
 
+PUBLIC = "public"
+RELEASED = "released"
+
+
+def check_exposure(backend, result) -> None:
+    """Raise (an internal error: the result is not returned) when ``result.info`` carries a
+    key that ``backend`` does not declare in :attr:`Backend.exposes`."""
+    undeclared = sorted(set(result.info) - set(backend.exposes))
+    if undeclared:
+        raise RuntimeError(f"internal error: backend {backend.name} exposes undeclared "
+                           f"Result.info field(s) {undeclared}; declare their provenance in "
+                           f"{type(backend).__name__}.exposes")
+
+
 class Backend:
     """Base class; subclasses set ``name``, ``theorem`` and implement the three methods."""
 
@@ -105,6 +119,14 @@ class Backend:
     #: every solve option the backend (and the helpers it calls) reads from ``options``; the
     #: planner refuses any other name before anything is spent.  None: not declared, no check.
     option_names: tuple | None = None
+    #: every key the backend puts in ``Result.info``, with its provenance (issue #16): PUBLIC
+    #: (a function of the schema, n, ε, δ, the options and the problem only — identical on
+    #: neighbouring datasets) or RELEASED (a recorded release, or post-processing of releases
+    #: and public inputs).  An exact statistic of the private rows has no place here; the
+    #: planner refuses a result with an undeclared key (:func:`check_exposure`), and
+    #: tests/test_privacy_exposure.py runs every backend on neighbours and compares the
+    #: PUBLIC fields.
+    exposes: dict = {}
 
     def accepts(self, problem, analysis) -> Verdict:  # pragma: no cover - interface
         raise NotImplementedError

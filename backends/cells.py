@@ -50,7 +50,7 @@ import numpy as np
 
 from privfair.theorems import NUMERIC
 
-from .base import Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
 RHO = 0.05
@@ -221,6 +221,19 @@ def statistic_map(rates, Nhat, bound=None):
 
 class CellsBackend(Backend):
     name = "cells"
+    exposes = {
+        "label_split": (PUBLIC, "the plan's label split"),
+        "epsilon_M1": (PUBLIC, "the plan's ε share of M1"),
+        "epsilon_M2": (PUBLIC, "the plan's ε share of M2"),
+        "M1_sensitivity": (PUBLIC, "M1's sensitivity (compiler constants)"),
+        "M1_scale": (PUBLIC, "M1's noise scale"),
+        "M2_scale": (PUBLIC, "M2's noise scale"),
+        "shrinkage_kappa": (RELEASED, "the shrinkage weight, from the released counts"),
+        "tightening": (RELEASED, "the constraint margins, from the released counts"),
+        "solver_status": (RELEASED, "the LP's status on the released counts"),
+        "note_shrinkage": (RELEASED, "a statement about the released counts"),
+        "note": (RELEASED, "a statement about the released solution"),
+    }
     option_names = ("proxy_share", "margin_z", "proxy_interactions")
     theorem = ("proxy cells: analytic Gaussian (Balle–Wang 2018) + Laplace (Dwork et al. 2006) "
                "+ post-processing (Dwork–Roth Prop 2.1)")

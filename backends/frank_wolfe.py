@@ -84,7 +84,7 @@ import numpy as np
 
 from privfair.theorems import NUMERIC
 
-from .base import Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 #: failure probability ρ of the predicted bound (split between selections and noise)
 RHO = 0.05
@@ -374,6 +374,11 @@ def cor_b5_bound(K, beta_h, T, log=math.log):
 # ------------------------------------------------------------------------------ backend
 class FrankWolfeBackend(Backend):
     name = "frank_wolfe"
+    exposes = {"T": (PUBLIC, "the planned iteration count"),
+               "calibration": (PUBLIC, "the per-release budget fitted to the plan"),
+               "loss_vector": (RELEASED, "exact ℓ of the output — ε = ∞ reference runs only"),
+               "h_smooth": (RELEASED, "exact h of the output — ε = ∞ reference runs only"),
+               "h": (RELEASED, "exact h of the output — ε = ∞ reference runs only")}
     option_names = _OPTIONS
     theorem = ("[A] Alg. 4 / Lemma B.4 / Cor B.5 (Frank–Wolfe, curvature C ≤ β·diam²), private "
                "LMO by the exponential mechanism at privately released loss vectors")

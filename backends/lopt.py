@@ -62,7 +62,7 @@ import numpy as np
 from privfair.errors import BackendRefusedError
 
 from . import _oracles as O
-from .base import Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from .exponential import RHO
 
 T_GRID = (1, 2, 3, 5, 7, 10, 14, 20, 28, 40, 56, 80, 100)
@@ -141,6 +141,8 @@ def _sign_violation(problem, analysis):
 
 class LoptBackend(Backend):
     name = "lopt"
+    exposes = {"T": (PUBLIC, "the planned iteration count"),
+               "calibration": (PUBLIC, "the per-release budget fitted to the plan")}
     option_names = _OPTIONS
     theorem = "[A] Algorithm 2 (corrected) with Thm 5.5/5.10 oracles; Frank–Wolfe/FTL regret"
 

@@ -56,7 +56,7 @@ import math
 import numpy as np
 
 from . import _jagielski as J
-from .base import Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 T_GRID = (1, 2, 3, 5, 8, 12, 20, 30, 50, 80)
 T_DEFAULT = 20            # private runs without a finite bound (regression oracle)
@@ -188,6 +188,13 @@ class _Setup:
 
 class OracleLearnerBackend(Backend):
     name = "oracle_learner"
+    exposes = {
+        "lambda_bar": (RELEASED, "the auditor's averaged multipliers, from released rates"),
+        "B": (PUBLIC, "the multiplier bound"), "T": (PUBLIC, "the planned round count"),
+        "eta": (PUBLIC, "the step size"),
+        "epsilon_per_mechanism": (PUBLIC, "the fitted per-release ε"),
+        "gamma": (PUBLIC, "the constraint levels"),
+    }
     option_names = _OPTIONS
     theorem = "[J] Algorithm 3 + Subroutine 2 / Thm 4.3–4.4 (private Lagrangian game)"
     needs_group_mass = True

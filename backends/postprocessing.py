@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from . import _jagielski as J
-from .base import Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 _OPTIONS = ("base", "beta", "slack", "_noise_multiplier")
 
@@ -91,6 +91,16 @@ def utility_bound(n_groups, m, epsilon, beta, q_min, w_error, w_gap, log=math.lo
 
 class PostprocessingBackend(Backend):
     name = "postprocessing"
+    exposes = {
+        "base_positive_rate": (PUBLIC, "the public base predictor's positive rate on X — only "
+                                       "under protect='sensitive' (X public); absent under "
+                                       "protect='row' unless ε = ∞"),
+        "laplace_scale": (PUBLIC, "the count release's scale b = 2/ε"),
+        "released_counts": (RELEASED, "the Laplace cell counts"),
+        "slack": (PUBLIC, "[J] Thm 3.1's slack, from released denominators"),
+        "status": (RELEASED, "the LP's status on the released counts"),
+        "gamma": (PUBLIC, "the constraint levels"),
+    }
     option_names = _OPTIONS
     theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
     needs_group_mass = False      # the LP reads released counts only
@@ -213,7 +223,11 @@ class PostprocessingBackend(Backend):
         pairs, knobs, w_joint = getattr(plan, "_shape", None) or _shape(problem)
         G, n = r.G, r.n
         N = J.cell_counts(yhat, data.group, data.y, G)
-        info = {"base_positive_rate": float(yhat.mean())}
+        # X is public under protect="sensitive" (and the base predictor is public), so the
+        # base's positive rate is public there; under protect="row" it is an exact mean of
+        # private rows and is not exposed (issue #16)
+        info = ({"base_positive_rate": float(yhat.mean())}
+                if privacy.protect == "sensitive" or not privacy.is_private else {})
         if privacy.is_private:
             Nr, scale = J.laplace_release(
                 N.ravel(), 2.0, privacy.epsilon, rng, accountant, mult=o["_noise_multiplier"],

@@ -98,7 +98,7 @@ from . import _ermi as E
 from . import _jagielski as J
 from . import _sgda_select as SEL
 from . import _sgda_train as T_
-from .base import Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from ._sgda_options import (_OPTIONS, DEFAULTS, EO_DEFAULTS,  # noqa: F401 (public)
                             EO_DEFAULTS_LOW, EO_LOW_EPSILON, _bad, _options, _public_p, _shape,
                             eo_defaults)
@@ -133,6 +133,30 @@ def paper_sigma_w(epsilon, delta, T, n, rho):
 
 class SGDABackend(Backend):
     name = "sgda"
+    exposes = {
+        "lambdas": (PUBLIC, "the planned λ path"),
+        "chosen_lambda": (RELEASED, "the private choice of λ"),
+        "chosen_index": (RELEASED, "the private choice of λ"),
+        "chosen_mixture": (RELEASED, "the private choice of the mixture"),
+        "chosen_indices": (RELEASED, "the private choice of the mixture"),
+        "train_errors": (RELEASED, "released checkpoints scored on x, y (public under "
+                                   "protect='sensitive', the only unit sgda accepts)"),
+        "p_tilde": (RELEASED, "group probabilities from the released counts, the declared ones, "
+                              "or uniform when the sensitive attribute is not read"),
+        "fairness": (PUBLIC, "the fairness notion"),
+        "w_radius": (RELEASED, "a function of p̃"),
+        "released_counts": (RELEASED, "the Laplace group-label counts"),
+        "checkpoints": (RELEASED, "every DP-SGDA iterate"),
+        "noise": (RELEASED, "the noise multipliers (public) and C_W and the paper's σ, which "
+                            "read the released p̃"),
+        "selection": (PUBLIC, "the selection rule's name"),
+        "selection_candidates": (PUBLIC, "the number of candidates"),
+        "selection_sensitivity": (PUBLIC, "Δu from compiler constants"),
+        "selection_noise_scale": (PUBLIC, "the choice's temperature"),
+        "selection_query_scale": (PUBLIC, "AboveThreshold's query scale"),
+        "selection_margin": (PUBLIC, "the margin from the choice's noise"),
+        "selection_passed": (RELEASED, "whether a checkpoint passed AboveThreshold"),
+    }
     theorem = "[L] Algorithm 1 / Thm 3.3–3.4 (DP-SGDA on ERMI; Poisson subsampled Gaussian, PLD)"
     needs_group_mass = False      # run() releases its own counts (p̃ and the selection's bound)
     #: every option sgda reads (docs/sgda.md, "Options"); device, seed, progress, budget and
@@ -350,8 +374,11 @@ class SGDABackend(Backend):
                 sensitivity_source="one row leaves one (group, label) cell and joins another, "
                                    "‖Δ‖₁ ≤ 2"), dtype=float).reshape(counts.shape)
             p_tilde = E.group_probabilities(released, notion)
-        else:
-            p_tilde = E.group_probabilities(counts, notion)
+        else:       # the sensitive attribute is not read (no fairness term) or ε = ∞: under
+            # privacy, p̃ must not come from the private counts (it is exposed in info, and was
+            # exact there while the certificate said ε = 0 — issue #16): the schema's uniform
+            p_tilde = E.group_probabilities(
+                np.ones_like(counts) if privacy.is_private else counts, notion)
 
         # --- training ----------------------------------------------------------------------
         adapter = _adapter(ds, torch, dev)

@@ -295,16 +295,45 @@ def _html_body(page: str) -> str:
     return m.group(1) if m else page
 
 
-def _metrics_rows(result, train, test):
-    """[(split, metrics dict, rows)] on the training data and, if given, the test data."""
-    return [(split, result.metrics(data), data.n)
-            for split, data in (("train", train), ("test", test)) if data is not None]
+#: what the training row of the metrics may show, by privacy unit (issue #16): the fairness
+#: gaps read the private sensitive column, so they are never shown for the training data of a
+#: private solve; the error reads x and y only, public under protect="sensitive" (the released
+#: decision scored on public columns is post-processing); under protect="row" every column is
+#: private and the training row is omitted.  The test split is the user's held-out data, which
+#: the certificate does not cover.
+WITHHELD = "withheld"
+
+
+def _metrics_rows(result, train, test, privacy=None):
+    """[(split, metrics dict, rows)] on the training data and, if given, the test data; a
+    private solve's training metrics keep only what is public (:data:`WITHHELD` otherwise)."""
+    rows = []
+    for split, data in (("train", train), ("test", test)):
+        if data is None:
+            continue
+        if split == "train" and privacy is not None and privacy.is_private:
+            if privacy.protect == "row":
+                continue
+            m = {"error": result.metrics(data)["error"], "dp_violation": WITHHELD,
+                 "eo_violation": WITHHELD}
+        else:
+            m = result.metrics(data)
+        rows.append((split, m, data.n))
+    return rows
+
+
+def _fmt_metric(v):
+    return v if isinstance(v, str) else f"{v:.4f}"
 
 
 def _format_metrics(rows):
-    return "\n".join(f"{split:5s}: error {m['error']:.4f}   DP violation {m['dp_violation']:.4f}   "
-                     f"EO violation {m['eo_violation']:.4f}   (expected prediction, {n} rows)"
-                     for split, m, n in rows)
+    out = [f"{split:5s}: error {_fmt_metric(m['error'])}   DP violation "
+           f"{_fmt_metric(m['dp_violation'])}   EO violation {_fmt_metric(m['eo_violation'])}   "
+           f"(expected prediction, {n} rows)" for split, m, n in rows]
+    if any(WITHHELD in m.values() for _, m, _ in rows):
+        out.append("(training-set fairness gaps read the private sensitive column: withheld; "
+                   "measure them on held-out data)")
+    return "\n".join(out)
 
 
 def simple_html_report(title, sections, metrics_rows=(), raw_html=()) -> str:
@@ -322,8 +351,10 @@ def simple_html_report(title, sections, metrics_rows=(), raw_html=()) -> str:
         parts.append("<h2>Metrics</h2><table><tr><th>split</th><th>rows</th><th>error</th>"
                      "<th>DP violation</th><th>EO violation</th></tr>")
         for split, m, n in metrics_rows:
-            parts.append(f"<tr><td>{esc(split)}</td><td>{n}</td><td>{m['error']:.4f}</td>"
-                         f"<td>{m['dp_violation']:.4f}</td><td>{m['eo_violation']:.4f}</td></tr>")
+            parts.append(f"<tr><td>{esc(split)}</td><td>{n}</td>"
+                         f"<td>{esc(_fmt_metric(m['error']))}</td>"
+                         f"<td>{esc(_fmt_metric(m['dp_violation']))}</td>"
+                         f"<td>{esc(_fmt_metric(m['eo_violation']))}</td></tr>")
         parts.append("</table><p>Metrics of the expected prediction of the (randomized) "
                      "decision.</p>")
     for heading, text in sections:
@@ -390,7 +421,7 @@ def _cmd_solve(args) -> int:
     print(result.certificate, "\n")
     if "note" in result.info:
         print("note:", result.info["note"], "\n")
-    rows = _metrics_rows(result, train, test)
+    rows = _metrics_rows(result, train, test, privacy)
     print(f"backend: {result.backend}   ({time.perf_counter() - t0:.1f} s)")
     print(_format_metrics(rows))
     if args.certificate:

@@ -239,6 +239,8 @@ def _private_run(problem, privacy, plans, b, options, budget, accountant, rng, d
                  alpha):
     """Reserve the budget, estimate what must be estimated, plan finally and run.  A failure
     is refunded only while provably public (see :mod:`privfair.privacy.budget`)."""
+    from privfair.backends.base import check_exposure
+
     from .stats import estimate_group_mass_bound
 
     chosen = plans.chosen
@@ -256,6 +258,7 @@ def _private_run(problem, privacy, plans, b, options, budget, accountant, rng, d
         final = _note_unused(_plan_one(b, problem, analysis, backend_privacy,
                                        _options_for(b, options)), b, options)
         result = b.run(final, rng=rng, accountant=accountant, device=device, progress=progress)
+        check_exposure(b, result)
         cert = accountant.certificate(delta=privacy.delta or None, notes=notes + final.notes)
         if cert.epsilon > privacy.epsilon * (1 + 1e-9) or cert.delta > privacy.delta * (1 + 1e-9) + 1e-15:
             raise RuntimeError(f"internal error: {chosen.backend} spent ({cert.epsilon}, {cert.delta}) "

@@ -418,3 +418,46 @@ def test_audit_refusals_are_one_line_errors(monkeypatch, capsys):
 def test_parser_is_buildable_without_side_effects():
     parser = build_parser()
     assert parser.prog == "privfair"
+
+
+# ---------------------------------------------- issue #16 item 3: nothing private in the output
+NEIGHBOUR = textwrap.dedent('''
+    import numpy as np
+    import privfair as pf
+
+    rng = np.random.default_rng(0)
+    n = 200
+    a = np.array(["a"] * 100 + ["b"] * 100)
+    x = rng.normal(size=n)
+    y = (x > 0).astype(int)
+    if MOVE:
+        a[np.flatnonzero((y == 1) & (a == "a"))[:10]] = "b"   # ten rows' group, one at a time
+    data = pf.Dataset(x[:, None], y, sensitive=a, group_names=["a", "b"])
+    r = pf.rates(pf.Thresholds([0.0], score=0), data, group_mass_bound=0.1)   # one candidate
+    problem = pf.Problem(pf.minimize(r.error()))
+''')
+
+
+@pytest.mark.parametrize("protect", ["sensitive", "row"])
+def test_solve_prints_nothing_that_reads_the_private_column(tmp_path, capsys, protect):
+    """On main ``privfair solve`` printed (and wrote into --report) the training-set DP and EO
+    violations from the private sensitive column: with one fixed candidate the decision is the
+    same on both datasets, yet the printed violation differed.  Now the two outputs (and
+    reports) are identical up to the timing."""
+    outs, pages = [], []
+    for move in (False, True):
+        path = tmp_path / f"p{int(move)}.py"
+        path.write_text(f"MOVE = {move}\n" + NEIGHBOUR)
+        page = tmp_path / f"p{int(move)}.html"
+        assert main(["solve", str(path), "--epsilon", "1", "--backend", "exponential",
+                     "--seed", "0", "--protect", protect, "--report", str(page)]) == 0
+        text = capsys.readouterr().out
+        text = re.sub(r"\(\d+\.\d s\)", "", text).replace(str(path), "P")
+        outs.append(text.replace(str(page), "R"))
+        pages.append(page.read_text().replace(path.name, "P"))
+    assert outs[0] == outs[1]
+    assert pages[0] == pages[1]
+    if protect == "sensitive":
+        assert "withheld" in outs[0]
+    else:
+        assert "train:" not in outs[0]
