@@ -57,8 +57,9 @@ def proxy_sensitivity(U, norm: str = "l2") -> float:
     return float(np.max(np.abs(U).sum(axis=1)))
 
 
-def release_proxy_statistic(U, in_group, epsilon, delta, rng, accountant=None):
-    """M1: T + N(0, σ²I) (analytic Gaussian, (ε, δ)) — or T + Lap(Δ₁/ε) when δ = 0."""
+def release_proxy_statistic(U, in_group, epsilon, delta, rng, accountant=None, mult=1.0):
+    """M1: T + N(0, σ²I) (analytic Gaussian, (ε, δ)) — or T + Lap(Δ₁/ε) when δ = 0.  ``mult``:
+    the test-only noise multiplier (k× the noise, the nominal event recorded)."""
     from privfair.privacy import gaussian_mechanism, laplace_mechanism
 
     T = proxy_statistic(U, in_group)
@@ -66,11 +67,24 @@ def release_proxy_statistic(U, in_group, epsilon, delta, rng, accountant=None):
            "relation): max_i ‖u_i‖")
     label = f"M1: proxy statistic T = Σ a_i u_i ({T.size} dims)"
     if delta > 0:
-        return gaussian_mechanism(T, proxy_sensitivity(U, "l2"), epsilon, delta, rng,
-                                  accountant=accountant, sensitivity_source=src + "₂",
-                                  label=label, return_event=True)
-    return laplace_mechanism(T, proxy_sensitivity(U, "l1"), epsilon, rng, accountant=accountant,
-                             sensitivity_source=src + "₁", label=label, return_event=True)
+        return _scaled(gaussian_mechanism, mult, accountant, T, proxy_sensitivity(U, "l2"),
+                       epsilon, delta, rng, sensitivity_source=src + "₂", label=label)
+    return _scaled(laplace_mechanism, mult, accountant, T, proxy_sensitivity(U, "l1"), epsilon,
+                   rng, sensitivity_source=src + "₁", label=label)
+
+
+def _scaled(mechanism, mult, accountant, value, sensitivity, *args, **kw):
+    """``mechanism(value, sensitivity, *args, ...)`` returning its Release; with a test-only
+    ``mult`` ≠ 1 the nominal event is recorded first and the noise drawn at mult× its scale."""
+    from dataclasses import replace
+
+    if mult == 1.0:
+        return mechanism(value, sensitivity, *args, accountant=accountant, return_event=True, **kw)
+    out = mechanism(value, sensitivity * mult, *args, accountant=None, return_event=True, **kw)
+    event = replace(out.event, sensitivity=sensitivity, scale=out.event.scale / mult)
+    if accountant is not None:
+        accountant.record(event)
+    return replace(out, event=event)
 
 
 def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:
@@ -80,16 +94,16 @@ def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:
     return np.bincount(key, weights=np.asarray(in_group, dtype=float), minlength=m)
 
 
-def release_group_counts(counts, epsilon, rng, accountant=None):
-    """M2: counts + Lap(1/ε) per coordinate (ℓ1 sensitivity 1: one flip moves one count by 1)."""
+def release_group_counts(counts, epsilon, rng, accountant=None, mult=1.0):
+    """M2: counts + Lap(1/ε) per coordinate (ℓ1 sensitivity 1: one flip moves one count by 1).
+    ``mult``: the test-only noise multiplier (as in :func:`release_proxy_statistic`)."""
     from privfair.privacy import laplace_mechanism
 
-    return laplace_mechanism(np.asarray(counts, dtype=float), 1.0, epsilon, rng,
-                             accountant=accountant,
-                             sensitivity_source="one row's group flip changes exactly one "
-                                                "cell count by exactly 1: ‖Δ‖₁ = 1",
-                             label=f"M2: first group's count in {np.size(counts)} cells",
-                             return_event=True)
+    return _scaled(laplace_mechanism, mult, accountant, np.asarray(counts, dtype=float), 1.0,
+                   epsilon, rng,
+                   sensitivity_source="one row's group flip changes exactly one "
+                                      "cell count by exactly 1: ‖Δ‖₁ = 1",
+                   label=f"M2: first group's count in {np.size(counts)} cells")
 
 
 #: κ̂ at this floor means the method of moments found no signal above the noise (Σ r² ≤ m·v):

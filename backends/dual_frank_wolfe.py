@@ -23,6 +23,11 @@ compose in the accountant.
 
 Utility: [K] Thm 4 (O-form, with G_K = λ'·G_{|P|(F)}, Γ_K = λ'·diam, L = r₂) plus the final release
 term; T defaults to Thm 4's T = Γ^{4/3}(nε)^{2/3}/(L G)^{2/3}, capped at ``T_MAX``.
+
+Test-only knob: ``options={"_noise_multiplier": k}``, k in (0, 1], draws the selections and the
+primal-recovery noise with k× their calibrated scales while the events still claim ε — **not
+private** for k < 1; it builds the negative controls of ``privfair audit`` and is refused unless
+the run is seeded.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from privfair.theorems import NUMERIC
 
 from . import _erm as E
 from .base import Backend
+from .output_perturbation import test_multiplier, test_notes
 
 THEOREM = ("[K] Algorithm 2, Thm 3–4 (dual Frank–Wolfe; exponential-mechanism selection, Talwar, "
            "Thakurta & Zhang 2014) + output-perturbation primal recovery")
@@ -71,7 +77,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
     theorem = THEOREM
     need_strong = True
     allow_constraint = False
-    OPTIONS = ("project", "T", "penalty", "selection_share")
+    OPTIONS = ("project", "T", "penalty", "selection_share", "_noise_multiplier")
     option_names = OPTIONS
 
     def extra_reason(self, problem, analysis):
@@ -137,13 +143,15 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
 
     # -- the mechanism --------------------------------------------------------------------------
     def private_erm(self, erm, spec, *, rng, accountant, label, options):
-        from privfair.privacy import exponential_event, gaussian_mechanism, pure_event
+        from privfair.privacy import (calibrate_gaussian_sigma, exponential_event, gaussian_event,
+                                      gaussian_mechanism, pure_event)
 
         ds = erm.decisions
         c = self.constants(erm, spec, options)
         lam, T = c["penalty"], c["T"]
         blocks = ds.norm.blocks()
         private = spec is not None
+        k = test_multiplier(self, options, rng) if private else 1.0
         if private:
             share = options.get("selection_share", SELECTION_SHARE)
             eps_sel, eps_fin = self._split(c, spec, share, accountant)
@@ -162,7 +170,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
                    else E.solve(erm, lin=_pad(s), theta0=theta))
             theta = sol.theta
             w = theta[:-1]
-            v = (self._select(blocks, w, lam, c, eps_sel, rng, ds) if private
+            v = (self._select(blocks, w, lam, c, eps_sel, rng, ds, k) if private
                  else lam * ds.norm.greedy(w))
             rho = 2.0 / (t + 2)
             s = (1 - rho) * s + rho * v
@@ -170,8 +178,15 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
                else E.solve(erm, lin=_pad(s), theta0=theta))
         theta = sol.theta
         if private and spec["delta"] > 0:
+            if k != 1.0 and accountant is not None:       # negative control: nominal event
+                accountant.record(gaussian_event(
+                    c["theta_sens"], calibrate_gaussian_sigma(c["theta_sens"], eps_fin,
+                                                              spec["delta"]),
+                    epsilon=eps_fin, delta=spec["delta"], label=f"{label}: primal recovery θ(ŝ)",
+                    sensitivity_source=f"2ζ/(nΛ) + 2τ [TEST-ONLY noise ×{k:g}]"))
             theta = gaussian_mechanism(
-                theta, c["theta_sens"], eps_fin, spec["delta"], rng, accountant=accountant,
+                theta, k * c["theta_sens"], eps_fin, spec["delta"], rng,
+                accountant=accountant if k == 1.0 else None,
                 sensitivity_source=f"2ζ/(nΛ) + 2τ = {c['theta_sens']:.4g} (primal recovery)",
                 label=f"{label}: primal recovery θ(ŝ)")
         elif private:      # pure ε: the release is an event too (privfair audit caught its absence)
@@ -183,19 +198,20 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
                     scale=kappa, label=f"{label}: primal recovery θ(ŝ)", idealized=True,
                     sensitivity_source=f"2ζ/(nΛ) + 2τ = {c['theta_sens']:.4g} (primal recovery)",
                     sampler="κ·Gamma(P, 1)·uniform direction from float Gaussians"))
-            theta = theta + E.gamma_norm_noise(erm.P, kappa, rng)
+            theta = theta + E.gamma_norm_noise(erm.P, k * kappa, rng)
         if options.get("project", True):
             theta = ds.project(theta)
         return theta
 
-    def _select(self, blocks, w, lam, c, eps, rng, ds):
+    def _select(self, blocks, w, lam, c, eps, rng, ds, k=1.0):
         """One exact exponential-mechanism draw over the product of the blocks' vertex sets
-        (maximizing ⟨w, v⟩), block by block on a common grid (see the module docstring)."""
+        (maximizing ⟨w, v⟩), block by block on a common grid (see the module docstring).  ``k``:
+        the test-only noise multiplier (the draw uses k× the score sensitivity)."""
         from fractions import Fraction
 
         from privfair.privacy._exact import exponential_mechanism_index
 
-        Delta, nb = c["score_sens"], len(blocks)
+        Delta, nb = k * c["score_sens"], len(blocks)
         g = 2.0 ** (math.floor(math.log2(Delta)) - 10 - math.ceil(math.log2(max(nb, 1))))
         vmax = max(float(np.abs(V).sum(axis=1).max()) for _, V in blocks)
         bound = lam * vmax * ds.radius             # public bound on |block score|
@@ -232,7 +248,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         params.update(bound_values=values, thm4_values=thm4)
         k4 = thm4_bound(c["L"], c["diameter"], c["GK"], erm.n, share * eps, thm4["delta_K"], logS)
         rec = (erm.zeta + erm.l2 * erm.decisions.radius) * sig * math.sqrt(erm.P)
-        notes = [f"predicted: [K] Thm 4 (O-form, constants 1) = {k4:.4g} with G_K = λ'·G_|P|(F) = "
+        notes = test_notes(opts) + [f"predicted: [K] Thm 4 (O-form, constants 1) = {k4:.4g} with G_K = λ'·G_|P|(F) = "
                  f"{c['GK']:.4g}, log|S| = {logS:.4g}, plus the primal-recovery release "
                  f"{rec:.4g}"]
         if delta == 0:

@@ -14,6 +14,11 @@ Convexity is *not* needed, so this is the backend for ``smax`` and other non-con
 h = f + G·max(0, g) with G from the Analysis ([A] Cor 4.2).  All candidates are scored in one
 vectorized pass (``Rates.evaluate_all``); sampling is exact (see
 :func:`privfair.privacy.exponential_mechanism` — never a normalisation of exp(scores)).
+
+Test-only knob: ``options={"_noise_multiplier": k}``, k in (0, 1], samples with the temperature
+k·2Δh/ε (the sensitivity handed to the sampler is k·Δh) while the event and the certificate still
+claim ε — **not private** for k < 1; it builds the negative controls of ``privfair audit`` and is
+refused unless the run is seeded.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ def penalized_values(problem, L, G):
 class ExponentialBackend(Backend):
     name = "exponential"
     theorem = "[A] Thm 5.2 / Cor 5.3 (exponential mechanism, McSherry–Talwar)"
-    option_names = ()            # no hyper-parameters: one draw at the whole ε
+    option_names = ("_noise_multiplier",)   # no hyper-parameters: one draw at the whole ε
 
     def accepts(self, problem, analysis) -> Verdict:
         ds = getattr(problem.rates, "decisions", None)
@@ -64,6 +69,16 @@ class ExponentialBackend(Backend):
         delta_h = analysis.sensitivity_h
         params = {"G": analysis.G, "candidates": m, "sensitivity_h": delta_h,
                   "norm": analysis.sensitivity_norm}
+        notes = []
+        if "_noise_multiplier" in options:
+            from privfair.errors import InvalidInputError
+
+            k = options["_noise_multiplier"]
+            if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
+                raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
+            params["_noise_multiplier"] = float(k)
+            notes.append(f"TEST ONLY: noise × {k:g} below what the certificate records — this "
+                         "run is NOT private")
         if not privacy.is_private:
             risk = 0.0
         elif delta_h is None:
@@ -73,7 +88,7 @@ class ExponentialBackend(Backend):
         return Plan(self.name, privacy, analysis, problem, params=params,
                     budget=[("one exponential-mechanism draw over all candidates",
                              privacy.epsilon, 0.0)],
-                    predicted_excess_risk=risk, theorem=self.theorem)
+                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
 
     def formula(self, plan):
         import sympy as sp
@@ -92,11 +107,27 @@ class ExponentialBackend(Backend):
         ds = problem.rates.decisions
         L = problem.rates.evaluate_all()                     # (m, K): one vectorized pass
         scores = -penalized_values(problem, L, analysis.G)
+        k = float(plan.params.get("_noise_multiplier", 1.0))
+        if plan.privacy.is_private and k != 1.0:
+            from privfair.privacy.events import exponential_event
+            from privfair.privacy.randomness import as_source
+
+            rng = as_source(rng)
+            if not rng.seeded:
+                self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
         if device in ("cuda", "torch"):
             import torch
 
             scores = torch.as_tensor(scores, device="cuda" if device == "cuda" else "cpu")
-        if plan.privacy.is_private:
+        if plan.privacy.is_private and k != 1.0:    # negative control: record ε, sample at ε/k
+            src = f"compiler: L_h·Δℓ [TEST-ONLY ×{k:g}: NOT the proven sensitivity]"
+            if accountant is not None:
+                accountant.record(exponential_event(analysis.sensitivity_h, plan.privacy.epsilon,
+                                                    n_candidates=len(ds), sensitivity_source=src,
+                                                    label="exponential sampling of the decision"))
+            idx = exponential_mechanism(scores, analysis.sensitivity_h * k, plan.privacy.epsilon,
+                                        rng=rng)
+        elif plan.privacy.is_private:
             idx = exponential_mechanism(
                 scores, analysis.sensitivity_h, plan.privacy.epsilon, rng=rng, accountant=accountant,
                 sensitivity_source=(f"compiler: L_h({analysis.sensitivity_norm})·"

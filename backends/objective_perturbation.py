@@ -24,6 +24,10 @@ KST extend it to a convex domain C and non-smooth regularizers by smoothing).
 Only twice-differentiable losses (logistic, squared) qualify; b is drawn with float Gaussians and
 the solver runs in floating point, so the event is marked idealized.
 
+Test-only knob: ``options={"_noise_multiplier": k}``, k in (0, 1], draws b and the smoothing noise
+at k× their calibrated scales while the event still claims ε — **not private** for k < 1; it
+builds the negative controls of ``privfair audit`` and is refused unless the run is seeded.
+
 Utility: E[J(θ_priv)] − J(θ̂) ≤ Δ·r₂²/(2n) + 2σ·w(C)/n + (ω·L·‖u‖ + Λr₂)·σ₃√P, with w(C) the
 Gaussian width of C (ρ·E Ω*(g) + ρ_b√(2/π): dimension-free for the ℓ1 ball — KST Thm 4's G_C).
 """
@@ -34,6 +38,7 @@ import math
 
 from . import _erm as E
 from .base import Backend
+from .output_perturbation import test_multiplier, test_notes
 
 THEOREM = ("objective perturbation (Chaudhuri et al. 2011; Kifer, Smith & Thakurta 2012, Thm 2; "
            "[K] Prop 2) with a certified minimizer (Iyengar et al. 2019)")
@@ -114,7 +119,8 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
     theorem = THEOREM
     need_strong = False
     need_c2 = True
-    OPTIONS = ("project", "probe_share", "slack", "release_share", "jacobian_share")
+    OPTIONS = ("project", "probe_share", "slack", "release_share", "jacobian_share",
+               "_noise_multiplier")
     option_names = OPTIONS
 
     def certify_ridge(self, erm, privacy):
@@ -135,6 +141,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
         if spec is None:            # ε = ∞ reference: no certificate needed
             return E.solve(erm).theta
         eps, delta = spec["epsilon"], spec["delta"]
+        k = test_multiplier(self, options, rng)
         c = calibrate(erm, eps, delta, options.get("jacobian_share"))
         src = (f"ζ = ω·sup|l'|·‖u‖ = {c['zeta']:.4g} per row (gradient change ≤ 2ζ in the span of "
                f"the two rows), β_H = {c['beta_H']:.4g} (rank-one Hessian); one row replaced")
@@ -151,17 +158,17 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
             accountant.record(ev)
         n, P = erm.n, erm.P
         if delta > 0:
-            b = gaussian_noise_vector(P, c["sigma"], rng)
+            b = gaussian_noise_vector(P, k * c["sigma"], rng)
         else:
-            b = E.gamma_norm_noise(P, c["kappa"], rng)
+            b = E.gamma_norm_noise(P, k * c["kappa"], rng)
         sol = E.solve_certified(erm, lin=b / n, ridge=c["Delta"] / n, tau=c["tau"])
         theta = sol.theta
         if delta > 0:      # exact Gaussian smoothing (its cost is inside the event above)
-            theta = gaussian_mechanism(theta, c["tau"], c["eps3"], c["delta3"], rng,
+            theta = gaussian_mechanism(theta, k * c["tau"], c["eps3"], c["delta3"], rng,
                                        accountant=None, sensitivity_source="certified τ",
                                        label=label)
         else:
-            theta = theta + E.gamma_norm_noise(P, c["kappa3"], rng)
+            theta = theta + E.gamma_norm_noise(P, k * c["kappa3"], rng)
         if options.get("project", True):
             theta = erm.decisions.project(theta)
         return theta
@@ -175,7 +182,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
                   "bound_constants": {k: c[k] for k in ("n", "P", "r2", "width_C", "zeta",
                                                         "beta_H", "l2", "delta2", "sigma3")
                                       if k in c}}
-        notes = [f"predicted: Δr₂²/(2n) + 2σ·w(C)/n + smoothing, with w(C) = {c['width_C']:.4g} "
+        notes = test_notes(opts) + [f"predicted: Δr₂²/(2n) + 2σ·w(C)/n + smoothing, with w(C) = {c['width_C']:.4g} "
                  "(Gaussian width of C; KST Thm 4 form)"]
         return c["bound"], params, notes
 

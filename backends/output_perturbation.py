@@ -10,6 +10,10 @@ is ≤ Δ_g‖Δθ‖.)  With row-local weights Δ_g = 2ζ/n (:mod:`backends._er
 2ζ/(nΛ) + 2τ — τ the solver's certified distance to θ̂ — is (ε, δ)-DP; density ∝ exp(−ε‖b‖/Δ) gives
 ε-DP.  Projecting onto C afterwards is post-processing (and soft-thresholds: sparse outputs).
 
+Test-only knob: ``options={"_noise_multiplier": k}``, k in (0, 1], draws k× the noise the event
+records (the certificate still claims the calibrated ε) — **not private** for k < 1; it builds the
+negative controls of ``privfair audit`` and is refused unless the run is seeded.
+
 Trap ([K] Thm 1 divides by λ as if the sparsity norm were strongly convex): Λ must be explicit,
 ``pf.SparseLinear(..., l2=Λ)``; the backend refuses Λ = 0.
 
@@ -58,11 +62,33 @@ def thm1_bound(L, R_2, G_F, n, epsilon, delta, ops=NUMERIC):
     return L * R_2 * G_F * ops.sqrt(ops.log(1 / delta) + epsilon) / (epsilon * ops.sqrt(n))
 
 
+def test_multiplier(backend, options, rng, check_seeded=True) -> float:
+    """The test-only ``_noise_multiplier`` of ``options`` (1.0 when absent): checked to lie in
+    (0, 1], and refused unless ``rng`` is seeded (a negative control is not private).  Shared by
+    the three row-private ERM backends."""
+    from privfair.errors import InvalidInputError
+    from privfair.privacy.randomness import as_source
+
+    k = options.get("_noise_multiplier", 1.0)
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
+        raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
+    if k != 1.0 and check_seeded and not as_source(rng).seeded:
+        backend.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
+    return float(k)
+
+
+def test_notes(options) -> list:
+    """The plan's note for a test-only ``_noise_multiplier`` (checked), else []."""
+    k = test_multiplier(None, options, None, check_seeded=False)
+    return [] if k == 1.0 else [f"TEST ONLY: noise × {k:g} below what the certificate records "
+                                "— this run is NOT private"]
+
+
 class OutputPerturbationBackend(E.ERMBackend, Backend):
     name = "output_perturbation"
     theorem = THEOREM
     need_strong = True
-    OPTIONS = ("project", "probe_share", "slack", "release_share")
+    OPTIONS = ("project", "probe_share", "slack", "release_share", "_noise_multiplier")
     option_names = OPTIONS
 
     def sensitivity(self, erm):
@@ -97,7 +123,23 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
             idealized = not sol.certified
             if idealized:
                 src += " — projection by cvxpy: τ assumes an exact projection (idealized)"
-            if delta > 0 and not idealized:
+            k = test_multiplier(self, options, rng)
+            if k != 1.0:     # negative control: the nominal event, k× its noise
+                if delta > 0:
+                    sigma = calibrate_gaussian_sigma(sens, eps, delta)
+                    if accountant is not None:
+                        accountant.record(gaussian_event(
+                            sens, sigma, epsilon=eps, delta=delta, dimension=erm.P, label=label,
+                            sensitivity_source=src + f" [TEST-ONLY noise ×{k:g}]"))
+                    theta = gaussian_mechanism(theta, sens * k, eps, delta, rng, accountant=None)
+                else:
+                    if accountant is not None:
+                        accountant.record(pure_event(
+                            eps, theorem="output perturbation (TEST-ONLY noise ×{:g})".format(k),
+                            sensitivity=sens, norm="l2", scale=sens / eps, label=label,
+                            sensitivity_source=src, idealized=True))
+                    theta = theta + E.gamma_norm_noise(erm.P, k * sens / eps, rng)
+            elif delta > 0 and not idealized:
                 theta = gaussian_mechanism(theta, sens, eps, delta, rng, accountant=accountant,
                                            sensitivity_source=src, label=label)
             elif delta > 0:
@@ -124,7 +166,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
     def predicted(self, erm, spec, opts):
         from privfair.privacy import calibrate_gaussian_sigma
 
-        params, notes = {}, []
+        params, notes = {}, test_notes(opts)
         if spec is None:
             return 0.0, params, notes
         sens, _ = self.sensitivity(erm)
