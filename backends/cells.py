@@ -40,6 +40,9 @@ Options (``problem.solve(..., margin_z=, proxy_share=, proxy_interactions=)``): 
 the tightening (default 1.645, one-sided 95%), M1's share of ε, and the interacted proxy design.
 The defaults (1.645; no interactions) were chosen among a few values (z ∈ {1, 1.28, 1.645, 2})
 after looking at Adult test results — see bench/README.md; no validation split was used.
+Test-only knob ``_noise_multiplier=k`` (k in (0, 1]): M1 and M2 draw k× their noise while their
+events keep the calibrated scales — **not private**, refused unless seeded (``privfair audit``'s
+negative controls).
 """
 
 from __future__ import annotations
@@ -234,7 +237,7 @@ class CellsBackend(Backend):
         "note_shrinkage": (RELEASED, "a statement about the released counts"),
         "note": (RELEASED, "a statement about the released solution"),
     }
-    option_names = ("proxy_share", "margin_z", "proxy_interactions")
+    option_names = ("proxy_share", "margin_z", "proxy_interactions", "_noise_multiplier")
     theorem = ("proxy cells: analytic Gaussian (Balle–Wang 2018) + Laplace (Dwork et al. 2006) "
                "+ post-processing (Dwork–Roth Prop 2.1)")
     needs_group_mass = False       # group sizes come from the noisy counts (post-processing)
@@ -284,6 +287,16 @@ class CellsBackend(Backend):
                   "interactions": bool(options.get("proxy_interactions", False)),
                   "epsilon_M1": eps1, "epsilon_M2": eps2, "margin_z": z,
                   "ridge": ds.ridge, "clip": ds.clip}
+        notes = []
+        if "_noise_multiplier" in options:     # test-only: M1's and M2's noise × k (audit controls)
+            from privfair.errors import InvalidInputError
+
+            k = options["_noise_multiplier"]
+            if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
+                raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
+            params["_noise_multiplier"] = float(k)
+            notes.append(f"TEST ONLY: noise × {k:g} below what the certificate records — this "
+                         "run is NOT private")
         if privacy.is_private:
             b2 = 1.0 / eps2 if eps2 > 0 else math.inf       # M2's Laplace scale (Δ = 1)
             if not math.isfinite(2.0 * b2 * b2):
@@ -306,7 +319,7 @@ class CellsBackend(Backend):
                       (f"M2: Laplace release of the first group's count in {m} cells", eps2, 0.0)]
         else:
             risk, budget = 0.0, []
-        notes = [f"constraints tightened by τ_j = the Φ({z:g}) quantile of the count noise's "
+        notes += [f"constraints tightened by τ_j = the Φ({z:g}) quantile of the count noise's "
                  "simulated effect on g_j at the untightened solution; risk bound: "
                  "2·L_h(ℓ∞)·sup_q‖ℓ̃(q) − ℓ(q)‖_∞ (Laplace tail, ρ = 0.05), relative to the best "
                  "rule on the fitted cells"]
@@ -351,9 +364,16 @@ class CellsBackend(Backend):
         features = ds.features_for(X)
         inter = pp["interactions"]
         U = features.design(X, y, interactions=inter)
+        mult = pp.get("_noise_multiplier", 1.0)
+        if private and mult != 1.0:
+            from privfair.privacy.randomness import as_source
+
+            rng = as_source(rng)
+            if not rng.seeded:
+                self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
         if private:
             rel = _proxy.release_proxy_statistic(U, a, pp["epsilon_M1"], plan.privacy.delta, rng,
-                                                 accountant=accountant)
+                                                 accountant=accountant, mult=mult)
             T = np.asarray(rel.value, dtype=float)
             info["M1_sensitivity"], info["M1_scale"] = rel.event.sensitivity, rel.event.scale
         else:
@@ -372,7 +392,8 @@ class CellsBackend(Backend):
         counts = _proxy.group_counts(a, y, cell, C, split)
         tot, prior = (N.ravel(), soft.ravel()) if split else (N.sum(0), soft.sum(0))
         if private:
-            rel = _proxy.release_group_counts(counts, pp["epsilon_M2"], rng, accountant=accountant)
+            rel = _proxy.release_group_counts(counts, pp["epsilon_M2"], rng, accountant=accountant,
+                                              mult=mult)
             v = 2.0 * float(rel.event.scale) * float(rel.event.scale)   # float ops: no raise
             est, w, kappa = _proxy.shrink(rel.value, prior, tot, v)
             info.update(M2_scale=rel.event.scale, shrinkage_kappa=kappa)
