@@ -59,7 +59,9 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
         lam = path[stage]
         start = bounds[stage - 1] if stage else 0
         if t == start:
-            steps.set_postfix(lam=f"{lam:g}", refresh=False)
+            # refreshed at once: a stage change is rare, and a stage shorter than tqdm's
+            # refresh interval would otherwise never show its λ
+            steps.set_postfix(lam=f"{lam:g}", refresh=True)
         # public pieces on B'_t (no A): loss + ψ's a-free part; W's a-free part
         idx = _poisson(gen, n, q, dev, torch)
         k_ref, kbar, kmax = E.private_coefficients(W, psq)
