@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import privfair.privacy as pp
-from privfair.errors import BudgetExceededError, InvalidPrivacyError
+from privfair.errors import BackendRefusedError, BudgetExceededError, InvalidPrivacyError
 
 
 class RecordingGenerator(np.random.Generator):
@@ -66,19 +66,31 @@ def test_reserve_commits_on_success():
     assert b.reserved == (0.0, 0.0)
 
 
-def test_failed_solve_inside_reserve_spends_nothing():
+def test_a_typed_refusal_before_any_release_spends_nothing():
     b = pp.BudgetFilter(1.0, 1e-6)
-    with pytest.raises(RuntimeError, match="solver diverged"):
+    with pytest.raises(BackendRefusedError):
         with b.reserve(0.8, 1e-6) as r:
-            raise RuntimeError("solver diverged")
-    assert r.state == "cancelled"
+            raise BackendRefusedError("backend", "x", "refused from public quantities")
+    assert r.state == "cancelled" and r.charged_failure is None
     assert b.spent == (0.0, 0.0) and b.reserved == (0.0, 0.0)
     assert b.can_spend(1.0, 1e-6)
-    # opt-out: code that may fail after releasing something keeps the charge
-    with pytest.raises(RuntimeError):
+    # opt-out: every failure keeps the charge
+    with pytest.raises(BackendRefusedError):
         with b.reserve(0.5, refund_on_error=False):
-            raise RuntimeError("late failure")
+            raise BackendRefusedError("backend", "x", "late failure")
     assert b.spent[0] == pytest.approx(0.5)
+
+
+def test_an_untyped_failure_is_charged_even_before_a_release():
+    """An untyped failure (a solver that diverged on the data) is not proven to be decided
+    from public quantities: charging it keeps repeated tries from being free (issue #16)."""
+    b = pp.BudgetFilter(1.0, 1e-6)
+    with pytest.raises(RuntimeError, match="solver diverged") as err:
+        with b.reserve(0.8, 1e-6) as r:
+            raise RuntimeError("solver diverged")
+    assert r.state == "committed" and "typed" in r.charged_failure
+    assert b.spent == (pytest.approx(0.8), 1e-6)
+    assert any("charged" in note for note in err.value.__notes__)
 
 
 def test_overspend_is_refused_before_any_randomness():
@@ -106,7 +118,9 @@ def test_reservation_accountant_caps_the_solve():
             draws = rng.draws
             pp.laplace_mechanism(0.0, 1.0, 0.3, rng=rng, accountant=r.accountant)  # 0.6 > 0.5
     assert rng.draws == draws            # the refused release drew nothing
-    assert b.spent == (0.0, 0.0)         # the failed solve is rolled back
+    # ... but the first one was drawn: the failed solve is charged, not rolled back (a refund
+    # after a release would make repeated tries free — issue #16)
+    assert b.spent == (pytest.approx(0.5), 0.0) and "release" in r.charged_failure
     assert len(r.accountant) == 1
 
 
