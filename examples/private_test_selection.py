@@ -24,7 +24,8 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, args.n)
     stat = rng.normal(loc=1.5 * y, scale=1.0)                # the test statistic
-    data = pf.Dataset(stat[:, None], y, sensitive=np.zeros(args.n, dtype=int))
+    # one group, declared (the schema is public): labels 0/1 are the default declared set
+    data = pf.Dataset(stat[:, None], y, sensitive=np.zeros(args.n, dtype=int), group_names=["0"])
     tests = pf.Thresholds(np.linspace(0.0, 3.5, 141), score=0)
     # public design: each hypothesis is at least 40% of the samples
     r = pf.rates(tests, data, group_mass_bound=0.4)

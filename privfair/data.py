@@ -8,11 +8,14 @@ declared set, one sensitive value per row), and stores
 * ``y``     -- integer label codes ``0 .. L-1`` (``label_values[y]`` gives the original label);
 * ``group`` -- integer group index per row into ``groups`` (the names of the groups).
 
-The list of groups and the label set are treated as the *public schema*: sensitivities are
-computed for neighbours that move a row between these groups and labels.  Declare them with
-``group_names`` / ``labels`` when they are known in advance, so that they do not depend on
-which values happen to occur in the data.  All arrays are read-only, so a dataset can be shared
-(e.g. cached by :mod:`privfair.datasets`) without copies.
+The list of groups and the label set are the *public schema*: sensitivities are computed for
+neighbours that move a row between these groups and labels, so they must not depend on which
+values happen to occur in the private data.  Declare them with ``group_names`` / ``labels``
+(a declared group may have no rows).  Left out, they are read from the data, which is fine for
+non-private reference runs and exploration but is a leak under privacy: a private solve refuses
+such a dataset (:meth:`Dataset.check_public_schema`).  The default label set ``[0, 1]``, taken
+when every label is 0 or 1, counts as declared.  All arrays are read-only, so a dataset can be
+shared (e.g. cached by :mod:`privfair.datasets`) without copies.
 """
 
 from __future__ import annotations
@@ -75,7 +78,10 @@ def _as_features(X, feature_names):
 
 
 def _as_labels(y, n, labels):
-    """Return (codes int64 (n,), label_values list)."""
+    """Return (codes int64 (n,), label_values list, declared).
+
+    ``declared`` is False when the label set was read from ``y`` (anything but the default
+    ``[0, 1]``, which is the public set of a binary problem whatever the rows hold)."""
     if _is_pandas(y, "Series") or _is_pandas(y, "DataFrame"):
         y = y.to_numpy()
     y = np.asarray(y)
@@ -84,6 +90,7 @@ def _as_labels(y, n, labels):
     if y.ndim != 1 or y.shape[0] != n:
         raise DataError("y", f"shape {y.shape}", f"pass one label per row of X ({n} labels)")
     uniq, inverse = _factorize(y)
+    declared = labels is not None
     if labels is None:
         if any(isinstance(v, float) and not np.isfinite(v) for v in uniq):
             raise DataError("y", "NaN or infinite label", "drop rows without a label")
@@ -93,7 +100,8 @@ def _as_labels(y, n, labels):
             raise DataError("y", "mixed label types",
                             "labels must be mutually comparable, or declare labels=[...]") from None
         # A binary problem whose sample shows one class only is still binary.
-        labels = [0, 1] if set(uniq_sorted) <= {0, 1} else uniq_sorted
+        declared = set(uniq_sorted) <= {0, 1}
+        labels = [0, 1] if declared else uniq_sorted
     labels = list(labels)
     if len(labels) < 2 or len(set(labels)) != len(labels):
         raise DataError("labels", labels, "declare at least two distinct labels, e.g. labels=[0, 1]")
@@ -105,7 +113,7 @@ def _as_labels(y, n, labels):
                                          f"{labels}; fix the label or declare labels=[...] "
                                          "including it")
     codes = np.asarray([lookup[v] for v in uniq], dtype=np.int64)[inverse]
-    return codes, labels
+    return codes, labels, declared
 
 
 def _as_sensitive(sensitive, n, sensitive_names):
@@ -180,6 +188,27 @@ def _group_keys(raw):
     return names, codes.astype(np.int64).ravel()
 
 
+def _raw_of_name(name, raw):
+    """A stand-in raw sensitive value for a declared group with no rows (used by
+    :meth:`Dataset.with_row` only): the name (per attribute, split at '|') converted to the
+    type of the column's values where that round-trips, else the string."""
+    parts = [name] if raw.ndim == 1 else name.split("|")
+    if raw.ndim == 2 and len(parts) != raw.shape[1]:
+        parts = [name] * raw.shape[1]
+    out = []
+    for j, part in enumerate(parts):
+        sample = raw[0] if raw.ndim == 1 else raw[0, j]
+        value = part
+        if isinstance(sample, (numbers.Number, np.generic)) and not isinstance(sample, str):
+            try:
+                cand = type(sample)(part)
+                value = cand if str(cand) == part else part
+            except (TypeError, ValueError):
+                pass
+        out.append(value)
+    return out[0] if raw.ndim == 1 else np.asarray(out, dtype=object)
+
+
 class Dataset:
     """A dataset of numeric features, labels and sensitive attributes.
 
@@ -195,13 +224,16 @@ class Dataset:
         One or several sensitive attributes of any hashable values.  Several attributes form
         intersectional groups named ``"Female|White"``.
     labels : sequence, optional
-        The declared (public) label set.  Default: the sorted unique labels, or ``[0, 1]`` when
-        every label is 0 or 1.
+        The declared (public) label set.  Default: ``[0, 1]`` when every label is 0 or 1 (a
+        public default), else the sorted unique labels *read from y* — not a public schema, so
+        a private solve under ``protect="row"`` (which protects y) refuses it: declare it.
     feature_names : sequence of str, optional
     group_names : sequence of str, optional
         The declared (public) list of groups, in the order ℓ will use.  Every row's group must
-        be in it and every declared group must be non-empty.  Default: the sorted group names
-        found in the data.
+        be in it; a declared group may have no rows (its statistics are those of an empty
+        group, and the sensitivities are the same as with rows in it).  Default: the sorted
+        group names *read from the sensitive column* — not a public schema, so every private
+        solve refuses it: declare the groups from public metadata.
     sensitive_names : sequence of str, optional
         Names of the sensitive attributes (default: DataFrame/Series names, else ``a0, a1``).
 
@@ -211,6 +243,8 @@ class Dataset:
     sensitive : numpy.ndarray -- the raw values as given, 1-D for one attribute.
     groups : list of str
     label_values : list
+    groups_declared, labels_declared : bool -- whether ``groups`` / ``label_values`` are a
+        public declaration (see :meth:`check_public_schema`) rather than read from the data.
     n, n_features, n_labels, n_groups : int
     feature_names, sensitive_names : list of str
 
@@ -223,6 +257,9 @@ class Dataset:
     (4, 4, ['F', 'M'], [0, 1, 0, 1])
     >>> Dataset(np.eye(2), [0, 1], [["F", "M"], ["W", "B"]]).groups
     ['F|W', 'M|B']
+    >>> e = Dataset(np.eye(2), [0, 1], ["F", "F"], group_names=["F", "M", "X"])  # empty groups
+    >>> e.counts().sum(axis=1).tolist(), e.groups_declared
+    ([2, 0, 0], True)
     """
 
     def __init__(self, X, y, sensitive, *, labels=None, feature_names=None, group_names=None,
@@ -231,13 +268,18 @@ class Dataset:
         n = X.shape[0]
         if n == 0:
             raise DataError("X", "0 rows", "a dataset needs at least one row")
-        codes, label_values = _as_labels(y, n, labels)
+        codes, label_values, labels_declared = _as_labels(y, n, labels)
         raw, snames = _as_sensitive(sensitive, n, sensitive_names)
         keys, key_codes = _group_keys(raw)
         if group_names is None:
             groups = sorted(set(keys))
         else:
+            if isinstance(group_names, str) or not hasattr(group_names, "__iter__"):
+                raise DataError("group_names", group_names,
+                                "pass a list of group names, e.g. group_names=['F', 'M']")
             groups = [str(g) for g in group_names]
+            if not groups:
+                raise DataError("group_names", groups, "declare at least one group")
             if len(set(groups)) != len(groups):
                 raise DataError("group_names", groups, "group names must be distinct")
         index = {g: k for k, g in enumerate(groups)}
@@ -247,15 +289,14 @@ class Dataset:
             raise DataError("sensitive", unknown[0], f"row {row} is in a group not among "
                                                      f"group_names {groups}; add it to group_names")
         group = np.asarray([index[key] for key in keys], dtype=np.int64)[key_codes]
-        counts = np.bincount(group, minlength=len(groups))
-        if (counts == 0).any():
-            empty = [g for g, c in zip(groups, counts) if c == 0]
-            raise DataError("group_names", empty, "these declared groups have no rows; remove "
-                                                  "them or supply data for them")
+        # A declared group may have no rows: nothing is refused on the private counts.
         self._set(X, codes, raw, group, groups, label_values, fnames, snames)
-        first = np.zeros(len(groups), dtype=np.int64)
+        self.groups_declared = group_names is not None
+        self.labels_declared = bool(labels_declared)
+        first = np.full(len(groups), -1, dtype=np.int64)
         first[group[::-1]] = np.arange(n - 1, -1, -1)    # first row of every group
-        self._group_raw = {k: raw[first[k]] for k in range(len(groups))}
+        self._group_raw = {k: raw[first[k]] if first[k] >= 0 else _raw_of_name(groups[k], raw)
+                           for k in range(len(groups))}
 
     # -- construction helpers -----------------------------------------------------------
     def _set(self, X, y, raw, group, groups, label_values, fnames, snames):
@@ -264,6 +305,66 @@ class Dataset:
         self.X, self.y, self.sensitive, self.group = X, y, raw, group
         self.groups, self.label_values = list(groups), list(label_values)
         self.feature_names, self.sensitive_names = list(fnames), list(snames)
+
+    def _same_schema(self, new):
+        new._group_raw = self._group_raw
+        new.groups_declared, new.labels_declared = self.groups_declared, self.labels_declared
+        return new
+
+    # -- the public schema ----------------------------------------------------------------
+    def check_public_schema(self, privacy) -> None:
+        """Refuse a private use of a schema that was read from the private data.
+
+        The groups (and, under ``protect="row"``, the label set) are part of what a private
+        release may depend on only if they are public.  Read from the data, they are not: a
+        neighbour that removes the only row of a rare group changes ℓ's layout, and whether a
+        solve succeeds.  So, when ``privacy`` is private (finite ε):
+
+        * groups read from the sensitive column (no ``group_names=``) are refused under both
+          relations;
+        * a label set read from ``y`` (no ``labels=`` and labels other than 0/1) is refused
+          under ``protect="row"``, which protects y (``protect="sensitive"`` leaves y public).
+
+        Non-private runs (ε = ∞) may use an inferred schema.  Called by
+        :meth:`privfair.Problem.solve` and :meth:`privfair.Problem.plan` before anything is
+        planned or drawn.
+
+        Parameters
+        ----------
+        privacy : privfair.DP
+
+        Raises
+        ------
+        InvalidInputError
+            With ``field="group_names"`` or ``field="labels"`` and the fix (declare them).
+
+        Examples
+        --------
+        >>> import numpy as np, privfair as pf
+        >>> d = pf.Dataset(np.zeros((2, 1)), [0, 1], ["a", "b"])
+        >>> d.check_public_schema(pf.DP(float("inf")))           # non-private: allowed
+        >>> d.check_public_schema(pf.DP(1.0))
+        Traceback (most recent call last):
+        ...
+        privfair.errors.InvalidInputError: group_names=['a', 'b'] is invalid: ...
+        >>> pf.Dataset(np.zeros((2, 1)), [0, 1], ["a", "b"],
+        ...            group_names=["a", "b"]).check_public_schema(pf.DP(1.0))
+        """
+        if not getattr(privacy, "is_private", False):
+            return
+        if not self.groups_declared:
+            raise InvalidInputError(
+                "group_names", self.groups,
+                "the groups were read from the private sensitive column, so which groups exist "
+                "(and whether a solve succeeds) depends on the private data; declare the public "
+                "list of groups: pf.Dataset(..., group_names=[...]) (a declared group may have "
+                "no rows), or run non-privately with pf.DP(float('inf'))")
+        if getattr(privacy, "protect", None) == "row" and not self.labels_declared:
+            raise InvalidInputError(
+                "labels", self.label_values,
+                "the label set was read from y, which protect='row' protects; declare the public "
+                "label set: pf.Dataset(..., labels=[...]), or use protect='sensitive' (y public) "
+                "or pf.DP(float('inf'))")
 
     def take(self, rows) -> "Dataset":
         """The dataset restricted to ``rows`` (indices or boolean mask), same schema.
@@ -287,8 +388,7 @@ class Dataset:
         new = object.__new__(Dataset)
         new._set(self.X[rows], self.y[rows], self.sensitive[rows], self.group[rows],
                  self.groups, self.label_values, self.feature_names, self.sensitive_names)
-        new._group_raw = self._group_raw
-        return new
+        return self._same_schema(new)
 
     def with_row(self, i: int, *, x=None, group=None, label=None) -> "Dataset":
         """A neighbouring dataset: row ``i`` with new features, group and/or label.
@@ -310,7 +410,7 @@ class Dataset:
         if not isinstance(i, numbers.Integral) or not 0 <= i < self.n:
             raise InvalidInputError("i", i, f"pass a row index in [0, {self.n})")
         X, y, g = self.X.copy(), self.y.copy(), self.group.copy()
-        raw = self.sensitive.copy()   # a group's raw value came from this array, so it fits
+        raw = self.sensitive.copy()   # a group's raw value came from this array (or its name)
         if x is not None:
             row = _as_features(np.reshape(x, (1, -1)), None)[0][0]   # checks finite, numeric
             if row.shape != (self.n_features,):
@@ -324,12 +424,19 @@ class Dataset:
             if group not in self.groups:
                 raise DataError("group", group, f"choose one of {self.groups}")
             g[i] = self.groups.index(group)
-            raw[i] = self._group_raw[g[i]]
+            value = self._group_raw[g[i]]
+            try:
+                raw[i] = value
+                ok = np.asarray(raw[i]).tolist() == np.asarray(value).tolist()
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:    # an empty group's stand-in value does not fit the column's dtype
+                raw = raw.astype(object)
+                raw[i] = value
         new = object.__new__(Dataset)
         new._set(X, y, raw, g, self.groups, self.label_values, self.feature_names,
                  self.sensitive_names)
-        new._group_raw = self._group_raw
-        return new
+        return self._same_schema(new)
 
     def subsample(self, m: int, rng=None) -> "Dataset":
         """A uniform random subsample of ``m`` distinct rows (same schema).

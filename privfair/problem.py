@@ -67,7 +67,7 @@ class Problem:
     >>> import numpy as np, privfair as pf
     >>> rng = np.random.default_rng(0)
     >>> data = pf.Dataset(rng.normal(size=(40, 2)), rng.integers(0, 2, 40),
-    ...                   sensitive=np.repeat(["a", "b"], 20))
+    ...                   sensitive=np.repeat(["a", "b"], 20), group_names=["a", "b"])
     >>> r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 5), score=0), data)
     >>> prob = pf.Problem(pf.minimize(r.error()),
     ...                   [pf.abs(r.fp["a"] - r.fp["b"]) <= 0.05])
@@ -133,10 +133,12 @@ class Problem:
     def plan(self, privacy, backend: str = "auto", alpha: float = 0.05, **options):
         """Rank the backends for this problem; ``.explain()`` says why one is chosen.
 
-        See :func:`privfair.planner.plan`.
+        See :func:`privfair.planner.plan`.  Under a private ``privacy`` the data's schema must be
+        public (:meth:`privfair.Dataset.check_public_schema`).
         """
         from .planner import plan
 
+        self._check_public_schema(privacy)
         return plan(self, privacy, backend=backend, alpha=alpha, **options)
 
     def solve(self, privacy, backend: str = "auto", device: str = "cpu", seed=None,
@@ -161,11 +163,27 @@ class Problem:
         budget : privfair.privacy.BudgetFilter, optional
             The dataset's running budget; the solve reserves (ε, δ) from it before drawing any
             noise and spends nothing if it is refused or fails.
+
+        Raises
+        ------
+        InvalidInputError
+            Under a private ``privacy``, if the dataset's groups (or, under ``protect="row"``,
+            its labels) were read from the data instead of declared
+            (:meth:`privfair.Dataset.check_public_schema`); nothing is spent.
         """
         from .planner import solve
 
+        self._check_public_schema(privacy)
         return solve(self, privacy, backend=backend, device=device, seed=seed,
                      progress=progress, alpha=alpha, budget=budget, **options)
+
+    def _check_public_schema(self, privacy):
+        """The groups and labels a private solve depends on are declared, not read from the
+        private data (see :meth:`privfair.Dataset.check_public_schema`)."""
+        data = getattr(self.rates, "data", None)
+        check = getattr(data, "check_public_schema", None)
+        if check is not None:
+            check(privacy)
 
     def analyze(self, privacy, alpha: float = 0.05):
         """Compile the problem under a privacy requirement; see :func:`privfair.compiler.analyze`."""

@@ -16,7 +16,8 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> X = rng.normal(size=(400, 3)); a = rng.choice(["F", "M"], 400)
 >>> y = (X[:, 0] + 0.5 * (a == "M") + rng.normal(size=400) > 0).astype(int)
->>> clf = PrivateFairClassifier(decision_set="thresholds", epsilon=2.0, seed=0)
+>>> clf = PrivateFairClassifier(groups=["F", "M"], decision_set="thresholds", epsilon=2.0,
+...                             seed=0)
 >>> clf.fit(X, y, sensitive_features=a).predict_proba(X[:2]).shape
 (2, 2)
 >>> clf.certificate_.epsilon <= 2.0
@@ -33,6 +34,15 @@ Design
   ``classes_[1]``); ``sensitive_features`` is anything :class:`privfair.Dataset` accepts as
   ``sensitive`` (an array, a pandas Series or DataFrame — several columns form intersectional
   groups).  The sensitive attribute is used only to fit: the fitted rule never reads it.
+* The schema is public.  The groups are the ``groups`` parameter, never read from the private
+  ``sensitive_features``: a private fit (finite ε) with sensitive features and without
+  ``groups`` raises :class:`~privfair.errors.InvalidInputError` naming ``groups``, and a
+  declared group may have no rows in the data (whether a fit succeeds or is refused depends on
+  the declared groups only).  Only the non-private reference fit (ε = ∞) reads them from the
+  data.  ``classes`` declares the two labels ``[negative, positive]`` likewise; left out,
+  ``classes_`` is ``np.unique(y)`` (scikit-learn's convention), which is public under
+  ``protect="sensitive"`` (y is not protected) but read from protected data under
+  ``protect="row"``, where ``fit`` warns (:class:`UndeclaredClassesWarning`).
 * ``decision_set="cells"`` (default): randomized rules on the cells of a public score × a private
   proxy of the group (:class:`privfair.ProxyCells`, the ``cells`` backend; two groups,
   ``protect="sensitive"``).  ``decision_set="thresholds"``: thresholds on a score, on the fixed
@@ -72,7 +82,8 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def _validate_data(estimator, *args, **kwargs):
         return estimator._validate_data(*args, **kwargs)
 
-__all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning"]
+__all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning",
+           "UndeclaredClassesWarning"]
 
 _CONSTRAINTS = ("equalized_odds", "demographic_parity", None)
 _DECISION_SETS = ("cells", "thresholds")
@@ -81,6 +92,12 @@ _DECISION_SETS = ("cells", "thresholds")
 class NoSensitiveFeaturesWarning(UserWarning):
     """``fit`` was called without ``sensitive_features``: an unconstrained fit (see the module
     docstring)."""
+
+
+class UndeclaredClassesWarning(UserWarning):
+    """A private fit under ``protect="row"`` read its two classes from y, which that relation
+    protects: which labels occur (and a refusal when only one does) depends on the private
+    data.  Declare them: ``PrivateFairClassifier(classes=[negative, positive])``."""
 
 
 class ConstantRuleWarning(UserWarning):
@@ -163,13 +180,25 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     seed : int or None, default None
         Seed for reproducible noise (tests and examples, not real releases); ``None`` draws from
         the operating system.
+    groups : list or None, default None
+        The public list of groups (the values of the sensitive attribute, as strings; several
+        attributes: ``"v1|v2"``), in the order the problem uses.  Required for a private fit
+        with ``sensitive_features`` (the set of groups is part of the public schema and is never
+        read from the private column); a declared group may have no rows.  ``None`` is allowed
+        for the non-private reference fit (``epsilon=inf``), which reads them from the data.
+    classes : sequence of two labels or None, default None
+        The public labels ``[negative, positive]`` (``classes_``; the positive class is
+        ``classes[1]``); every y must be one of them, and y may hold only one of them.
+        ``None``: ``np.unique(y)``, which must have two values (warns under ``protect="row"``
+        with a finite ε, where y is private: :class:`UndeclaredClassesWarning`).
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
+    classes_ : ndarray of shape (2,) -- ``classes`` when declared, else ``np.unique(y)``
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X was a DataFrame with string column names)
-    groups_ : list of str -- the groups of the sensitive attribute (``["all"]`` without one)
+    groups_ : list of str -- the declared ``groups`` as strings (read from the data only when
+        ε = ∞ and ``groups`` is None; ``["all"]`` without sensitive features)
     problem_ : privfair.Problem -- the problem solved
     result_ : privfair.Result -- the fitted (randomized) decision
     certificate_ : privfair.privacy.Certificate -- the privacy proof of the fit
@@ -179,7 +208,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, constraint="equalized_odds", level=0.03, epsilon=1.0, delta=None,
                  protect="sensitive", backend="auto", decision_set="cells", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
-                 seed=None):
+                 seed=None, groups=None, classes=None):
+        self.groups = groups
+        self.classes = classes
         self.constraint = constraint
         self.level = level
         self.epsilon = epsilon
@@ -220,6 +251,22 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         _check_real("alpha", self.alpha, 0.0, math.inf, low_open=True)
         if self.seed is not None:
             _check_int("seed", self.seed, 0)
+        for name in ("groups", "classes"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                raise InvalidInputError(name, value, f"pass a list, e.g. {name}="
+                                        + ("['F', 'M']" if name == "groups" else "[0, 1]"))
+            items = list(value)
+            if name == "groups":
+                names = [str(g) for g in items]
+                if len(names) < 2 or len(set(names)) != len(names):
+                    raise InvalidInputError("groups", value, "declare at least two distinct "
+                                            "groups, e.g. groups=['F', 'M']")
+            elif len(items) != 2 or items[0] == items[1]:
+                raise InvalidInputError("classes", value, "declare the two labels "
+                                        "[negative, positive], e.g. classes=[0, 1]")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -248,16 +295,39 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         import privfair as pf
 
         self._check_params()
+        private = not math.isinf(float(self.epsilon))
+        if sensitive_features is not None and self.groups is None and private:
+            # the set of groups is public schema: never read it from the private column
+            raise InvalidInputError(
+                "groups", None, "a private fit needs the public list of groups, declared — it is "
+                "never read from the private sensitive_features (which groups occur is private): "
+                "pass PrivateFairClassifier(groups=[...], ...), e.g. groups=['F', 'M'] (a "
+                "declared group may have no rows), or epsilon=float('inf') for a non-private "
+                "reference fit")
         X, y = _validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y")
-        if y_type not in ("binary",) and np.unique(y).size > 2:
-            raise ValueError("Only binary classification is supported. The type of the target "
-                             f"is {y_type}.")
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"y has only one class ({classes[0]!r}); PrivateFairClassifier "
-                             "needs samples of both classes")
+        if self.classes is not None:
+            classes = np.asarray(list(self.classes))
+            outside = ~np.isin(y, classes)
+            if outside.any():
+                i = int(np.flatnonzero(outside)[0])
+                raise DataError("y", y[i], f"row {i} has a label outside the declared classes "
+                                f"{list(self.classes)}; fix it or declare classes=[...] with it")
+        else:
+            y_type = type_of_target(y, input_name="y")
+            if y_type not in ("binary",) and np.unique(y).size > 2:
+                raise ValueError("Only binary classification is supported. The type of the "
+                                 f"target is {y_type}.")
+            classes = np.unique(y)
+            if classes.size < 2:
+                raise ValueError(f"y has only one class ({classes[0]!r}); PrivateFairClassifier "
+                                 "needs samples of both classes, or declared classes=[...]")
+            if private and self.protect == "row":
+                warnings.warn("the classes were read from y, which protect='row' protects: which "
+                              "labels occur (and a refusal when only one does) depends on the "
+                              "private data; declare them: PrivateFairClassifier(classes="
+                              f"{classes.tolist()!r})", UndeclaredClassesWarning,
+                              stacklevel=2)
         self.classes_ = classes
         y01 = (y == classes[1]).astype(np.int64)
         names = getattr(self, "feature_names_in_", None)
@@ -272,10 +342,19 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                           "sensitive_features=... for a private fair fit",
                           NoSensitiveFeaturesWarning, stacklevel=2)
             data = pf.Dataset(X, y01, np.full(n, "all", dtype=object), labels=[0, 1],
-                              feature_names=names)
+                              feature_names=names, group_names=["all"])
         else:
-            data = pf.Dataset(X, y01, sensitive_features, labels=[0, 1], feature_names=names)
-            if data.n_groups < 2:
+            declared = None if self.groups is None else [str(g) for g in self.groups]
+            try:
+                data = pf.Dataset(X, y01, sensitive_features, labels=[0, 1], feature_names=names,
+                                  group_names=declared)
+            except DataError as err:
+                if declared is None or err.field != "sensitive":
+                    raise
+                raise DataError("sensitive_features", err.value,
+                                f"a row's group is not among the declared groups={declared}: "
+                                "add it to groups (or fix the row)") from None
+            if data.n_groups < 2:       # inferred groups only (declared ones are checked ≥ 2)
                 raise DataError("sensitive_features", f"one group {data.groups}",
                                 "a fairness constraint needs at least two groups; omit "
                                 "sensitive_features for an unconstrained fit")

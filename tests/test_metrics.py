@@ -57,8 +57,9 @@ def fitted():
                       "proxy": rng.normal(size=n) + 1.0 * (sex == "Male")})
     y = pd.Series((X["age"] + 0.5 * X["proxy"] + rng.normal(scale=0.8, size=n) > 0.4)
                   .astype(int), name="y")
-    clf = PrivateFairClassifier(decision_set="thresholds", constraint="equalized_odds",
-                                level=0.05, epsilon=2.0, backend="exponential", seed=0)
+    clf = PrivateFairClassifier(groups=["Female", "Male"], decision_set="thresholds",
+                                constraint="equalized_odds", level=0.05, epsilon=2.0,
+                                backend="exponential", seed=0)
     clf.fit(X, y, sensitive_features=sex)
     return X, y, sex, race, clf
 
@@ -99,8 +100,9 @@ def test_metricframe_agrees_on_expected_predictions(fitted):
     from privfair.sklearn import PrivateFairClassifier
 
     X, y, sex, _, _ = fitted
-    clf = PrivateFairClassifier(decision_set="cells", constraint="demographic_parity", level=0.1,
-                                epsilon=4.0, seed=0).fit(X, y, sensitive_features=sex)
+    clf = PrivateFairClassifier(groups=["Female", "Male"], decision_set="cells",
+                                constraint="demographic_parity", level=0.1, epsilon=4.0,
+                                seed=0).fit(X, y, sensitive_features=sex)
     q = clf.predict_proba(X)[:, 1]
     assert np.any((q > 0) & (q < 1))               # a randomized rule: fractional predictions
     yv, av = y.to_numpy(), sex.to_numpy()

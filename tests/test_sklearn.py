@@ -33,8 +33,10 @@ row_sum = RowSum()
 # ------------------------------------------------------------------ scikit-learn's checks
 # The checks call fit(X, y) without sensitive_features: the documented fallback (an
 # unconstrained threshold fit, non-private under protect="sensitive").  The second instance runs
-# the same checks through a private solve (protect="row", a public score, ε = 1).
+# the same checks through a private solve (protect="row", a public score, ε = 1); the checks vary
+# the labels, so it cannot declare classes=[...] and warns that they were read from y.
 @pytest.mark.filterwarnings("ignore::privfair.sklearn.NoSensitiveFeaturesWarning")
+@pytest.mark.filterwarnings("ignore::privfair.sklearn.UndeclaredClassesWarning")
 @parametrize_with_checks([
     PrivateFairClassifier(seed=0),
     PrivateFairClassifier(protect="row", decision_set="thresholds", public_score=row_sum,
@@ -67,8 +69,8 @@ def data():
 ])
 def test_private_fair_fit(data, decision_set, constraint):
     X, y, a = data
-    clf = PrivateFairClassifier(decision_set=decision_set, constraint=constraint, epsilon=2.0,
-                                seed=0)
+    clf = PrivateFairClassifier(groups=["F", "M"], decision_set=decision_set,
+                                constraint=constraint, epsilon=2.0, seed=0)
     assert clf.fit(X, y, sensitive_features=a) is clf
     proba = clf.predict_proba(X)
     assert proba.shape == (len(X), 2)
@@ -91,7 +93,8 @@ def test_private_fair_fit(data, decision_set, constraint):
 def test_string_labels_and_positive_class(data):
     X, y, a = data
     labels = np.where(y == 1, "yes", "no")
-    clf = PrivateFairClassifier(decision_set="thresholds", backend="exponential", seed=0)
+    clf = PrivateFairClassifier(groups=["F", "M"], decision_set="thresholds",
+                                backend="exponential", seed=0)
     clf.fit(X, labels, sensitive_features=a)
     assert list(clf.classes_) == ["no", "yes"]
     p = clf.predict_proba(X)[:, 1]
@@ -100,7 +103,7 @@ def test_string_labels_and_positive_class(data):
 
 def test_seed_makes_fits_reproducible(data):
     X, y, a = data
-    kw = dict(decision_set="cells", seed=3)
+    kw = dict(groups=["F", "M"], decision_set="cells", seed=3)
     p1 = PrivateFairClassifier(**kw).fit(X, y, sensitive_features=a).predict_proba(X)
     p2 = PrivateFairClassifier(**kw).fit(X, y, sensitive_features=a).predict_proba(X)
     np.testing.assert_array_equal(p1, p2)
@@ -110,20 +113,22 @@ def test_non_private_reference_and_row_privacy(data):
     X, y, a = data
     ref = PrivateFairClassifier(decision_set="thresholds", epsilon=float("inf"),
                                 backend="exponential").fit(X, y, sensitive_features=a)
-    assert not ref.certificate_.is_private
-    row = PrivateFairClassifier(decision_set="thresholds", protect="row", public_score=row_sum,
-                                backend="exponential", seed=0).fit(X, y, sensitive_features=a)
+    assert not ref.certificate_.is_private and ref.groups_ == ["F", "M"]   # ε = ∞: inferred
+    row = PrivateFairClassifier(groups=["F", "M"], classes=[0, 1], decision_set="thresholds",
+                                protect="row", public_score=row_sum, backend="exponential",
+                                seed=0).fit(X, y, sensitive_features=a)
     assert row.certificate_.relation == "row"
 
 
 def test_three_groups_thresholds_constrain_every_pair():
     X, y, a = synthetic(n=900, groups=("a", "b", "c"))
-    clf = PrivateFairClassifier(decision_set="thresholds", constraint="demographic_parity",
-                                backend="exponential", seed=0).fit(X, y, sensitive_features=a)
+    clf = PrivateFairClassifier(groups=["a", "b", "c"], decision_set="thresholds",
+                                constraint="demographic_parity", backend="exponential",
+                                seed=0).fit(X, y, sensitive_features=a)
     assert clf.groups_ == ["a", "b", "c"]
     assert str(clf.problem_.g[0]).count("selection") == 6        # 3 pairs × 2 terms
-    with pytest.raises(InvalidInputError, match="decision_set='thresholds'"):
-        PrivateFairClassifier(seed=0).fit(X, y, sensitive_features=a)   # cells: 2 groups only
+    with pytest.raises(InvalidInputError, match="decision_set='thresholds'"):   # cells: 2 groups
+        PrivateFairClassifier(groups=["a", "b", "c"], seed=0).fit(X, y, sensitive_features=a)
 
 
 # ------------------------------------------------------------------ pandas
@@ -132,7 +137,8 @@ def test_pandas_inputs_keep_column_names(data):
     X, y, a = data
     cols = ["age", "hours", "score", "zip_income"]
     Xdf = pd.DataFrame(X, columns=cols)
-    clf = PrivateFairClassifier(decision_set="thresholds", backend="exponential", seed=0)
+    clf = PrivateFairClassifier(groups=["F", "M"], decision_set="thresholds",
+                                backend="exponential", seed=0)
     clf.fit(Xdf, pd.Series(y, name="label"), sensitive_features=pd.Series(a, name="sex"))
     assert list(clf.feature_names_in_) == cols
     assert clf.problem_.rates.data.feature_names == cols
@@ -148,8 +154,9 @@ def test_pandas_dataframe_of_sensitive_features_is_intersectional(data):
     X, y, a = data
     race = np.where(np.arange(len(a)) % 3 == 0, "B", "W")
     sf = pd.DataFrame({"sex": a, "race": race})
-    clf = PrivateFairClassifier(decision_set="thresholds", constraint="demographic_parity",
-                                backend="exponential", seed=0).fit(X, y, sensitive_features=sf)
+    clf = PrivateFairClassifier(groups=["F|B", "F|W", "M|B", "M|W"], decision_set="thresholds",
+                                constraint="demographic_parity", backend="exponential",
+                                seed=0).fit(X, y, sensitive_features=sf)
     assert clf.groups_ == ["F|B", "F|W", "M|B", "M|W"]
 
 
@@ -158,7 +165,7 @@ def test_pipeline_routes_sensitive_features(data):
     from sklearn.preprocessing import StandardScaler
 
     X, y, a = data
-    pipe = make_pipeline(StandardScaler(), PrivateFairClassifier(seed=0))
+    pipe = make_pipeline(StandardScaler(), PrivateFairClassifier(groups=["F", "M"], seed=0))
     pipe.fit(X, y, privatefairclassifier__sensitive_features=a)
     assert pipe.predict_proba(X).shape == (len(X), 2)
     assert pipe[-1].certificate_.is_private
@@ -167,9 +174,11 @@ def test_pipeline_routes_sensitive_features(data):
 # ------------------------------------------------------------------ sklearn conventions
 def test_get_params_set_params_clone_and_pickle(data):
     X, y, a = data
-    clf = PrivateFairClassifier(constraint="demographic_parity", level=0.05, epsilon=0.5, seed=1)
+    clf = PrivateFairClassifier(constraint="demographic_parity", level=0.05, epsilon=0.5, seed=1,
+                                groups=["F", "M"])
     params = clf.get_params()
     assert params["constraint"] == "demographic_parity" and params["level"] == 0.05
+    assert params["groups"] == ["F", "M"] and params["classes"] is None
     assert params["epsilon"] == 0.5 and params["decision_set"] == "cells"
     assert clf.set_params(level=0.1) is clf and clf.level == 0.1
     twin = clone(clf)
@@ -204,10 +213,16 @@ def test_missing_sensitive_features_warns_and_spends_nothing(data):
     ({"seed": -1}, InvalidInputError, "seed"),
     ({"backend": "nope"}, InvalidInputError, "backend"),
     ({"decision_set": "thresholds", "protect": "row"}, InvalidInputError, "public_score"),
+    ({"groups": "FM"}, InvalidInputError, "groups"),
+    ({"groups": ["F"]}, InvalidInputError, "groups"),
+    ({"groups": ["F", "F"]}, InvalidInputError, "groups"),
+    ({"groups": None}, InvalidInputError, "groups"),              # private fit: groups needed
+    ({"classes": [0, 1, 2]}, InvalidInputError, "classes"),
+    ({"classes": 1}, InvalidInputError, "classes"),
 ])
 def test_bad_hyper_parameters_raise_typed_errors_in_fit(data, params, error, field):
     X, y, a = data
-    clf = PrivateFairClassifier(**params)                 # __init__ only stores
+    clf = PrivateFairClassifier(**{"groups": ["F", "M"], **params})   # __init__ only stores
     with pytest.raises(error, match=field):
         clf.fit(X, y, sensitive_features=a)
     assert not hasattr(clf, "result_")
@@ -215,12 +230,19 @@ def test_bad_hyper_parameters_raise_typed_errors_in_fit(data, params, error, fie
 
 def test_bad_data_raises_typed_errors(data):
     X, y, a = data
+    fm = PrivateFairClassifier(groups=["F", "M"])
     with pytest.raises(DataError, match="sensitive"):
-        PrivateFairClassifier().fit(X, y, sensitive_features=a[:-1])
-    with pytest.raises(DataError, match="two groups"):
-        PrivateFairClassifier().fit(X, y, sensitive_features=np.full(len(a), "F"))
+        fm.fit(X, y, sensitive_features=a[:-1])
+    with pytest.raises(DataError, match="sensitive_features") as e:       # outside the schema
+        fm.fit(X, y, sensitive_features=np.where(a == "M", "X", a))
+    assert "groups" in e.value.fix
+    with pytest.raises(DataError, match="two groups"):      # inferred (ε = ∞): one group found
+        PrivateFairClassifier(epsilon=float("inf")).fit(X, y, sensitive_features=np.full(len(a), "F"))
     with pytest.raises(ValueError, match="Only binary"):
-        PrivateFairClassifier().fit(X, np.arange(len(X)) % 3, sensitive_features=a)
+        fm.fit(X, np.arange(len(X)) % 3, sensitive_features=a)
+    with pytest.raises(DataError, match="classes"):         # a label outside declared classes
+        PrivateFairClassifier(groups=["F", "M"], classes=[0, 1]).fit(
+            X, np.arange(len(X)) % 3, sensitive_features=a)
 
 
 def test_lazy_attribute_on_the_package():
@@ -234,6 +256,6 @@ def test_a_constant_private_fit_warns():
 
     X, y, a = synthetic(n=1500, seed=3)
     with pytest.warns(ConstantRuleWarning, match="constant rule"):
-        clf = PrivateFairClassifier(epsilon=0.2, level=0.01, seed=0).fit(
+        clf = PrivateFairClassifier(groups=["F", "M"], epsilon=0.2, level=0.01, seed=0).fit(
             X, y, sensitive_features=a)
     assert np.ptp(clf.predict_proba(X)[:, 1]) < 1e-9
