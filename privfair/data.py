@@ -395,8 +395,8 @@ class Dataset:
 
         Changing only ``group`` gives a neighbour under the "sensitive" relation; changing any
         of the three, one under the "row" relation.  The schema is kept, so groups may become
-        empty (neighbours of a valid dataset need not be valid inputs).  Used by audits and by
-        the brute-force sensitivity tests.
+        empty, as a declared group may be in any dataset.  Used by audits and by the
+        brute-force sensitivity tests.
 
         Examples
         --------

@@ -61,8 +61,8 @@ class InvalidInputError(PrivfairError, ValueError):
 
 
 class DataError(InvalidInputError):
-    """A dataset is malformed: NaN or infinite features, labels outside the declared set,
-    columns of the wrong length, empty groups."""
+    """A dataset is malformed: NaN or infinite features, labels or groups outside the declared
+    set, columns of the wrong length.  (A declared group with no rows is valid.)"""
 
 
 class InvalidPrivacyError(InvalidInputError):
