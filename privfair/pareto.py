@@ -54,8 +54,18 @@ class ParetoTable:
     def to_markdown(self):
         return "\n".join(markdown_table(self.HEADER, self.rows()))
 
+    #: one (marker, colour) per privacy level, in increasing ε; cycled beyond six levels
+    STYLES = (("o", "#1f77b4"), ("s", "#d62728"), ("^", "#2ca02c"), ("D", "#9467bd"),
+              ("v", "#ff7f0e"), ("P", "#17becf"))
+
     def plot(self, ax=None):
-        """Error against violation, one series per ε, frontier points joined."""
+        """Objective against violation, one series per ε; each ε's frontier (★) joined.
+
+        Every ε stays visible where points coincide (two ε often reach the same decision):
+        each level has its own marker and colour, markers are hollow, and a smaller ε is
+        drawn larger and underneath, so coinciding points show as nested outlines.  The
+        frontier points are star markers joined by a line in order of violation (a one-point
+        frontier is a star)."""
         import matplotlib
 
         matplotlib.use("Agg", force=False)
@@ -63,17 +73,27 @@ class ParetoTable:
 
         fig = None
         if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 4))
-        for eps in sorted({p.epsilon for p in self.points}):
+            fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        levels = sorted({p.epsilon for p in self.points})
+        dashes = ("-", "--", ":", "-.")
+        for i, eps in enumerate(levels):
+            marker, colour = self.STYLES[i % len(self.STYLES)]
+            big = (len(levels) - 1 - i) / max(1, len(levels) - 1)    # 1 for the smallest ε
             pts = [p for p in self.points if p.epsilon == eps]
-            sc = ax.scatter([p.violation for p in pts], [p.error for p in pts], s=18,
-                            label=f"ε={eps:g}")
-            fr = sorted((p for p in pts if p.frontier), key=lambda p: p.violation)
-            ax.plot([p.violation for p in fr], [p.error for p in fr], color=sc.get_facecolor()[0])
+            z = 2 + i                                    # larger (smaller ε) underneath
+            ax.scatter([p.violation for p in pts], [p.error for p in pts], s=30 + 110 * big,
+                       marker=marker, facecolors="none", edgecolors=colour, linewidths=1.5,
+                       zorder=z, label=f"ε={eps:g}")
+            fr = sorted((p for p in pts if p.frontier), key=lambda p: (p.violation, p.error))
+            ax.plot([p.violation for p in fr], [p.error for p in fr], color=colour, alpha=0.85,
+                    lw=1.2 + 2.0 * big, ls=dashes[i % len(dashes)], marker="*",
+                    markersize=7 + 9 * big, markerfacecolor=colour, markeredgecolor="k",
+                    markeredgewidth=0.5, zorder=z + 0.5, label=f"ε={eps:g} frontier (★)")
         ax.set_xlabel("constraint violation max(0, g)")
         ax.set_ylabel("objective f")
-        ax.set_title("error–violation frontier")
-        ax.legend(fontsize=8)
+        ax.set_title("objective–violation frontier (★: not dominated at its ε)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
         return fig if fig is not None else ax.figure
 
 

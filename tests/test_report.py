@@ -241,3 +241,41 @@ def test_pareto_frontier_table_and_plot(data, tmp_path):
     assert rep.to_html().count("data:image/png;base64,") == 2
     with pytest.raises(InvalidInputError):
         pf.pareto(lambda c: build(data, c), [], [0.1])
+
+
+def _frontier_with_coinciding_levels():
+    from privfair.pareto import ParetoPoint, ParetoTable
+
+    pts = []
+    for eps in (1.0, 4.0):                    # ε = 1 and ε = 4 reach the same two points
+        pts += [ParetoPoint(eps, 0.05, "exponential", 0.20, 0.01),
+                ParetoPoint(eps, 0.30, "exponential", 0.15, 0.05)]
+    pts.append(ParetoPoint(0.5, 0.05, "exponential", 0.25, 0.02))   # a one-point frontier
+    return ParetoTable(pts)
+
+
+def test_pareto_plot_shows_every_epsilon_and_its_starred_frontier():
+    """#20: the plot hid ε = 1 under ε = 4 (same marker, colour cycle, size, drawn on top) and
+    drew no starred frontier (a one-point frontier was an invisible line)."""
+    from matplotlib.collections import PathCollection
+
+    table = _frontier_with_coinciding_levels()
+    ax = table.plot().axes[0]
+    series = [c for c in ax.collections if isinstance(c, PathCollection)]
+    by = {c.get_label(): c for c in series}
+    assert set(by) == {"ε=0.5", "ε=1", "ε=4"}
+    # distinct marker shape and colour per ε, hollow, so coinciding points stay visible
+    paths = {lab: tuple(map(tuple, c.get_paths()[0].vertices.round(3))) for lab, c in by.items()}
+    colours = {lab: tuple(c.get_edgecolor()[0]) for lab, c in by.items()}
+    assert len(set(paths.values())) == 3 and len(set(colours.values())) == 3
+    assert all(len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0 for c in series)
+    # ε = 1 is drawn larger and underneath ε = 4 (nested outlines where they coincide)
+    assert by["ε=1"].get_sizes()[0] > by["ε=4"].get_sizes()[0]
+    assert by["ε=1"].get_zorder() < by["ε=4"].get_zorder()
+    # each ε's frontier: star markers joined in order of violation, including a single point
+    for eps in (0.5, 1.0, 4.0):
+        line = next(ln for ln in ax.get_lines() if ln.get_label() == f"ε={eps:g} frontier (★)")
+        assert line.get_marker() == "*"
+        fr = sorted((p.violation, p.error) for p in table.points
+                    if p.epsilon == eps and p.frontier)
+        assert list(zip(line.get_xdata(), line.get_ydata())) == fr
