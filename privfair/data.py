@@ -352,14 +352,15 @@ class Dataset:
         """
         if not getattr(privacy, "is_private", False):
             return
-        if not self.groups_declared:
+        if not getattr(self, "groups_declared", False):     # (a dataset pickled before the flag)
             raise InvalidInputError(
                 "group_names", self.groups,
                 "the groups were read from the private sensitive column, so which groups exist "
                 "(and whether a solve succeeds) depends on the private data; declare the public "
                 "list of groups: pf.Dataset(..., group_names=[...]) (a declared group may have "
                 "no rows), or run non-privately with pf.DP(float('inf'))")
-        if getattr(privacy, "protect", None) == "row" and not self.labels_declared:
+        labels_declared = getattr(self, "labels_declared", False)
+        if getattr(privacy, "protect", None) == "row" and not labels_declared:
             raise InvalidInputError(
                 "labels", self.label_values,
                 "the label set was read from y, which protect='row' protects; declare the public "
