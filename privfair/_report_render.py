@@ -129,7 +129,14 @@ def _formulas(rep):
     if rep.eo is not None:
         out.append(("[A] Cor 8.9 (order)", rep.eo["formula_A"], {}))
         out.append(("[J] (order)", rep.eo["formula_J"], {}))
-    return [(t, e, sp.latex(e), v) for t, e, v in out]
+    seen, once = set(), []
+    for t, e, v in out:           # each formula once: the EO orders repeat Cor 8.9 / Cor C.2
+        e = simplify_piecewise(e)
+        key = sp.srepr(getattr(e, "rhs", e))
+        if key not in seen:
+            seen.add(key)
+            once.append((t, e, sp.latex(e), v))
+    return once
 
 
 def to_markdown(rep):
@@ -148,6 +155,76 @@ def to_markdown(rep):
     if rep.pareto is not None:
         lines += ["", "## Error–violation frontier", "", rep.pareto.to_markdown()]
     return "\n".join(lines + [""] + [f"- {x}" for x in _footer(rep)])
+
+
+# ------------------------------------------------------------------------------ formulas
+def simplify_piecewise(expr):
+    """``expr`` with every Piecewise whose first branch always holds replaced by that branch
+    (``Piecewise((x, True))`` → x); other Piecewise are kept (MathML shows them as cases)."""
+    import sympy as sp
+
+    def trivial(e):
+        return isinstance(e, sp.Piecewise) and e.args and e.args[0].cond is sp.true
+
+    try:
+        return expr.replace(trivial, lambda e: e.args[0].expr)
+    except AttributeError:   # not a sympy expression
+        return expr
+
+
+def _printer():
+    """A sympy presentation-MathML printer that writes Piecewise as cases (sympy's own prints
+    the text ``piecewise((…, …), (…, True))``)."""
+    from sympy.printing.mathml import MathMLPresentationPrinter
+
+    class Printer(MathMLPresentationPrinter):
+        def _text(self, tag, text):
+            el = self.dom.createElement(tag)
+            el.appendChild(self.dom.createTextNode(text))
+            return el
+
+        def _print_Piecewise(self, expr):
+            import sympy as sp
+
+            if len(expr.args) == 1 and expr.args[0].cond is sp.true:
+                return self._print(expr.args[0].expr)
+            table = self.dom.createElement("mtable")
+            table.setAttribute("columnalign", "left left")
+            for piece in expr.args:
+                tr = self.dom.createElement("mtr")
+                value = self.dom.createElement("mtd")
+                value.appendChild(self._print(piece.expr))
+                cond = self.dom.createElement("mtd")
+                if piece.cond is sp.true:
+                    cond.appendChild(self._text("mtext", "\u2003otherwise"))
+                else:
+                    row = self.dom.createElement("mrow")
+                    row.appendChild(self._text("mtext", "\u2003if\u2002"))
+                    row.appendChild(self._print(piece.cond))
+                    cond.appendChild(row)
+                tr.appendChild(value)
+                tr.appendChild(cond)
+                table.appendChild(tr)
+            mrow = self.dom.createElement("mrow")
+            brace = self._text("mo", "{")
+            brace.setAttribute("stretchy", "true")
+            mrow.appendChild(brace)
+            mrow.appendChild(table)
+            return mrow
+
+    return Printer({})
+
+
+def formula_mathml(expr):
+    """One formula as ``<math>``: presentation MathML, its LaTeX source kept as an
+    ``<annotation>`` (not displayed) for copying and for readers without MathML."""
+    import sympy as sp
+
+    expr = simplify_piecewise(expr)
+    body = _printer().doprint(expr)
+    tex = html.escape(sp.latex(expr))
+    return (f"<math><semantics><mrow>{body}</mrow>"
+            f"<annotation encoding='application/x-tex'>{tex}</annotation></semantics></math>")
 
 
 # ------------------------------------------------------------------------------ figures
@@ -204,8 +281,6 @@ def figures(rep):
 
 
 def to_html(rep):
-    from sympy.printing.mathml import mathml
-
     e = html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
              f"<title>{e(_header(rep))}</title><style>body{{font-family:sans-serif;margin:2em}}"
@@ -222,12 +297,12 @@ def to_html(rep):
     if rep.theorems:
         parts.append("<h2>Theorem notes</h2><ul>" + "".join(f"<li>{e(x)}</li>"
                                                           for x in _theorem_notes(rep)) + "</ul>")
-    parts.append("<h2>Formulas</h2><ul>")
+    parts.append("<h2>Formulas</h2><p class='note'>Each formula once, as MathML; its LaTeX "
+                 "source is embedded in the formula (an annotation) for copying.</p><ul>")
     for title, expr, tex, vals in _formulas(rep):
         extra = (" with " + ", ".join(f"{k}={_r(v) if isinstance(v, float) else v}"
                                       for k, v in vals.items())) if vals else ""
-        parts.append(f"<li>{e(title)}: <math>{mathml(expr, printer='presentation')}</math>"
-                     f" <code>{e(tex)}</code>{e(extra)}</li>")
+        parts.append(f"<li>{e(title)}: {formula_mathml(expr)}{e(extra)}</li>")
     parts.append("</ul>")
     for title, b64 in figures(rep):
         parts.append(f"<h2>{e(title)}</h2><img alt='{e(title)}' src='data:image/png;base64,{b64}'>")

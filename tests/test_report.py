@@ -143,6 +143,60 @@ def test_html_is_self_contained_with_png_figures(rep, tmp_path):
         assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def cells_data(n, seed=0):
+    """Two features (a score and a group proxy): a problem for the cells backend, whose bound
+    is a Piecewise formula and, at this n, vacuous."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b"], n)
+    x = np.c_[rng.normal(size=n) + 0.8 * (a == "a"), (a == "a") + rng.normal(scale=0.5, size=n)]
+    y = (x[:, 0] + rng.normal(scale=0.8, size=n) > 0.5).astype(int)
+    return pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+
+
+def cells_problem(data):
+    r = pf.rates(pf.ProxyCells(5, 2), data)
+    return pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+
+
+@pytest.fixture(scope="module")
+def cells_rep():
+    return pf.report(cells_problem(cells_data(2000)), PRIV, alpha=ALPHA, measure=False)
+
+
+def test_html_shows_each_formula_once_as_mathml(rep, cells_rep):
+    """#20: each formula was shown twice (MathML, then its LaTeX source as visible text)."""
+    import html as _html
+
+    from privfair._report_render import _formulas
+
+    for r in (rep, cells_rep):
+        page = r.to_html()
+        assert "<code>" not in page
+        for _, _, tex, _ in _formulas(r):
+            esc = _html.escape(tex)
+            assert page.count(esc) == 1, tex            # once, and only as an annotation
+            i = page.index(esc)
+            assert page.rfind("<annotation encoding='application/x-tex'>", 0, i) > \
+                page.rfind("</annotation>", 0, i)
+
+
+def test_piecewise_formulas_render_as_cases(cells_rep):
+    """#20: a Piecewise bound (cells: ∞ unless n·q > S) was printed as the text
+    'piecewise((…, …), (∞, True))'; it is a MathML table of cases, and a Piecewise whose first
+    branch always holds is that branch."""
+    import sympy as sp
+
+    from privfair._report_render import formula_mathml, simplify_piecewise
+
+    page = cells_rep.to_html()
+    assert "piecewise" not in page.lower()
+    assert "<mtable" in page and "otherwise" in page
+    x = sp.Symbol("x")
+    trivial = sp.Piecewise((x + 1, sp.true), evaluate=False)
+    assert simplify_piecewise(2 * trivial) == 2 * (x + 1)
+    assert "piecewise" not in formula_mathml(sp.Eq(sp.Symbol("y"), trivial)).lower()
+
+
 NO_CHROMIUM = not (shutil.which("chromium") or shutil.which("chromium-browser"))
 
 
