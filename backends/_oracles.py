@@ -590,7 +590,9 @@ class Bound:
             self.proven, self.why = False, ("the smooth surrogate's distance to h is not proven "
                                             "(several constraints, or an unsupported rewrite)")
         elif all(self.beta.get(q) is None for q in self.D):
-            self.proven, self.why = False, f"h_s is not provably smooth: {analysis.reasons}"
+            why = "; ".join(f"{k}: {v}" for k, v in analysis.reasons.items()
+                            if k.startswith("smoothness")) or "no constant proven"
+            self.proven, self.why = False, f"h_s is not provably smooth: {why}"
         if kind == "finite":
             self.m = len(problem.rates.decisions)
             self.sens_h = analysis.sensitivity("h_smooth")

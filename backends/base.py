@@ -60,6 +60,13 @@ class Plan:
     notes: list = field(default_factory=list)
 
     def explain(self) -> str:
+        """The plan in a few lines, each wrapped to ``privfair._text.WIDTH`` characters."""
+        from privfair._text import wrap_text
+
+        return wrap_text("\n".join(self.explain_lines()))
+
+    def explain_lines(self) -> list:
+        """The unwrapped lines of :meth:`explain` (callers that indent them wrap afterwards)."""
         lines = [f"{self.backend}: predicted excess risk {self.predicted_excess_risk:.4g} "
                  f"({self.theorem})"]
         if self.params:
@@ -67,7 +74,7 @@ class Plan:
         for what, eps, delta in self.budget:
             lines.append(f"  spends ε={eps:.4g}, δ={delta:.3g} on {what}")
         lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return lines
 
 
 def unknown_option(name, value, backend, known):
@@ -87,9 +94,23 @@ def unknown_option(name, value, backend, known):
 
 
 def _fmt(v):
+    """A parameter for :meth:`Plan.explain`: floats (also inside dicts, lists and tuples) to
+    four significant digits."""
     if isinstance(v, float):
         return f"{v:.4g}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_fmt_inner(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)) and len(v) > 3 and all(type(x) is type(v[0]) and x == v[0]
+                                                       for x in v):
+        return f"[{_fmt_inner(v[0])}] × {len(v)}"        # thirty equal γ say so once
+    if isinstance(v, (list, tuple)) and any(isinstance(x, (float, dict)) for x in v):
+        inner = ", ".join(_fmt_inner(x) for x in v)
+        return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
     return str(v)
+
+
+def _fmt_inner(v):
+    return _fmt(v) if isinstance(v, (float, dict, list, tuple)) else repr(v)
 
 
 PUBLIC = "public"

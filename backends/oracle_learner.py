@@ -55,6 +55,8 @@ import math
 
 import numpy as np
 
+from privfair._text import said_once
+
 from . import _jagielski as J
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
@@ -229,8 +231,9 @@ class OracleLearnerBackend(Backend):
         G = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
         beta = o["beta"]
         nterms = len(s.terms)
-        notes = ["knobs: " + ("; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g} "
-                                        f"({k.n_terms} terms)" for j, k in enumerate(s.knobs))
+        notes = ["knobs: " + (said_once((f"g[{j}]", f"{k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g} "
+                                                    f"({k.n_terms} terms)")
+                                        for j, k in enumerate(s.knobs))
                               or "no constraint: one oracle call")]
         Ts = [o["T"]] if "T" in o else (list(T_GRID) if privacy.is_private else [T_NONPRIVATE])
         if nterms == 0:

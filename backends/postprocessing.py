@@ -43,6 +43,8 @@ import math
 
 import numpy as np
 
+from privfair._text import said_once
+
 from . import _jagielski as J
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
@@ -159,8 +161,8 @@ class PostprocessingBackend(Backend):
                   "gamma": [float(p.gamma) for p in pairs], "error_bound": err, "gap_bound": gap,
                   "error_weight": wmax, "gap_weight": w_gap,
                   "q_min_for_ranking": q_min, "counts_sensitivity_l1": 2.0}
-        notes = ["knobs: " + "; ".join(f"g[{j}] {k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}"
-                                        for j, k in enumerate(knobs)),
+        notes = ["knobs: " + said_once((f"g[{j}]", f"{k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}")
+                                       for j, k in enumerate(knobs)),
                  f"Thm 3.1 bounds use q = {q_min:.3g} ({q_src}); error bound relative to the "
                  "non-private γ-fair post-processing of the same base predictor"]
         if o["slack"] == "none":

@@ -454,7 +454,11 @@ def _cmd_report(args) -> int:
     rep, note = full_report(problem, privacy, args.alpha, **options)
     head = (f"privfair report — {args.problem} (ε={privacy.epsilon:g}, δ={privacy.delta:.3g}, "
             f"protect={privacy.protect!r}, α={args.alpha:g})")
-    ranking = "plan ranking (theorem bounds on the excess risk of h):\n" + plans.explain()
+    # the sample-complexity report lists the refused backends itself: once is enough
+    ranking = ("plan ranking (theorem bounds on the excess risk of h):\n"
+               + plans.explain(refused=rep is None)
+               + ("\n(refused backends: listed at the end of the report)"
+                  if rep is not None and plans.refused else ""))
     blocks = [head, str(problem), str(plans.analysis), ranking]
     blocks.append(str(rep) if rep is not None else
                   f"note: {note}; this is the compiler's analysis and the planner's ranking.")
@@ -463,7 +467,7 @@ def _cmd_report(args) -> int:
     if args.output:
         if args.output.lower().endswith((".html", ".htm")):
             sections = [("Problem", problem), ("Analysis", plans.analysis),
-                        ("Plan ranking", plans.explain())]
+                        ("Plan ranking", plans.explain(refused=rep is None))]
             if rep is None:
                 sections.append(("Sample-complexity report", note))
             raw = ([("Sample-complexity report", _html_body(rep.to_html()))]

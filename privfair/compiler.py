@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import theorems
+from ._text import group_culprits, wrap
 from .errors import InvalidInputError, InvalidPrivacyError
 from .privacy.spec import DP
 
@@ -269,9 +270,10 @@ class Analysis:
         w = max(len(k) for k, _ in rows)
         out = ["Analysis", "-" * 8] + [f"{k:<{w}}  {v}" for k, v in rows]
         if self.rewrites:
-            out += ["", "rewrites:"] + [f"  - {r}" for r in self.rewrites]
+            out += ["", "rewrites:"] + [x for r in self.rewrites for x in wrap(f"  - {r}", "  ")]
         if self.reasons:
-            out += ["", "unproven / unmet:"] + [f"  - {k}: {v}" for k, v in self.reasons.items()]
+            out += ["", "unproven / unmet:"] + [x for k, v in self.reasons.items()
+                                                for x in wrap(f"  - {k}: {v}", "  ")]
         return "\n".join(out)
 
     def to_markdown(self) -> str:
@@ -347,9 +349,9 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
     for name, c in curvature.items():
         if c not in ("constant", "affine", "convex"):
             e = f if name == "f" else gs[int(name[2:-1])]
-            culprits = e.unknown_reasons("curvature") or [str(e)]
+            culprits = group_culprits(e.unknown_culprits("curvature")) or str(e)
             reasons[f"convexity of {name}"] = (
-                f"{name} is {c}, not provably convex, because of {', '.join(map(str, culprits))}; "
+                f"{name} is {c}, not provably convex, because of {culprits}; "
                 "replace smax by pf.lse (convex) or use backend='exponential', which needs no convexity")
 
     # Smooth surrogates for β (never for values or Lipschitz constants, which use the original).
@@ -371,9 +373,8 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
                           ("f", f, "lipschitz"), ("g", g_max, "lipschitz")):
         table = smoothness if what == "smoothness" else lipschitz
         if e is not None and any(v is None for v in table.get(name, {}).values()):
-            culprits = e.unknown_reasons(what)
-            reasons.setdefault(f"{what} of {name}",
-                               f"unknown because of {', '.join(map(str, culprits)) or e}")
+            culprits = group_culprits(e.unknown_culprits(what))
+            reasons.setdefault(f"{what} of {name}", f"unknown because of {culprits or e}")
 
     # Penalty weight from the range of f ([A] Cor 4.2 with range f in place of L_f·√K).
     lo, hi = f.range()

@@ -32,18 +32,28 @@ class Plans:
     analysis: object
     group_mass_share: float
 
-    def explain(self) -> str:
+    def explain(self, refused: bool = True) -> str:
+        """The ranking, then the refusals — backends refused for the same reason on one line.
+
+        Every line is wrapped to ``privfair._text.WIDTH`` characters.  ``refused=False`` leaves
+        the refusals out (for a page that lists them elsewhere, e.g. ``privfair report``)."""
+        from ._text import group_names, wrap
+
         out = []
         if self.group_mass_share:
-            out.append(f"group-mass bound: estimated privately with {self.group_mass_share:.0%} of ε "
-                       "before the backend runs (Laplace on group-label counts)")
+            out += wrap(f"group-mass bound: estimated privately with {self.group_mass_share:.0%} of "
+                        "ε before the backend runs (Laplace on group-label counts)", "    ")
         out.append("accepted (best first):" if self.ranked else "no backend accepts this problem")
         for i, p in enumerate(self.ranked):
             mark = "→" if p is self.chosen else " "
-            out.append(f" {mark} {i + 1}. " + p.explain().replace("\n", "\n      "))
-        if self.refused:
+            first, *rest = p.explain_lines()
+            out += wrap(f" {mark} {i + 1}. {first}", continuation=" " * 10)
+            for line in rest:
+                out += wrap("      " + line, "    ")
+        if self.refused and refused:
             out.append("refused:")
-            out += [f"   - {name}: {why}" for name, why in self.refused.items()]
+            for names, why in group_names(self.refused.items()):
+                out += wrap(f"   - {names}: {why}", "    ")
         return "\n".join(out)
 
     def __str__(self):

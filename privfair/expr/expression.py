@@ -307,6 +307,11 @@ class Expression(OperatorsMixin):
         norm : {"l1", "l2", "linf"}, default "linf"
             The input norm for "lipschitz" / "smoothness".
         """
+        return [f"{e!r}: {why}" for e, why in self.unknown_culprits(prop, norm)]
+
+    def unknown_culprits(self, prop: str = "curvature", norm: str = "linf") -> list:
+        """``(atom, reason)`` pairs behind :meth:`unknown_reasons`, for callers that group the
+        atoms sharing one reason (e.g. the same ``abs`` reason for every pair of groups)."""
         props = ("curvature", "lipschitz", "smoothness", "monotonicity")
         if prop not in props:
             raise InvalidInputError("prop", prop, f"choose one of {list(props)}")
@@ -319,7 +324,7 @@ class Expression(OperatorsMixin):
             seen.add(id(e))
             bad = [a for a in e.args if a._is_unknown(prop, q)]
             if not bad or (prop == "curvature" and e._blames_itself()):
-                out.append(f"{e!r}: {e._unknown_reason(prop, q)}")
+                out.append((e, e._unknown_reason(prop, q)))
             for a in bad:
                 walk(a)
 

@@ -1,0 +1,103 @@
+"""What privfair prints is short enough to act on (issue #20, "Output is hard to act on").
+
+Six groups with equalized odds over all 15 pairs used to give a 12,944-character
+``plan().explain()`` with one 4,711-character line that repeated the same reason for each of the
+30 |gap| terms, a ``privfair report`` that listed every refused backend twice, and an Analysis
+row "convex (unknown)" that did not say what was unknown."""
+
+import itertools
+import textwrap
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair._text import WIDTH, group_culprits, group_names
+
+GROUPS = [f"g{i}" for i in range(6)]
+
+SIX = textwrap.dedent('''
+    import itertools
+    import numpy as np
+    import privfair as pf
+
+    rng = np.random.default_rng(0)
+    n = 600
+    groups = [f"g{i}" for i in range(6)]
+    a = rng.choice(groups, n)
+    y = rng.binomial(1, 0.4, n)
+    x = np.column_stack([y + rng.normal(size=n), rng.normal(size=n)])
+    data = pf.Dataset(x, y, sensitive=a, group_names=groups)
+    r = pf.rates(pf.Thresholds(np.linspace(-4, 4, 30), score=0), data)
+    terms = []
+    for g, h in itertools.combinations(groups, 2):
+        terms += [pf.abs(r.fpr[g] - r.fpr[h]), pf.abs(r.tpr[g] - r.tpr[h])]
+    problem = pf.Problem(pf.minimize(r.error()), [pf.maximum(*terms) <= 0.03])
+''')
+
+
+def _six_groups(decisions="thresholds", pairwise=False, n=600):
+    rng = np.random.default_rng(0)
+    a = rng.choice(GROUPS, n)
+    y = rng.binomial(1, 0.4, n)
+    x = np.column_stack([y + rng.normal(size=n), rng.normal(size=n)])
+    data = pf.Dataset(x, y, sensitive=a, group_names=GROUPS)
+    ds = (pf.Thresholds(np.linspace(-4, 4, 30), score=0) if decisions == "thresholds"
+          else pf.LinearClassifier(2, radius=1.0))
+    r = pf.rates(ds, data, surrogate=None if decisions == "thresholds" else "logistic")
+    terms = []
+    for g, h in itertools.combinations(GROUPS, 2):
+        terms += [pf.abs(r.fpr[g] - r.fpr[h]), pf.abs(r.tpr[g] - r.tpr[h])]
+    cons = [t <= 0.03 for t in terms] if pairwise else [pf.maximum(*terms) <= 0.03]
+    return pf.Problem(pf.minimize(r.error()), cons)
+
+
+def _assert_concise(text, limit):
+    lines = text.splitlines()
+    assert len(text) <= limit, len(text)
+    assert max(map(len, lines)) <= WIDTH, max(lines, key=len)
+    # no line said twice (blank lines and the section headers aside)
+    said = [line.strip() for line in lines if len(line.strip()) > 20]
+    assert len(said) == len(set(said)), [s for s in said if said.count(s) > 1]
+
+
+@pytest.mark.parametrize("decisions,pairwise", [("thresholds", False), ("thresholds", True),
+                                                ("linear", False)])
+def test_explain_of_six_groups_is_concise(decisions, pairwise):
+    plans = _six_groups(decisions, pairwise).plan(pf.DP(1.0, 1e-6))
+    text = plans.explain()
+    _assert_concise(text, 5000)
+    # the reason shared by the 30 |gap| terms is said once per place that needs it, with a count
+    assert text.count("abs is not differentiable at 0") <= 2
+    if decisions == "thresholds" and not pairwise:
+        assert "same reason for all 30" in text
+    # backends refused for one reason share one line; the refused list is printed once
+    assert text.count("refused:") == 1
+    assert "output_perturbation, objective_perturbation, dual_frank_wolfe: needs" in text
+    for p in plans.ranked:          # each plan on its own is wrapped too
+        assert max(map(len, p.explain().splitlines())) <= WIDTH
+
+
+def test_analysis_of_six_groups_says_each_reason_once():
+    an = _six_groups().analyze(pf.DP(1.0, 1e-6))
+    text = str(an)
+    assert max(map(len, text.splitlines())) <= WIDTH
+    assert text.count("abs is not differentiable at 0") == 1
+    assert len(an.reasons["smoothness of g"]) < 400
+
+
+def test_privfair_report_lists_refused_backends_once(tmp_path, capsys):
+    from privfair.cli import main
+
+    path = tmp_path / "six.py"
+    path.write_text(SIX)
+    assert main(["report", str(path), "--epsilon", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("sgda: needs pf.LinearClassifier") == 1, out
+    assert out.count("cells: needs the decision set pf.ProxyCells") == 1, out
+
+
+def test_grouping_helpers():
+    pairs = [("t1", "r"), ("t2", "r"), ("u", "s"), ("t3", "r"), ("t4", "r"), ("t5", "r")]
+    assert group_culprits(pairs) == ("t1, t2, t3 and 2 more (same reason for all 5): r; u: s")
+    assert group_names([("a", "x"), ("b", "y"), ("c", "x")]) == [("a, c", "x"), ("b", "y")]
