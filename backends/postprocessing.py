@@ -221,7 +221,11 @@ class PostprocessingBackend(Backend):
             if privacy.protect == "row":
                 self.refuse("protect='row': supply a base predictor trained on public data")
             base = LogisticBase.fit(data.X, data.y)   # X, y are public under protect="sensitive"
-        yhat = _labels(base, data.X, ds.threshold)    # validated before anything is released
+        # validated before anything is released; the shape check reads n only (public), and
+        # under protect="row" (X private) a non-finite score counts as negative rather than
+        # failing on some private row (a data-dependent failure — issue #16)
+        yhat = _labels(base, data.X, ds.threshold,
+                       nonfinite="negative" if privacy.protect == "row" else "raise")
         pairs, knobs, w_joint = getattr(plan, "_shape", None) or _shape(problem)
         G, n = r.G, r.n
         N = J.cell_counts(yhat, data.group, data.y, G)

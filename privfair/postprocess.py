@@ -74,8 +74,12 @@ def group_codes(sensitive, groups, n):
     return out
 
 
-def _labels(base, X, threshold):
-    """Binary base predictions 1[base(X) ≥ threshold] (uint8), validated."""
+def _labels(base, X, threshold, nonfinite="raise"):
+    """Binary base predictions 1[base(X) ≥ threshold] (uint8), validated.
+
+    ``nonfinite="negative"`` counts a non-finite score as a negative prediction instead of
+    raising: where X is private (``protect="row"``) an error raised on some row's score would be
+    a failure that depends on the private data (issue #16), so the rule must be total."""
     out = base(X)
     out = np.asarray(out, dtype=float)
     n = int(np.shape(X)[0])
@@ -84,7 +88,10 @@ def _labels(base, X, threshold):
     if out.shape != (n,):
         raise InvalidInputError("base", f"output shape {out.shape}",
                                 f"the base predictor must return one score or label per row ({n},)")
-    if not np.isfinite(out).all():
+    finite = np.isfinite(out)
+    if nonfinite == "negative":
+        return ((out >= threshold) & finite).astype(np.uint8)
+    if not finite.all():
         raise InvalidInputError("base", "non-finite output", "return finite scores or 0/1 labels")
     return (out >= threshold).astype(np.uint8)
 

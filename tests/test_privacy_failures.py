@@ -218,3 +218,20 @@ def test_seeded_solves_are_flagged_on_the_certificate(method, delta):
     assert np.array_equal(seeded.decision, again.decision)
     assert seeded.certificate.seeded and "SEEDED" in str(seeded.certificate)
     assert not prob.solve(privacy, backend=method).certificate.seeded
+
+
+def test_postprocessing_base_with_a_non_finite_score_on_a_private_row_does_not_fail():
+    """Under protect="row" X is private: a base predictor that returns NaN on one row must not
+    make the solve fail on that dataset only (it counts as a negative prediction)."""
+    X, y, a = _rows(60)
+    base = lambda X: np.where(np.asarray(X)[:, 0] > 0.99, np.nan, np.asarray(X)[:, 0])  # noqa
+    outcomes = []
+    for x0 in (0.5, 1.0):                       # D′: row 0's features replaced (NaN score)
+        X2 = X.copy()
+        X2[0, 0] = x0
+        data = pf.Dataset(X2, y, sensitive=a, group_names=["a", "b"])
+        r = pf.rates(pf.PostProcessed(base), data)
+        res = pf.Problem(pf.minimize(r.error())).solve(pf.DP(1.0, protect="row"),
+                                                        backend="postprocessing", seed=0, base=base)
+        outcomes.append(res.certificate.epsilon)
+    assert outcomes == [1.0, 1.0]
