@@ -245,8 +245,7 @@ class Analysis:
         rows = [("privacy", f"ε={self.privacy.epsilon:g}, δ={self.privacy.delta:g}, "
                             f"protect={self.privacy.protect!r}"),
                 ("n, K, |support|", f"{self.n}, {self.K}, {len(self.support)}")]
-        for name, c in self.curvature.items():
-            rows.append((f"curvature {name}", f"{c} ({self.monotonicity[name]})"))
+        rows += self._shape_rows()
         for name in ("f", "g", "h", "h_smooth"):
             if name in self.lipschitz:
                 rows.append((f"Lipschitz {name} (l1/l2/linf)",
@@ -265,10 +264,53 @@ class Analysis:
             rows.append((k, fmt(v)))
         return rows
 
+    def _monotonicity_text(self, name):
+        """What ``monotonicity[name]`` means, and for "unknown" which atoms make it so."""
+        m = self.monotonicity[name]
+        if m in ("non-decreasing", "non-increasing"):
+            return f"{m} in every coordinate of ℓ it reads"
+        if m == "mixed":
+            return "mixed: non-decreasing in some coordinates of ℓ, non-increasing in others"
+        if m != "unknown":
+            return m
+        text = "unknown: not provably monotone in every coordinate of ℓ it reads"
+        p = self._problem
+        if p is None:
+            return text
+        e = p.f if name == "f" else p.g[int(name[2:-1])]
+        counts = {}
+        for _, why in e.unknown_culprits("monotonicity"):
+            counts[why] = counts.get(why, 0) + 1
+        if counts:
+            text += " — " + "; ".join(why + (f" ({k} terms)" if k > 1 else "")
+                                      for why, k in counts.items())
+        return text
+
+    def _shape_rows(self):
+        """"curvature X" and "monotonicity X" rows; consecutive constraints g[j] with the same
+        curvature and monotonicity share a row ("g[0] … g[29]")."""
+        rows, run = [], []
+
+        def flush():
+            if run:
+                label = run[0][0] if len(run) == 1 else f"{run[0][0]} … {run[-1][0]}"
+                rows.append((f"curvature {label}", run[0][1]))
+                rows.append((f"monotonicity {label}", run[0][2]))
+                run.clear()
+
+        for name, c in self.curvature.items():
+            entry = (name, c, self._monotonicity_text(name))
+            if name == "f" or not run or run[-1][1:] != entry[1:]:
+                flush()
+            run.append(entry)
+        flush()
+        return rows
+
     def __str__(self):
         rows = self._rows()
         w = max(len(k) for k, _ in rows)
-        out = ["Analysis", "-" * 8] + [f"{k:<{w}}  {v}" for k, v in rows]
+        out = ["Analysis", "-" * 8] + [x for k, v in rows
+                                       for x in wrap(f"{k:<{w}}  {v}", continuation=" " * (w + 2))]
         if self.rewrites:
             out += ["", "rewrites:"] + [x for r in self.rewrites for x in wrap(f"  - {r}", "  ")]
         if self.reasons:

@@ -101,3 +101,16 @@ def test_grouping_helpers():
     pairs = [("t1", "r"), ("t2", "r"), ("u", "s"), ("t3", "r"), ("t4", "r"), ("t5", "r")]
     assert group_culprits(pairs) == ("t1, t2, t3 and 2 more (same reason for all 5): r; u: s")
     assert group_names([("a", "x"), ("b", "y"), ("c", "x")]) == [("a, c", "x"), ("b", "y")]
+
+
+def test_analysis_says_which_property_is_unknown_and_why():
+    text = str(_six_groups().analyze(pf.DP(1.0, 1e-6)))
+    assert "convex (unknown)" not in text          # was: the monotonicity, unnamed, in brackets
+    row = text.split("monotonicity g[0]")[1].split("Lipschitz")[0]
+    assert "unknown: not provably monotone" in row
+    assert "abs decreases below 0 and increases above it" in row and "(30 terms)" in row
+    assert "monotonicity f" in text and "non-decreasing in every coordinate" in text
+    # thirty constraints with the same curvature and monotonicity share one pair of rows
+    text = str(_six_groups(pairwise=True).analyze(pf.DP(1.0, 1e-6)))
+    assert "curvature g[0] … g[29]" in text and text.count("curvature g[") == 1
+    assert max(map(len, text.splitlines())) <= WIDTH

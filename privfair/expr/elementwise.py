@@ -84,6 +84,11 @@ class Abs(Elementwise):
             where = f" and its argument ranges over [{lo:.3g}, {hi:.3g}]" if lo is not None else ""
             return ("abs is not differentiable at 0" + where +
                     "; inside lse, the compiler may rewrite |u| as the pair u, -u")
+        if prop == "monotonicity":
+            lo, hi = self.args[0].range() if not self.shape else (None, None)
+            where = (f"ranges over [{lo:.3g}, {hi:.3g}]" if lo is not None
+                     else "may take either sign")
+            return f"abs decreases below 0 and increases above it, and its argument {where}"
         return super()._unknown_reason(prop, q)
 
 
