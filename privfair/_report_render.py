@@ -223,7 +223,7 @@ def formula_mathml(expr):
     expr = simplify_piecewise(expr)
     body = _printer().doprint(expr)
     tex = html.escape(sp.latex(expr))
-    return (f"<math><semantics><mrow>{body}</mrow>"
+    return (f"<math display='block'><semantics><mrow>{body}</mrow>"
             f"<annotation encoding='application/x-tex'>{tex}</annotation></semantics></math>")
 
 
@@ -280,33 +280,211 @@ def figures(rep):
     return out
 
 
-def to_html(rep):
+# ------------------------------------------------------------------------------ HTML
+CSS = (".pf-report{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:72em;"
+       "margin:1.5em auto;padding:0 1em;color:#1b1f23;line-height:1.45}"
+       ".pf-report h1{font-size:1.6em;margin-bottom:.2em}"
+       ".pf-report h2{margin-top:1.8em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}"
+       ".pf-report table{border-collapse:collapse;margin:.6em 0;font-size:.92em}"
+       ".pf-report td,.pf-report th{border:1px solid #d0d7de;padding:.25em .6em;"
+       "text-align:left;vertical-align:top}"
+       ".pf-report th{background:#f6f8fa}"
+       ".pf-report table.kv td:first-child{white-space:nowrap;color:#444}"
+       ".pf-report tr.chosen td{background:#eef6ff;font-weight:600}"
+       ".pf-report .vacuous{color:#8a4b00;background:#fff4e5}"
+       ".pf-report .note,.pf-report figcaption{color:#555;font-size:.92em}"
+       ".pf-report .headline{font-size:1.1em;font-weight:600}"
+       ".pf-report details summary{cursor:pointer;color:#0550ae}"
+       ".pf-report figure{margin:1em 0}.pf-report img{max-width:100%}"
+       ".pf-report .formula{overflow-x:auto;font-size:1.15em;padding:.2em 0}"
+       ".pf-report dt{font-weight:600;margin-top:.8em}.pf-report dd{margin-left:1.5em}"
+       ".pf-report .glance{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;"
+       "padding:.6em 1em}.pf-report .glance li{margin:.2em 0}")
+
+
+class Raw(str):
+    """A table cell that is already HTML (everything else is escaped)."""
+
+
+def _cell(c):
+    if isinstance(c, Raw):
+        return str(c)
+    return html.escape(str(c))
+
+
+def html_table(head, rows, cls=None, row_classes=None):
+    """An HTML table: ``rows`` of cells (str escaped, :class:`Raw` as is); a cell whose text
+    says "vacuous" is marked with the class ``vacuous``."""
+    out = [f"<table{f' class={chr(39)}{cls}{chr(39)}' if cls else ''}>"]
+    if head:
+        out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>")
+    for i, r in enumerate(rows):
+        rc = (row_classes or {}).get(i)
+        cells = []
+        for c in r:
+            mark = " class='vacuous'" if "vacuous" in str(c) and not isinstance(c, Raw) else ""
+            cells.append(f"<td{mark}>{_cell(c)}</td>")
+        out.append(f"<tr{f' class={chr(39)}{rc}{chr(39)}' if rc else ''}>" + "".join(cells) + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def analysis_html(analysis):
+    """The compiler's :class:`~privfair.compiler.Analysis` as a property/value table, with its
+    rewrites and its unproven or unmet properties as lists."""
     e = html.escape
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-             f"<title>{e(_header(rep))}</title><style>body{{font-family:sans-serif;margin:2em}}"
-             "table{border-collapse:collapse}td,th{border:1px solid #999;padding:3px 8px}"
-             "code{background:#eee}</style></head><body>", f"<h1>{e(_header(rep))}</h1>"]
+    rows = analysis._rows()
+    parts = [html_table(("property", "value"), rows, cls="kv")]
+    if analysis.rewrites:
+        parts.append("<p><b>Smooth surrogates substituted</b></p><ul>"
+                     + "".join(f"<li>{e(r)}</li>" for r in analysis.rewrites) + "</ul>")
+    if analysis.reasons:
+        parts.append("<p><b>Unproven or unmet</b></p>"
+                     + html_table(("property", "why"), list(analysis.reasons.items())))
+    return "".join(parts)
+
+
+def _param(v):
+    try:
+        from privfair.backends.base import _fmt
+    except ImportError:   # pragma: no cover
+        _fmt = str
+    return _fmt(v)
+
+
+def _plan_details(p):
+    e = html.escape
+    items = [f"<li><b>{e(str(k))}</b> = {e(_param(v))}</li>" for k, v in p.params.items()]
+    items += [f"<li>spends ε={eps:.4g}, δ={delta:.3g} on {e(str(what))}</li>"
+              for what, eps, delta in p.budget]
+    items += [f"<li>note: {e(str(n))}</li>" for n in p.notes]
+    if not items:
+        return Raw("—")
+    return Raw(f"<details><summary>{len(p.params)} parameters, {len(p.budget)} releases, "
+               f"{len(p.notes)} notes</summary><ul>{''.join(items)}</ul></details>")
+
+
+def plan_rows(plans, scale=None):
+    """One row per accepted plan, best first: (chosen, rank, backend, bound, terms, theorem)."""
+    rows = []
+    for i, p in enumerate(plans.ranked):
+        B = float(p.predicted_excess_risk)
+        rows.append(("→ chosen" if p is plans.chosen else "", str(i + 1), p.backend,
+                     _r(B), p.theorem))
+    return rows
+
+
+def plans_html(plans, scale=None):
+    """The planner's :class:`~privfair.planner.Plans` as tables: the ranking (the chosen plan
+    marked, each plan's parameters and budget folded) and the refusals (one row per reason)."""
+    e = html.escape
+    parts = []
+    if plans.group_mass_share:
+        parts.append(f"<p>Group-mass bound: estimated privately with "
+                     f"{plans.group_mass_share:.0%} of ε before the backend runs (Laplace on "
+                     f"group-label counts).</p>")
+    if plans.ranked:
+        head = ("", "rank", "backend", "predicted excess risk of h", "theorem", "details")
+        rows = [r + (_plan_details(p),) for r, p in zip(plan_rows(plans, scale), plans.ranked)]
+        chosen = {i: "chosen" for i, p in enumerate(plans.ranked) if p is plans.chosen}
+        parts.append(html_table(head, rows, row_classes=chosen))
+    else:
+        parts.append("<p><b>No backend accepts this problem.</b></p>")
+    if plans.refused:
+        from ._text import group_names
+
+        parts.append("<p><b>Refused</b></p>"
+                     + html_table(("backends", "why"), group_names(plans.refused.items())))
+    return "".join(parts)
+
+
+def certificate_html(cert):
+    """A :class:`~privfair.privacy.certificate.Certificate` as a summary table and one row per
+    release (mechanism, sensitivity, noise scale, ε and δ each, theorem)."""
+    from .privacy.events import _fmt
+    from .privacy.spec import RELATIONS
+
+    e = html.escape
+    kv = [("neighbouring datasets", RELATIONS.get(cert.relation, cert.relation))]
+    if cert.is_private:
+        kv.append(("composition", f"{cert.rule} — {cert.rule_description}"))
+    kv.append(("numerics", cert._numerics()))
+    if cert.seeded:
+        kv.append(("randomness", "seeded generator (reproducible, not cryptographic)"))
+    tried = [f"{r}: {_fmt(x)}" for r, x in cert.candidates.items() if x is not None]
+    if tried:
+        kv.append(("ε by rule at this δ", ", ".join(tried)))
+    parts = [f"<p class='headline'>{e(cert._headline())}</p>", html_table(None, kv, cls="kv")]
+    if cert.releases:
+        rows = []
+        for i, ev in enumerate(cert.releases, 1):
+            sens = "—" if ev.sensitivity is None else f"{_fmt(ev.sensitivity)} ({ev.norm})"
+            scale = _fmt(ev.scale)
+            if ev.sampling_rate is not None:
+                scale += f", q={_fmt(ev.sampling_rate)} ({ev.neighbouring})"
+            rows.append((str(i), ev.mechanism + (f" ×{ev.count}" if ev.count > 1 else ""),
+                         sens, ev.sensitivity_source or "—", scale,
+                         "—" if ev.epsilon is None else _fmt(ev.epsilon),
+                         _fmt(ev.delta) if ev.delta else "0", ev.theorem or "—",
+                         (ev.sampler or "—") + (" (idealized)" if ev.idealized else "")))
+        parts.append(html_table(("#", "mechanism", "sensitivity", "sensitivity from",
+                                 "noise scale", "ε each", "δ each", "theorem", "sampler"), rows))
+    else:
+        parts.append("<p>No releases.</p>")
+    if cert.notes:
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in cert.notes) + "</ul>")
+    return "".join(parts)
+
+
+def pareto_html(table):
+    """A :class:`~privfair.pareto.ParetoTable` as an HTML table."""
+    return html_table(table.HEADER, table.rows())
+
+
+def _figure(title, b64, caption=""):
+    e = html.escape
+    cap = f"<figcaption>{e(caption)}</figcaption>" if caption else ""
+    return (f"<figure><img alt='{e(title)}' src='data:image/png;base64,{b64}'>{cap}</figure>")
+
+
+def to_html(rep):
+    """The report as one self-contained page (no scripts, no external assets)."""
+    e = html.escape
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             f"<title>{e(_header(rep))}</title></head><body>",
+             f"<div class='pf-report'><style>{CSS}</style>",
+             f"<h1>privfair report</h1><p class='note'>{e(_header(rep))}</p>"]
+    result = getattr(rep, "result", None)
+    if result is not None and getattr(result, "certificate", None) is not None:
+        parts.append("<h2>Privacy certificate</h2>" + certificate_html(result.certificate))
+    plans = getattr(rep, "plans", None)
+    if plans is not None:
+        parts.append("<h2>Analysis</h2><p class='note'>What the compiler proved about f, g and "
+                     "h = f + G·max(0, g) under this privacy requirement.</p>"
+                     + analysis_html(plans.analysis))
+        parts.append("<h2>Plan ranking</h2><p class='note'>Every backend's theorem bound on the "
+                     "excess risk of h at this n, best first.</p>"
+                     + plans_html(plans, getattr(rep, "scale", None)))
     for title, fn, head in TABLES:
         rows = fn(rep)
-        if not rows:
-            continue
-        parts.append(f"<h2>{e(title)}</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head)
-                     + "</tr>")
-        parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows]
-        parts.append("</table>")
+        if rows:
+            parts.append(f"<h2>{e(title)}</h2>" + html_table(head, rows))
+    figs = figures(rep)
+    for title, b64 in figs:
+        parts.append(f"<h2>{e(title)}</h2>" + _figure(title, b64))
+    if rep.pareto is not None:
+        parts.append("<h3>Frontier table</h3>" + pareto_html(rep.pareto))
     if rep.theorems:
         parts.append("<h2>Theorem notes</h2><ul>" + "".join(f"<li>{e(x)}</li>"
                                                           for x in _theorem_notes(rep)) + "</ul>")
     parts.append("<h2>Formulas</h2><p class='note'>Each formula once, as MathML; its LaTeX "
-                 "source is embedded in the formula (an annotation) for copying.</p><ul>")
+                 "source is embedded in the formula (an annotation) for copying.</p><dl>")
     for title, expr, tex, vals in _formulas(rep):
-        extra = (" with " + ", ".join(f"{k}={_r(v) if isinstance(v, float) else v}"
-                                      for k, v in vals.items())) if vals else ""
-        parts.append(f"<li>{e(title)}: {formula_mathml(expr)}{e(extra)}</li>")
-    parts.append("</ul>")
-    for title, b64 in figures(rep):
-        parts.append(f"<h2>{e(title)}</h2><img alt='{e(title)}' src='data:image/png;base64,{b64}'>")
-    if rep.pareto is not None:
-        parts.append("<pre>" + e(str(rep.pareto)) + "</pre>")
-    parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in _footer(rep)) + "</ul>")
-    return "\n".join(parts + ["</body></html>"])
+        extra = ("<div class='note'>with " + e(", ".join(
+            f"{k} = {_r(v) if isinstance(v, float) else v}" for k, v in vals.items()))
+            + "</div>") if vals else ""
+        parts.append(f"<dt>{e(title)}</dt><dd><div class='formula'>{formula_mathml(expr)}"
+                     f"</div>{extra}</dd>")
+    parts.append("</dl>")
+    parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in _footer(rep))
+                 + "</ul>")
+    return "\n".join(parts + ["</div></body></html>"])

@@ -144,6 +144,8 @@ class Report:
     measurements: list
     pareto: object = None
     theorems: list = field(default_factory=list)   # privfair.theorems.TheoremEntry, one each
+    plans: object = None          # privfair.planner.Plans: the Analysis and the plan ranking
+    result: object = None         # a released privfair.Result (its certificate), if given
 
     def __str__(self):
         from ._report_render import to_text
@@ -322,7 +324,7 @@ def analysis_h(analysis, ell):
 
 
 def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds=3, *,
-           build=None, backends=("auto",), frontier=None):
+           build=None, backends=("auto",), frontier=None, result=None):
     """Sample-complexity report for ``problem`` under ``privacy``; see the module docstring.
 
     Parameters
@@ -348,9 +350,12 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
         a backend name or a list of names (a str is one name).
     frontier : privfair.pareto.ParetoTable, optional
         A frontier from :func:`privfair.pareto` to embed (table and figure).
+    result : privfair.Result, optional
+        A released decision (``problem.solve(privacy, ...)``): the page shows its certificate.
     """
     ns = _check(problem, alpha, beta, ns, seeds, privacy, build)
     backends = _backend_names(backends)
+    _check_result(result)
     alpha, beta = float(alpha), float(beta)
     data = problem.rates.data
     n = data.n
@@ -391,7 +396,17 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
     return Report(privacy=privacy, alpha=alpha, beta=beta, n=n, K=K, bounds=bounds,
                   refused=dict(plans.refused), lower_bounds=lower_bounds(K, privacy, alpha),
                   eo=eo_comparison(problem, privacy, alpha), measurements=measurements,
-                  pareto=frontier, theorems=_with_backend_n(th.entries(ctx), bounds))
+                  pareto=frontier, theorems=_with_backend_n(th.entries(ctx), bounds),
+                  plans=plans, result=result)
+
+
+def _check_result(result):
+    """``result``: a privfair.Result or None."""
+    from .result import Result
+
+    if result is not None and not isinstance(result, Result):
+        raise InvalidInputError("result", type(result).__name__,
+                                "pass the privfair.Result of problem.solve(...), or None")
 
 
 def _with_backend_n(entries, bounds):

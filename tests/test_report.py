@@ -117,7 +117,7 @@ def test_theorem_entries_are_rendered_everywhere(rep):
         assert e.cite in text and e.cite in md and e.cite in page
     assert "does not apply" in text and "order, constant 1" in text
     assert "## Theorem notes" in md and "T_{0}" in md            # Thm 5.5's T as LaTeX
-    assert "<h2>Theorem notes</h2>" in page and page.count("<math>") >= len(
+    assert "<h2>Theorem notes</h2>" in page and page.count("<math ") >= len(
         [e for e in rep.theorems if e.formula is not None])
 
 
@@ -136,7 +136,7 @@ def test_html_is_self_contained_with_png_figures(rep, tmp_path):
     assert "http" not in page.lower() and "<script" not in page.lower()
     for b in rep.bounds:
         assert b.backend in page
-    assert "<math>" in page and "<mfrac>" in page
+    assert "<math " in page and "<mfrac>" in page
     imgs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
     assert len(imgs) >= 2
     for b64 in imgs:
@@ -195,6 +195,66 @@ def test_piecewise_formulas_render_as_cases(cells_rep):
     trivial = sp.Piecewise((x + 1, sp.true), evaluate=False)
     assert simplify_piecewise(2 * trivial) == 2 * (x + 1)
     assert "piecewise" not in formula_mathml(sp.Eq(sp.Symbol("y"), trivial)).lower()
+
+
+@pytest.fixture(scope="module")
+def solved(data):
+    prob = build(data)
+    return prob, prob.solve(PRIV, seed=0, progress=False, alpha=ALPHA)
+
+
+def _section(page, title):
+    """The HTML between ``<h2>title</h2>`` and the next ``<h2>``."""
+    start = page.index(f"<h2>{title}</h2>")
+    end = page.find("<h2>", start + 1)
+    return page[start:end if end >= 0 else len(page)]
+
+
+def _cells(fragment):
+    import html as _html
+
+    return [_html.unescape(re.sub(r"<[^>]+>", "", c))
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", fragment, re.S)]
+
+
+def test_html_renders_analysis_plan_and_certificate_as_tables(solved, data):
+    """#20: the page dumped Analysis, Plan and Certificate as raw <pre> text; they are tables."""
+    prob, res = solved
+    front = pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1)
+    rep = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, frontier=front)
+    page = rep.to_html()
+    assert "<pre" not in page
+    # Analysis: property / value rows, the reasons as a table
+    an = _section(page, "Analysis")
+    cells = _cells(an)
+    for prop, value in rep.plans.analysis._rows():
+        i = cells.index(prop)
+        assert cells[i + 1] == value
+    # Plan ranking: backend, predicted excess risk, the chosen one marked
+    plan = _section(page, "Plan ranking")
+    rows = re.findall(r"<tr( class='chosen')?>(.*?)</tr>", plan, re.S)
+    ranked = [r for r in rows if any(p.backend in r[1] for p in rep.plans.ranked)]
+    assert len(ranked) >= len(rep.plans.ranked)
+    for p in rep.plans.ranked:
+        row = next(r for r in ranked if f"<td>{p.backend}</td>" in r[1])
+        assert (row[0] != "") == (p is rep.plans.chosen)
+        assert f"{p.predicted_excess_risk:.4g}" in row[1]
+    assert "chosen" in _cells(plan)[0]
+    for name in rep.refused:
+        assert name in plan
+    # Certificate: one row per release with mechanism, sensitivity, noise scale, ε, δ, theorem
+    cert = _section(page, "Privacy certificate")
+    ev = res.certificate.releases[0]
+    from privfair.privacy.events import _fmt
+
+    row = _cells(cert.split("<th>theorem</th>")[1])
+    assert row[1].startswith(ev.mechanism) and row[2].startswith(_fmt(ev.sensitivity))
+    assert row[4] == _fmt(ev.scale) and row[5] == _fmt(ev.epsilon)
+    assert row[7] == ev.theorem
+    # the frontier is a table too
+    assert "<th>frontier</th>" in page
+    with pytest.raises(InvalidInputError, match="result"):
+        pf.report(prob, PRIV, measure=False, result="not a result")
 
 
 NO_CHROMIUM = not (shutil.which("chromium") or shutil.which("chromium-browser"))
