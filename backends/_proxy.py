@@ -75,16 +75,18 @@ def release_proxy_statistic(U, in_group, epsilon, delta, rng, accountant=None, m
 
 def _scaled(mechanism, mult, accountant, value, sensitivity, *args, **kw):
     """``mechanism(value, sensitivity, *args, ...)`` returning its Release; with a test-only
-    ``mult`` ≠ 1 the nominal event is recorded first and the noise drawn at mult× its scale."""
+    ``mult`` ≠ 1 the noise is drawn at mult× its scale and the accountant records the nominal
+    event, while the Release returned carries the scale actually drawn (the backend's
+    post-processing — the shrinkage — uses it, as a backend with this bug would)."""
     from dataclasses import replace
 
     if mult == 1.0:
         return mechanism(value, sensitivity, *args, accountant=accountant, return_event=True, **kw)
     out = mechanism(value, sensitivity * mult, *args, accountant=None, return_event=True, **kw)
-    event = replace(out.event, sensitivity=sensitivity, scale=out.event.scale / mult)
     if accountant is not None:
-        accountant.record(event)
-    return replace(out, event=event)
+        accountant.record(replace(out.event, sensitivity=sensitivity,
+                                  scale=out.event.scale / mult))
+    return out
 
 
 def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:

@@ -484,80 +484,59 @@ def _cmd_report(args) -> int:
 # --------------------------------------------------------------------------- audit
 AUDIT_DOC = """The built-in audit instance (20 rows, one feature x, groups a and b of 10 rows each):
 
-  group a: x = 0.25 (y=0), -0.9, -0.8, -0.6, -0.3 (y=0), 0.3, 0.7, 0.8, 0.9, 0.95 (y=1)
+  group a: x = 0.25 (y=0), 0.1, -0.8, -0.6, -0.3 (y=0), 0.3, 0.7, 0.8, 0.9, 0.95 (y=1)
   group b: x = 10 points evenly spaced in [-1.2, 1.2], y = 1[x > 0]
   neighbours: D and D' = D with row 0 (x = 0.25, y = 0) moved from group a to group b
   (protect="sensitive": one row's sensitive attribute changes, features and labels fixed)
 
 Problems, by backend (privfair.privacy.audit_instances), chosen so that the moved row
-reaches the released decision:
+reaches an exposed output with as much of the budget as the backend lets it:
   exponential, frank_wolfe, lopt, oracle_learner and any other backend: thresholds
-    t in {0, 0.5} on x, minimize fp[a] + fn[a] - tn[a].  The objective gap between the two
-    thresholds is +1/n on D and -1/n on D' (row 0 is in fp[a] or tn[a], x = 0.3 (y=1) in
-    fn[a]): the row flips a tie by the full score sensitivity.  Iterative backends run with
-    T = 2 (the linear objective keeps their gradient fixed; four mixtures are possible).
-  postprocessing: pf.PostProcessed(base = 1[0.2 <= x <= 0.5]), minimize the error.  The
-    base's positive cell holds x = 0.25 (y=0, row 0) and 0.3 (y=1) of group a and x = 0.4 (y=1)
-    of group b: its labels tie in group a on D and in group b on D', so both groups' decisions
-    on that cell flip with the row.
-  cells: pf.ProxyCells(1, 1) (one cell), minimize (fp[a] - 0.1)^2, proxy_share=0.05: the
+    t in {0, 0.5} on x, minimize fp[a] + fn[a] - tn[a].  Row 0 moves the objective of
+    t = 0 down and of t = 0.5 up by the full score sensitivity 1/n, and the rows 0.1 (y=0)
+    and 0.3 (y=1) set the gap so that the better threshold on D' is chosen with probability
+    0.38 at eps and 0.27 at 2 eps, on D with 0.18 and 0.05: a correct mechanism's loss stays
+    below eps, one without the factor 2 of the exponential mechanism leaks 1.73 eps.
+    Iterative backends run with T = 1 (one selection at the whole eps; lopt with
+    release_share=0.1).
+  postprocessing: pf.PostProcessed(base = 1[0.2 <= x <= 0.5]), minimize the error.  The row
+    moves one released count of each group by one (l1 sensitivity 2); the released counts are
+    exposed (info, trace), so both moves are seen together.
+  cells: pf.ProxyCells(1, 1) (one cell), minimize (fp[a] - 0.1)^2, proxy_share=0.01: the
     rule is q = 0.1 n / (released count of group a's negatives), which the row moves by one.
   output_perturbation, dual_frank_wolfe (smoothed hinge), objective_perturbation (logistic):
     their own row neighbours (protect="row"): 5 rows at x = +-10, D' relabels row 0 (x = 10)
     from y = 1 to 0; SparseLinear(1, l1, radius 1, l2=1000, no intercept, R=10), minimize the
     error.  The huge ridge keeps every margin in the loss's linear part, so the row moves the
-    minimizer by the full sensitivity; the output tested is the released coefficient w.
+    minimizer by the full sensitivity; the decision output is the released coefficient w.
+    dual_frank_wolfe: T = 1, penalty 1e-6, selection_share=0.02.
   sgda (needs torch): 100 rows per group at x = (1, 0) / (-1, 0), row 0 alone at x = (0, 5),
     D' moves it from group a to b; Linear(2, 1) from w = (1, 0), full batches, lam = 2, 4
-    epochs; the output tested is the released w2, which only row 0's clipped gradients move.
-    Its negative control is a tenth of the noise at the same eps (test-only
-    _noise_multiplier=0.1), since 4 eps leaves a Gaussian too noisy to refute at these runs.
+    epochs, delta = 0.1 unless --delta is given; the decision output is the released w2,
+    which only row 0's clipped gradients move.
 
-Output tested: the expected prediction of the released decision (a mixture) on the 20 rows
-(and for decisions that read the group, for both groups), or the released coefficient named
-above for the ERM and sgda instances -- a post-processing of the release,
-so an (eps, delta)-DP backend gives outputs that pass at the certificate's (eps, delta).  A
-pilot (the first quarter of the runs on each dataset) picks, in each direction, an event S
-(outputs histogrammed when few distinct ones occur, else projected and cut into 20 quantile
-bins); the other runs test it: with exact binomial bounds P_D(S) >= p_lo and P_D'(S) <= q_hi,
-the empirical privacy loss lower bound is eps_lo = ln((p_lo - delta)/q_hi), and the claim is
-refuted when eps_lo > eps (each direction wrong with probability <= Phi(-z), z = --z).
+Every solve is a full problem.solve(...) (planner, budget, accountant), one seed each, and
+every exposed field is an output: the decision output above, the released decisions and
+weights, each entry of result.info and result.trace (flattened to scalars, numeric arrays
+also as vectors), the certificate, the plan's parameters and notes, and whether the solve
+raised (type and message).  Each field is tested on an event chosen from a pilot (the first
+quarter of the runs on each dataset: outputs histogrammed when few distinct ones occur, else
+cut into 20 pilot quantile bins; a vector is first reduced to the sum of its coordinates'
+pilot log-likelihood ratios); the other runs test it: with exact binomial bounds
+P_D(S) >= p_lo and P_D'(S) <= q_hi, the empirical privacy loss lower bound is
+eps_lo = ln((p_lo - delta)/q_hi), and the claim is refuted when eps_lo > eps.  Fields constant
+over the pilot are not tested; the decision output gets half the error budget Phi(-z) per
+direction, the m other fields share the other half (each at z_f = Phi^-1(1 - Phi(-z)/(2m))).
 
-Default runs on each dataset: 2000 (frank_wolfe and lopt 4000, cells 600,
-objective_perturbation 8000, sgda 1500); each audit
-takes well under a minute on one core."""
+Negative controls (--negative-control), tested against the same claim: 'noise x 1/2' (the
+backend's test-only _noise_multiplier=0.5) and 'eps x 2' (the backend run at 2 eps: an
+exponential mechanism that drops its factor 2).  objective_perturbation also runs
+'noise x 1/4': on a logistic loss its halved noise (or 2 eps) is still ~eps-DP (the gradient
+moves by half the bound it calibrates to), so those two are reported, not counted; sgda's
+'eps x 2' needs ~10^4 runs and is reported, not counted.
 
-
-def _audit_outputs(backend, inst, data, privacy, options, runs, seed, progress, label):
-    """The tested output of ``runs`` releases, one row per run: ``inst.release(result)``, or by
-    default the expected predictions on the instance's rows."""
-    import numpy as np
-
-    from .privacy.randomness import as_source
-
-    problem = inst.build(data)
-    plan = backend.plan(problem, problem.analyze(privacy), privacy, dict(options))
-    src = as_source(seed)
-    X = data.X
-    needs_sensitive = getattr(problem.rates.decisions, "needs_sensitive", False)
-    rows = []
-    iterator = range(runs)
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, desc=label, leave=False, file=sys.stderr)
-    for _ in iterator:
-        res = backend.run(plan, rng=src, accountant=None, progress=False)
-        if inst.release is not None:
-            rows.append(np.asarray(inst.release(res), dtype=float).ravel())
-        elif needs_sensitive:
-            rows.append(np.concatenate([res.predict_proba(X, sensitive=np.array([g] * len(X)))
-                                        for g in data.groups]))
-        else:
-            rows.append(np.asarray(res.predict_proba(X), dtype=float))
-    out = np.vstack(rows)
-    # predictions are rounded so that equal mixtures histogram together; θ is kept as released
-    return out if inst.release is not None else np.round(out, 9)
+Default runs on each dataset: 2000 (exponential, lopt and oracle_learner 3000, cells 1000);
+an audit with its controls takes about a minute on one core."""
 
 
 def _format_eps(value) -> str:
@@ -565,15 +544,50 @@ def _format_eps(value) -> str:
     return f"{max(value, 0.0):.3f}"
 
 
+def _print_condition(title, cond, claim, z):
+    """Print one condition's checks (the decision in detail, the other fields summarized)."""
+    eps, delta = claim
+    extra = ", ".join(f"{k}={v}" for k, v in cond.options.items() if k.startswith("_"))
+    print(f"\n{title}: backend at ε={cond.epsilon_run:g}{' with ' + extra if extra else ''}, "
+          f"{cond.runs} solves on D and on D' ({cond.seconds:.1f} s)"
+          + (f"; {cond.failures[0]} + {cond.failures[1]} raised" if any(cond.failures) else ""))
+    dec = cond.decision
+    print(f"  decision output ({dec.check.how}; z = {dec.z:.2f}):" if dec is not None else
+          "  decision output: none (every solve raised)")
+    for name, est in (() if dec is None else
+                      (("D → D'", dec.check.forward), ("D' → D", dec.check.backward))):
+        print(f"    {name}: event S of {est.size}/{est.bins} pilot bins; held out: "
+              f"P(S) = {est.p:.4f}, P'(S) = {est.q:.4f}; δ̂ at ε={eps:.6g}: "
+              f"{est.delta:.4f} ± {est.stderr:.4f}; bounds P ≥ {est.p_lower:.4f}, "
+              f"P' ≤ {est.q_upper:.4f}; ε lower bound {_format_eps(est.epsilon_lower(delta))}")
+    others = list(cond.others)
+    if others:
+        top = max(others, key=lambda c: c.epsilon_lower)
+        dup = sum(len(c.aliases) for c in others)
+        print(f"  other exposed fields: {len(others)} tested at z = {others[0].z:.2f} "
+              f"({cond.untested} constant over the pilot, {dup} identical to a tested one); "
+              f"largest ε lower bound {_format_eps(top.epsilon_lower)} ({top.name})")
+    else:
+        print(f"  other exposed fields: none varies over the pilot ({cond.untested} constant)")
+    for c in others:
+        if c.refuted:
+            est = max((c.check.forward, c.check.backward),
+                      key=lambda e: e.epsilon_lower(delta))
+            print(f"    refutes: {c.name}{' (= ' + ', '.join(c.aliases) + ')' if c.aliases else ''}"
+                  f": ε ≥ {_format_eps(c.epsilon_lower)}; P(S) = {est.p:.4f}, "
+                  f"P'(S) = {est.q:.4f} ({c.check.how.split(';')[0]})")
+    print(f"  empirical privacy loss: ε ≥ {_format_eps(cond.epsilon_lower)} at δ = {delta:.3g} "
+          f"(largest over the fields; the family errs with probability ≤ Φ(−{z:g}) per "
+          f"direction); claim ε = {eps:.6g}")
+
+
 def _cmd_audit(args) -> int:
     import numpy as np
 
     import privfair as pf
-    from .backends import get
+    from .backends import BACKENDS, get
+    from .privacy.audit import run_condition
     from .privacy.audit_instances import audit_instances, default_runs
-    from .privacy.testing import check_dp_heldout
-
-    from .backends import BACKENDS
 
     if args.backend not in BACKENDS:      # no 'auto' here: the audit tests one named backend
         raise CommandError(f"--backend {args.backend!r}: audit needs a named backend, one of "
@@ -602,7 +616,8 @@ def _cmd_audit(args) -> int:
     runs = args.runs if args.runs is not None else default_runs(backend.name)
     if runs < 8:
         raise CommandError(f"--runs {runs}: at least 8 runs are needed (a pilot and a test part)")
-    seeds = np.random.SeedSequence(args.seed).spawn(5)
+    controls = chosen.negative_controls() if args.negative_control else ()
+    seeds = np.random.SeedSequence(args.seed).spawn(1 + 2 * (1 + len(controls)))
     try:
         cert = chosen.build(D).solve(privacy, backend=backend.name, seed=seeds[0],
                                      progress=False, **options).certificate
@@ -613,54 +628,50 @@ def _cmd_audit(args) -> int:
     opts = ", ".join(f"{k}={v}" for k, v in options.items())
     print(f"privfair audit — backend {backend.name} on the built-in instance: {D.n} rows, "
           f"{chosen.description}{' (' + opts + ')' if opts else ''}; {chosen.neighbours_doc}")
-    if chosen.release_doc:
-        print(f"output tested: {chosen.release_doc}")
+    print("outputs tested: every exposed field of end-to-end solves — "
+          + (f"the decision output ({chosen.release_doc})" if chosen.release_doc else
+             "the decision output (expected predictions on the rows)")
+          + ", the released decisions and weights, result.info, result.trace, the certificate, "
+            "the plan, and whether the solve raised")
     print(f"claim (the certificate of a run at ε={args.epsilon:g}, δ={privacy.delta:g}, "
           f"protect={chosen.protect!r}): ε = {eps:.6g}, δ = {delta:.3g}")
     progress = _show_progress(args)
-    runs_list = [("honest", args.epsilon, {}, seeds[1], seeds[2])]
-    if args.negative_control:
-        runs_list.append(("negative control", chosen.control_factor * args.epsilon,
-                          chosen.control_options, seeds[3], seeds[4]))
-    expected_ok = True
-    for kind, eps_run, extra, sD, sDp in runs_list:
-        started = time.perf_counter()
+    conditions = [("honest run", None, args.epsilon, {})] + [
+        (f"negative control '{c.label}'", c, c.epsilon_factor * args.epsilon, c.options)
+        for c in controls]
+    expected_ok, summary = True, []
+    for i, (title, control, eps_run, extra) in enumerate(conditions):
         run_privacy = pf.DP(eps_run, privacy.delta, protect=chosen.protect)
-        run_options = {**options, **extra}
-        a = _audit_outputs(backend, chosen, D, run_privacy, run_options, runs, sD, progress,
-                           f"{kind} D")
-        b = _audit_outputs(backend, chosen, Dp, run_privacy, run_options, runs, sDp, progress,
-                           f"{kind} D'")
-        check = check_dp_heldout(a, b, eps, delta, z=args.z)
-        took = time.perf_counter() - started
-        if kind == "honest":
-            print(f"\nhonest run: backend at ε={eps_run:g}, {runs} runs on D and on D' "
-                  f"({check.how}; {took:.1f} s)")
+        cond = run_condition(backend.name, chosen, D, Dp, run_privacy, {**options, **extra},
+                             (eps, delta), runs, seeds[1 + 2 * i:3 + 2 * i], z=args.z,
+                             progress=progress, label=control.label if control else "honest")
+        _print_condition(title, cond, (eps, delta), args.z)
+        bound = _format_eps(cond.epsilon_lower)
+        if control is None:
+            ok = not cond.refuted
+            print("  PASS: no evidence against the claim at z = {:g}".format(args.z) if ok else
+                  f"  FAIL: the outputs refute (ε, δ) = ({eps:.6g}, {delta:.3g})"
+                  f" — field {cond.worst.name}")
+            summary.append(("honest", bound, "PASS" if ok else "FAIL (refuted)"))
+        elif control.expect_refuted:
+            ok = cond.refuted
+            print(f"  FAIL: refuted ({cond.worst.name}) — the audit has power against this "
+                  "bug on this instance (expected)" if ok else
+                  f"  PASS: the under-noised run is NOT refuted: no power at {runs} runs on "
+                  "this instance (raise --runs)")
+            summary.append((control.label, bound, "refuted" if ok else "NOT refuted"))
         else:
-            print(f"\nnegative control: {chosen.control} — backend at ε={eps_run:g}"
-                  f"{' with ' + ', '.join(f'{k}={v}' for k, v in extra.items()) if extra else ''}"
-                  f", {runs} runs on D and on D' ({check.how}; {took:.1f} s), tested against "
-                  "the same claim")
-        for name, est in (("D → D'", check.forward), ("D' → D", check.backward)):
-            print(f"  {name}: event S of {est.size}/{est.bins} pilot bins; held out: "
-                  f"P(S) = {est.p:.4f}, P'(S) = {est.q:.4f}; δ̂ at ε={eps:.6g}: "
-                  f"{est.delta:.4f} ± {est.stderr:.4f}; bounds P ≥ {est.p_lower:.4f}, "
-                  f"P' ≤ {est.q_upper:.4f}; ε lower bound {_format_eps(est.epsilon_lower(delta))}")
-        print(f"  empirical privacy loss: ε ≥ {_format_eps(check.epsilon_lower)} at δ = "
-              f"{delta:.3g} (each direction at confidence 1 − Φ(−{args.z:g})); claim ε = "
-              f"{eps:.6g}")
-        verdict = "PASS" if check.passed else "FAIL"
-        if kind == "honest":
-            print(f"  {verdict}: " + ("no evidence against the claim at "
-                                      f"z = {args.z:g}" if check.passed else
-                                      f"the outputs refute (ε, δ) = ({eps:.6g}, {delta:.3g})"))
-            expected_ok &= check.passed
-        else:
-            print(f"  {verdict}: " + ("the tester refutes the under-noised run — it has power "
-                                      "on this instance (expected)" if not check.passed else
-                                      "the under-noised run is NOT refuted: no power at "
-                                      f"{runs} runs on this instance (raise --runs)"))
-            expected_ok &= not check.passed
+            ok = True                     # reported, not counted (control.why)
+            print(f"  {'FAIL: refuted' if cond.refuted else 'PASS: not refuted'} — not counted: "
+                  f"{control.why}")
+            summary.append((control.label, bound, ("refuted" if cond.refuted else
+                                                   "not refuted") + " (not counted)"))
+        expected_ok &= ok
+    if len(summary) > 1:
+        print(f"\nsummary (claim ε = {eps:.6g}, δ = {delta:.3g}; {runs} solves on each dataset "
+              "per condition):")
+        for label, bound, verdict in summary:
+            print(f"  {label:<12} ε ≥ {bound:<7} {verdict}")
     return EXIT_OK if expected_ok else EXIT_FAILED
 
 
@@ -738,28 +749,31 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("audit", help="empirical privacy loss of a backend vs its claim "
                        "(neighbouring-dataset tester)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Run a backend many times on two neighbouring datasets of a "
-                       "built-in instance and bound the empirical privacy loss from below on an "
-                       "event chosen from held-out runs (privfair.privacy.testing."
-                       "check_dp_heldout, both directions).  Exit 0 when "
-                       "the verdicts are as expected (honest run PASS; negative control, if "
-                       "asked, refuted), 1 otherwise.\n\n" + AUDIT_DOC)
+                       description="Solve a built-in instance many times end to end on two "
+                       "neighbouring datasets and bound the empirical privacy loss of every "
+                       "exposed field from below on an event chosen from held-out runs "
+                       "(privfair.privacy.audit, privfair.privacy.testing.check_dp_heldout, "
+                       "both directions).  Exit 0 when the verdicts are as expected (honest "
+                       "run PASS; the negative controls, if asked, refuted), 1 otherwise."
+                       "\n\n" + AUDIT_DOC)
     a.add_argument("--backend", required=True,
                    help="a name from 'privfair backends' (no 'auto': the audit tests one backend)")
     a.add_argument("--epsilon", type=_epsilon, default=1.0, help="ε to run at (default 1)")
     a.add_argument("--delta", type=_delta, default=None,
-                   help="δ to run at (default 0; sgda's instance 1e-5: its Gaussian releases "
-                        "need δ > 0)")
+                   help="δ to run at (default 0; sgda's instance 0.1: its Gaussian releases "
+                        "need δ > 0, and a loss above ε at δ = 1e-5 lives on events too rare "
+                        "for ~10^3 runs)")
     a.add_argument("--runs", type=_positive_int, default=None,
-                   help="runs on each dataset (default 2000; frank_wolfe and lopt 4000, "
-                        "cells 600, objective_perturbation 8000, sgda 1500)")
+                   help="solves on each dataset per condition (default 2000; exponential, "
+                        "lopt and oracle_learner 3000, cells 1000)")
     a.add_argument("--seed", type=_seed, default=0, help="seed of the runs (default 0)")
     a.add_argument("--z", type=_positive_float, default=4.0,
                    help="confidence: a claim is refuted only when the empirical ε lower "
                         "bound, at level 1 − Φ(−z) in each direction, exceeds it (default 4)")
     a.add_argument("--negative-control", action="store_true",
-                   help="also run the backend at 4ε (under-noised) against the same claim: "
-                        "the tester should refute it")
+                   help="also run the negative controls — the backend with half its noise "
+                        "and at 2ε (objective_perturbation also a quarter) — against the same "
+                        "claim: the tester should refute them")
     a.add_argument("--no-progress", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_audit)
 
