@@ -65,16 +65,105 @@ class Plan:
 
         return wrap_text("\n".join(self.explain_lines()))
 
+    def bound_terms(self) -> dict | None:
+        """``predicted_excess_risk`` in the problem's own terms, and whether it says anything.
+
+        For the backends whose bound E is on h = f + G·max(0, g) relative to the best decision
+        of the set (:attr:`Backend.bound_on_h`): every decision c it returns has
+        f(c) ≤ h(c) ≤ min h + E ≤ OPT + E (OPT the best feasible f), so f is within E of OPT —
+        vacuous once E reaches the width of f's range, which any decision meets — and
+        G·max(0, g(c)) = h(c) − f(c) ≤ E + sup f − inf f, so the violation is at most
+        (E + width f)/G ([A] Lemma 4.1), vacuous once it reaches sup g.  The ranges are sound
+        outer bounds (:func:`objective_range`, ``g.range()``), so "vacuous" is never claimed
+        wrongly.  Returns None when E is not finite, the backend's bound is on something else,
+        or the rates use a surrogate loss.
+
+        Keys: ``excess`` (E), ``objective_range`` ((lo, hi)), ``objective_vacuous`` (bool) and,
+        with constraints, ``violation_bound``, ``sup_g``, ``violation_vacuous``.
+        """
+        E = self.predicted_excess_risk
+        if not (isinstance(E, (int, float)) and math.isfinite(E)) or self.problem is None:
+            return None
+        from privfair.backends import BACKENDS
+
+        if not getattr(BACKENDS.get(self.backend), "bound_on_h", False):
+            return None
+        if getattr(getattr(self.problem, "rates", None), "surrogate", None) is not None:
+            return None       # surrogate losses are not confined to the box: no sound range
+        lo, hi = objective_range(self.problem)
+        width = hi - lo
+        if not math.isfinite(width):
+            return None
+        out = {"excess": float(E), "objective_range": (lo, hi), "objective_vacuous": E >= width}
+        G = getattr(self.analysis, "G", None)
+        if self.problem.g and G is not None and math.isfinite(G) and G > 0:
+            v = (E + width) / G
+            sup_g = max(float(g.range()[1]) for g in self.problem.g)
+            out.update(violation_bound=v, sup_g=sup_g, violation_vacuous=v >= sup_g)
+        return out
+
+    def _bound_lines(self):
+        t = self.bound_terms()
+        if t is None:
+            return "", []
+        E, (lo, hi) = t["excess"], t["objective_range"]
+        obj = f"f ≤ OPT + {E:.4g} (OPT the best feasible value)"
+        if t["objective_vacuous"]:
+            obj += f" — vacuous, f lies in [{lo:.4g}, {hi:.4g}]"
+        parts = [obj]
+        if "violation_bound" in t:
+            viol = (f"violation max(0, g) ≤ ({E:.4g} + {hi - lo:.4g})/G = "
+                    f"{t['violation_bound']:.4g} ([A] Lemma 4.1)")
+            if t["violation_vacuous"]:
+                viol += f" — vacuous, g ≤ {t['sup_g']:.4g} for every decision"
+            parts.append(viol)
+        if t["objective_vacuous"] and t.get("violation_vacuous", True):
+            tag = " [vacuous]"
+        elif t["objective_vacuous"]:
+            tag = " [vacuous for the objective]"
+        else:
+            tag = ""
+        return tag, ["  meaning: " + "; ".join(parts)]
+
     def explain_lines(self) -> list:
-        """The unwrapped lines of :meth:`explain` (callers that indent them wrap afterwards)."""
-        lines = [f"{self.backend}: predicted excess risk {self.predicted_excess_risk:.4g} "
-                 f"({self.theorem})"]
+        """The unwrapped lines of :meth:`explain` (callers that indent them wrap afterwards).
+
+        A finite bound is translated into the objective and the violation where the backend's
+        theorem allows (:meth:`bound_terms`), and marked "[vacuous]" where it says nothing; the
+        numbers themselves stay in ``predicted_excess_risk`` and ``params``."""
+        tag, meaning = self._bound_lines()
+        lines = [f"{self.backend}: predicted excess risk {self.predicted_excess_risk:.4g}{tag} "
+                 f"({self.theorem})"] + meaning
         if self.params:
             lines.append("  parameters: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.params.items()))
         for what, eps, delta in self.budget:
             lines.append(f"  spends ε={eps:.4g}, δ={delta:.3g} on {what}")
         lines += [f"  note: {n}" for n in self.notes]
         return lines
+
+
+def objective_range(problem):
+    """``(lo, hi)``: a sound range of the objective f over every decision's ℓ.
+
+    The interval range over the box [0, 1]^K (as the compiler's G uses it), tightened to
+    [c + min_j w_j, c + max_j w_j] when f = w·ℓ + c reads joint frequencies only and the rates
+    have no surrogate: those frequencies are non-negative and sum to 1 for every decision and
+    mixture, so e.g. the error lies in [0, 1] rather than in [0, 2·#groups]."""
+    import numpy as np
+
+    lo, hi = problem.f.range()
+    rates = getattr(problem, "rates", None)
+    aff = problem.f._affine() if hasattr(problem.f, "_affine") else None
+    if rates is None or getattr(rates, "surrogate", None) is not None or aff is None:
+        return float(lo), float(hi)
+    A, b = aff
+    w = np.zeros(rates.K)
+    w[:A.shape[1]] = np.asarray(A, dtype=float).reshape(-1)[:A.shape[1]]
+    kj = int(getattr(rates, "K_joint", 0))
+    if kj <= 0 or np.any(w[kj:] != 0):
+        return float(lo), float(hi)
+    c = float(np.asarray(b).reshape(-1)[0]) if np.size(b) else 0.0
+    return max(float(lo), c + float(w[:kj].min())), min(float(hi), c + float(w[:kj].max()))
 
 
 def unknown_option(name, value, backend, known):
@@ -132,6 +221,9 @@ class Backend:
 
     name: str = ""
     theorem: str = ""
+    #: True when ``predicted_excess_risk`` bounds h(c) − min h over the decision set (h with
+    #: the Analysis' G): :meth:`Plan.bound_terms` then translates it into objective and violation
+    bound_on_h: bool = False
     #: True when the backend runs without private data (ε = ∞ reference runs only)
     non_private_only: bool = False
     #: True when the backend's sensitivities use Δℓ, so conditional rates need a group-mass

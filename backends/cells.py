@@ -224,6 +224,7 @@ def statistic_map(rates, Nhat, bound=None):
 
 class CellsBackend(Backend):
     name = "cells"
+    bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     exposes = {
         "label_split": (PUBLIC, "the plan's label split"),
         "epsilon_M1": (PUBLIC, "the plan's ε share of M1"),

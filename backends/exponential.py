@@ -53,6 +53,7 @@ def penalized_values(problem, L, G):
 
 class ExponentialBackend(Backend):
     name = "exponential"
+    bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     theorem = "[A] Thm 5.2 / Cor 5.3 (exponential mechanism, McSherry–Talwar)"
     option_names = ("_noise_multiplier",)   # no hyper-parameters: one draw at the whole ε
 

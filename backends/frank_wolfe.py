@@ -374,6 +374,7 @@ def cor_b5_bound(K, beta_h, T, log=math.log):
 # ------------------------------------------------------------------------------ backend
 class FrankWolfeBackend(Backend):
     name = "frank_wolfe"
+    bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     exposes = {"T": (PUBLIC, "the planned iteration count"),
                "calibration": (PUBLIC, "the per-release budget fitted to the plan"),
                "loss_vector": (RELEASED, "exact ℓ of the output — ε = ∞ reference runs only"),

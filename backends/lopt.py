@@ -141,6 +141,7 @@ def _sign_violation(problem, analysis):
 
 class LoptBackend(Backend):
     name = "lopt"
+    bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     exposes = {"T": (PUBLIC, "the planned iteration count"),
                "calibration": (PUBLIC, "the per-release budget fitted to the plan")}
     option_names = _OPTIONS

@@ -190,6 +190,7 @@ class _Setup:
 
 class OracleLearnerBackend(Backend):
     name = "oracle_learner"
+    bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     exposes = {
         "lambda_bar": (RELEASED, "the auditor's averaged multipliers, from released rates"),
         "B": (PUBLIC, "the multiplier bound"), "T": (PUBLIC, "the planned round count"),

@@ -33,6 +33,8 @@ from .errors import InvalidInputError, InvalidPrivacyError
 from .privacy.spec import DP
 
 NORMS = ("l1", "l2", "linf")
+#: an iteration count the theorems prescribe beyond which the Analysis calls it impractical
+IMPRACTICAL_T = 1e8
 #: the norm of a gradient paired with an input measured in a norm (Hölder)
 DUAL = {"l1": "linf", "l2": "l2", "linf": "l1"}
 
@@ -261,7 +263,12 @@ class Analysis:
         rows.append(("sensitivity of h", f"{fmt(self.sensitivity_h)}"
                      + (f" (via {self.sensitivity_norm})" if self.sensitivity_norm else "")))
         for k, v in self.iterations.items():
-            rows.append((k, fmt(v)))
+            cite = "[A] Cor B.5" if k.startswith("frank_wolfe") else "[A] Thm 5.5"
+            text = fmt(v)
+            if k.endswith("_T") and v is not None and v > IMPRACTICAL_T:
+                text = (f"{v:.3g} — impractical (over 10⁸ iterations): the theorem's "
+                        "prescription for α, not what a backend runs (each plans its own T)")
+            rows.append((f"{k} ({cite})", text))
         return rows
 
     def _monotonicity_text(self, name):

@@ -114,3 +114,47 @@ def test_analysis_says_which_property_is_unknown_and_why():
     text = str(_six_groups(pairwise=True).analyze(pf.DP(1.0, 1e-6)))
     assert "curvature g[0] … g[29]" in text and text.count("curvature g[") == 1
     assert max(map(len, text.splitlines())) <= WIDTH
+
+
+# ------------------------------------------------------------------ vacuous numbers
+def test_vacuous_bounds_are_labelled_and_translated():
+    plans = _six_groups(n=3000).plan(pf.DP(1.0, 1e-6))
+    exp = next(p for p in plans.ranked if p.backend == "exponential")
+    t = exp.bound_terms()
+    # the error lies in [0, 1] (joint frequencies sum to 1), not in the box's [0, 12]
+    assert t["objective_range"] == (0.0, 1.0)
+    assert t["excess"] == exp.predicted_excess_risk > 1 and t["objective_vacuous"]
+    # [A] Lemma 4.1: violation ≤ (E + width f)/G, here still informative
+    G = exp.analysis.G
+    assert t["violation_bound"] == pytest.approx((exp.predicted_excess_risk + 1) / G)
+    assert t["violation_bound"] < t["sup_g"] and not t["violation_vacuous"]
+    text = exp.explain()
+    assert "[vacuous for the objective]" in text.splitlines()[0]
+    assert "vacuous, f lies in [0, 1]" in text and "([A] Lemma 4.1)" in text
+    # a bound vacuous in both terms says so in the ranking; the numbers stay in the fields
+    ol = next(p for p in plans.ranked if p.backend == "oracle_learner")
+    assert ol.bound_terms()["violation_vacuous"] and "[vacuous]" in plans.explain()
+    assert isinstance(ol.predicted_excess_risk, float) and "nu" in ol.params
+
+
+def test_informative_bound_is_not_labelled_vacuous():
+    exp = _six_groups().plan(pf.DP(1000.0, 1e-6), backend="exponential").chosen
+    t = exp.bound_terms()
+    assert t["excess"] < 1 and not t["objective_vacuous"] and not t["violation_vacuous"]
+    assert "vacuous" not in exp.explain() and "f ≤ OPT + " in exp.explain()
+
+
+def test_backends_whose_bound_is_not_on_h_are_not_translated():
+    # postprocessing's number mixes an error bound with G times a gap bound: no translation
+    from privfair.backends import BACKENDS
+
+    assert not BACKENDS["postprocessing"].bound_on_h and not BACKENDS["sgda"].bound_on_h
+    assert {n for n, b in BACKENDS.items() if b.bound_on_h} == {
+        "exponential", "lopt", "frank_wolfe", "oracle_learner", "cells"}
+
+
+def test_astronomical_iteration_counts_are_called_impractical():
+    an = _six_groups().analyze(pf.DP(1.0, 1e-6))
+    assert an.iterations["lopt_T"] > 1e8                 # the number stays for programs
+    row = next(line for line in str(an).splitlines() if line.startswith("lopt_T"))
+    assert "impractical" in row and f"{an.iterations['lopt_T']}" not in row
