@@ -609,6 +609,11 @@ def make_result(name, theta, ds, plan, trace, info, weights=None):
         return Result(name, [np.asarray(theta, float)], [1.0], ds, plan=plan, trace=trace,
                       info=info)
     keep = [(np.asarray(t, float), float(w)) for t, w in zip(theta, weights) if w > 0]
+    P = getattr(ds, "P", None)
+    for t, _ in keep:
+        if P is not None and t.shape != (P,):   # a bug, not a data-dependent event
+            raise RuntimeError(f"internal error: {name} built a mixture component of shape "
+                               f"{t.shape}; decisions are vectors (w, b) of length {P}")
     return Result(name, [t for t, _ in keep], [w for _, w in keep], ds, plan=plan, trace=trace,
                   info=info)
 
@@ -913,8 +918,11 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
     th1 = erm_at(nu1, budget["final"] if private else None, "final")
     u1 = release(th1, "final ERM")
     trace.append({"nu": nu1, "released_u": u1, "released_g": phi(u1), "final": True})
-    const = np.zeros(ds.P)
-    rep = repair_weights(phi, u1, [setup.const_u, u0], slack)
+    const = np.zeros(ds.P)      # the constant rule ŷ = 0 as a decision: θ = (w, b) = 0
+    # Without a probe (probe_share = 0) ũ₀ is the statistic of the rule ŷ = y, which reads the
+    # labels and is no decision: it cannot be a partner of the repair mixture (issue #20: it
+    # was, as a 0-d NaN "decision", and every predict/metrics call of the result then raised).
+    rep = repair_weights(phi, u1, [setup.const_u, u0 if th0 is not None else None], slack)
     if rep is None:      # no partner fixes it: keep θ₁ (reported)
         decisions, weights, partner = [th1], [1.0], None
     else:
