@@ -1,5 +1,5 @@
 """Frank–Wolfe on the loss vector — [A] Appendix B, Algorithm 4, Lemma B.4 / Cor B.5 (private
-version per ALGORITHMS.md §3).
+version: the gradient at a released point, docs/traps.md #4 and #6).
 
 Algorithm.  Over a finite decision set C (``FiniteSet`` / ``Thresholds``) the attainable loss
 vectors of randomized classifiers form the polytope P = conv{ℓ_S(c, D) : c ∈ C}, S the support
@@ -37,7 +37,7 @@ Since h ≤ h_smooth ≤ h + α/2, the excess of h over min_P h is at most (★)
 (``predicted_excess_risk``; P contains every vertex, so this also bounds the excess over the best
 single decision).
 
-Privacy (the trap of ALGORITHMS.md §2/§3: the gradient must be taken at a *released* point).
+Privacy (docs/traps.md #4, [A] Def. 1.4: the gradient must be taken at a *released* point).
 Each iteration t
 
 1. picks c_t with the exponential mechanism (ε_E each), score u_c = −⟨ℓ_S(c, D), r_t⟩, where

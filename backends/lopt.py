@@ -7,9 +7,9 @@ frequencies, ½ on conditional rates)::
 
     for t = 1..T:
         y_{t−1} = clip_[0,1](mean of the released l̃_1..l̃_{t−1})      (y₀ = x₀)
-        r_t     = ∇h_s(y_{t−1}) = ∇f̃ + G·σ(g̃/s)·∇g̃                   (with G: trap 1)
+        r_t     = ∇h_s(y_{t−1}) = ∇f̃ + G·σ(g̃/s)·∇g̃                   (with G: docs/traps.md #3)
         c_t     = LOPT_ε'(r_t), a private approximate minimizer of r_t·ℓ(c, D)
-        l̃_t     = ℓ_S(c_t, D) + Laplace(Δℓ₁) or Gaussian(Δℓ₂) noise  (t < T; trap 2)
+        l̃_t     = ℓ_S(c_t, D) + Laplace(Δℓ₁) or Gaussian(Δℓ₂) noise  (t < T; docs/traps.md #4)
     return the uniform mixture of c_1..c_T
 
 Corrections to Algorithm 2 as printed.  (1) G multiplies ∇g (Algorithm 4 has it).  (2) r_t is
@@ -199,8 +199,8 @@ class LoptBackend(Backend):
         params = {"oracle": {"finite": "exponential mechanism", "erm": "noisy projected GD"}[kind],
                   "G": analysis.G, "smoothing": analysis.smoothing,
                   "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean")}
-        notes = ["corrections to [A] Algorithm 2: G·∇g in r_t (trap 1); r_t from privately "
-                 "released loss vectors (trap 2); weights at the running mean of the releases "
+        notes = ["corrections to [A] Algorithm 2 (docs/traps.md #3–5): G·∇g in r_t; r_t from "
+                 "privately released loss vectors; weights at the running mean of the releases "
                  "(follow-the-leader) instead of the last iterate, which has no regret bound"]
         if "_noise_multiplier" in opts:
             params["_noise_multiplier"] = float(opts["_noise_multiplier"])

@@ -1,8 +1,8 @@
 """Bound the Gini index of the per-group error rates ([A] Def. 8.6) on COMPAS (all races).
 
 The Gini index is quasi-convex; privfair uses the convex level-set form
-Σ_{i,j} |l_i − l_j| − 2Kθ Σ_i l_i ≤ 0 with K the number of groups (ALGORITHMS.md: the paper
-writes 2n; for K subgroups the normaliser is K).
+Σ_{i,j} |l_i − l_j| − 2Kθ Σ_i l_i ≤ 0 with K the number of groups ([A] Def. 8.6 writes 2n;
+for K subgroups the normaliser is K: docs/traps.md #17).
 
 Run: python examples/gini_constraint.py [--subsample N] [--seed S] [--theta 0.2]
 """

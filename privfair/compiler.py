@@ -12,7 +12,7 @@ Two choices documented here because they change numbers:
 * **G from the range of f** ([A] Lemma 4.1/Cor 4.2).  An α-minimizer of h has
   g ≤ (α + sup f − inf f)/G; [A] bounds sup f − inf f by L_f·√K, we use the interval range of f
   over the box, which is never larger and usually much smaller.  G = (α + range f)/α.
-* **Smooth surrogates** (ALGORITHMS.md §3 trap).  max(0, g) and |·| are not smooth.  For backends
+* **Smooth surrogates** ([A] App. B; docs/traps.md #6).  max(0, g) and |·| are not smooth.  For backends
   that need β the compiler works with (i) the softplus penalty G·s·log(1 + e^{g/s}) with
   s = α/(2 G log 2), which is within α/2 of G·max(0, g); and (ii) the rewrite
   lse(…, |u|, …) → lse(…, u, −u, …), a smooth *upper* bound of the original within log(2)/η, so a

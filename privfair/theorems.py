@@ -357,7 +357,7 @@ def _a53(ctx):
                      "(the compiler's bound), θ = log(1/β)",
                      quantity="excess of h", home="privfair.theorems.a53_bound",
                      correction="no privfair backend: an exact log-concave sampler is impractical "
-                                "for P ≫ 3 (ALGORITHMS.md §1)")
+                                "for P ≫ 3 ([A] §5.1 uses Bassily et al.'s sampler)")
     if not reason and ctx.privacy.is_private:
         v = {"D_1": an.sensitivity_h * ctx.n, "P": ctx.decisions.P}
         e.value = _value(a53_bound, v, ctx.std)
@@ -394,7 +394,7 @@ def _a59(ctx):
                      (reason or "needs an oracle with Thm 5.5's guarantee at ε'; n depends on "
                       "the oracle (Thm 5.10, Cor 5.11)")
                      + "; the privacy proof needs the weights r_t released, not read from the "
-                       "data (ALGORITHMS.md §2 trap; backend 'lopt' does so)",
+                       "data (docs/traps.md #4; backend 'lopt' does so)",
                      quantity="ε' per oracle call", home="privfair.theorems.a58_epsilon",
                      correction=ALPHA_POWER_NOTE)
     if math.isfinite(G) and ctx.privacy.delta > 0 and ctx.privacy.is_private:
@@ -467,7 +467,7 @@ def _ab5(ctx):
                      reason or "f, g convex and smooth; exact linear optimization oracle",
                      quantity="T for α", home="privfair.theorems.cor_b5_iterations",
                      correction="β_h of the softplus-smoothed penalty h_smooth in place of "
-                                "β_f + G·β_g: max(0, g) is not smooth (ALGORITHMS.md §3); "
+                                "β_f + G·β_g: max(0, g) is not smooth (docs/traps.md #6); "
                                 "backend 'frank_wolfe' uses the tighter (★) of its docstring")
     if beta_h is not None and beta_h > 0:
         v = {"K": ctx.K, "beta_h": beta_h}

@@ -1,5 +1,5 @@
 """Smooth maxima: log-sum-exp (:class:`Lse`, convex) and the Boltzmann operator (:class:`Smax`,
-*not* convex — see ALGORITHMS.md, "Traps in the modeling layer")."""
+*not* convex, although [A] Def. 1.14 calls it so — docs/traps.md #1)."""
 
 from __future__ import annotations
 
