@@ -31,7 +31,7 @@ from .expr import (Constant, Constraint, Expression, Variable, abs, gmean, hmean
 from .privacy import Accountant, BudgetFilter, Certificate
 from .privacy.spec import DP
 from .result import Result
-from .problem import Minimize, Problem, maximize, minimize
+from .problem import Maximize, Minimize, Objective, Problem, maximize, minimize
 from .stats import Rates, estimate_group_mass_bound, rates
 from . import norms, sparse  # noqa: E402
 from .sparse import SparseLinear  # noqa: E402
@@ -47,7 +47,7 @@ __all__ = [
     "Expression", "Variable", "Constant", "Constraint",
     "abs", "maximum", "pos", "sum", "norm1", "norm2", "norm_inf", "square", "lse", "smax",
     "gmean", "hmean", "hstack",
-    "Problem", "Minimize", "minimize", "maximize", "Analysis", "analyze",
+    "Problem", "Minimize", "Maximize", "Objective", "minimize", "maximize", "Analysis", "analyze",
     "norms", "sparse", "SparseLinear",
     "report", "Report", "pareto",
 ]

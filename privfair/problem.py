@@ -1,23 +1,16 @@
-"""Problems: ``Problem(minimize(f), [g <= c, ...])``.
+"""Problems: ``Problem(Minimize(f), [g <= c, ...])``.
 
 A problem is an objective over the statistic vector ℓ and a list of constraints, all built from
 the same :class:`privfair.expr.Variable` (the ``vector`` of one :class:`privfair.stats.Rates`).
-It is only a description; :meth:`Problem.analyze` runs the compiler.
+It is only a description; :meth:`Problem.analyze` runs the compiler and :meth:`Problem.solve`
+a private backend, after which ``prob.status`` and ``prob.value`` read as in cvxpy — with the
+privacy rule of :attr:`Problem.value`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .errors import ModelingError
+from .errors import InvalidInputError, ModelingError, PrivateFailureError, PrivfairError
 from .expr import Constant, Constraint, Expression
-
-
-@dataclass(frozen=True)
-class Minimize:
-    """The objective ``minimize f(ℓ)``; build it with :func:`minimize`."""
-
-    expr: Expression
 
 
 def _as_expression(value, field):
@@ -29,8 +22,89 @@ def _as_expression(value, field):
         raise ModelingError(field, value, "pass an expression over r.vector, e.g. r.error()") from None
 
 
+class Objective:
+    """Base of :class:`Minimize` and :class:`Maximize`.
+
+    Attributes
+    ----------
+    target : Expression
+        The scalar expression as written (maximized or minimized).
+    expr : Expression
+        The expression that is *minimized*: ``target`` for :class:`Minimize`, ``-target`` for
+        :class:`Maximize`.  Backends, the compiler and :attr:`Problem.f` see this one, so a
+        maximized expression must be concave for the problem to be convex.
+    sense : {"minimize", "maximize"}
+    """
+
+    __slots__ = ("target", "expr")
+    sense = "minimize"
+
+    def __init__(self, expr):
+        target = _as_expression(expr, "objective")
+        if target.shape != ():
+            raise ModelingError("objective", target,
+                                f"the objective must be a scalar, got shape {target.shape}; "
+                                "wrap it in pf.sum(...) or pf.maximum(...)")
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "expr", self._minimized(target))
+
+    @staticmethod
+    def _minimized(target):
+        return target
+
+    def value(self, l) -> float:
+        """The objective as written (``target``) at a statistic vector ℓ."""
+        return float(self.target.value(l))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new objective")
+
+    def __reduce__(self):            # copy and pickle through the constructor
+        return type(self), (self.target,)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.target!r})"
+
+
+class Minimize(Objective):
+    """The objective ``minimize f(ℓ)`` (cvxpy's spelling; :func:`minimize` is the same).
+
+    Examples
+    --------
+    >>> import privfair as pf
+    >>> l = pf.Variable(2)
+    >>> pf.Minimize(l[0] + l[1]).expr.curvature
+    'affine'
+    """
+
+    __slots__ = ()
+    sense = "minimize"
+
+
+class Maximize(Objective):
+    """The objective ``maximize f(ℓ)``, solved as ``minimize −f(ℓ)`` (cvxpy's spelling;
+    :func:`maximize` is the same).  For a convex problem f must be concave (e.g. a true-positive
+    rate, ``pf.hmean`` of recalls); the compiler checks −f.
+
+    Examples
+    --------
+    >>> import privfair as pf
+    >>> l = pf.Variable(2)
+    >>> obj = pf.Maximize(pf.hmean(l[0], l[1]))
+    >>> obj.sense, obj.expr.curvature
+    ('maximize', 'convex')
+    """
+
+    __slots__ = ()
+    sense = "maximize"
+
+    @staticmethod
+    def _minimized(target):
+        return -target
+
+
 def minimize(expr) -> Minimize:
-    """Objective: minimize a scalar expression of ℓ.
+    """Objective: minimize a scalar expression of ℓ (the same as ``pf.Minimize(expr)``).
 
     Examples
     --------
@@ -39,28 +113,94 @@ def minimize(expr) -> Minimize:
     >>> pf.minimize(l[0] + l[1]).expr.curvature
     'affine'
     """
-    expr = _as_expression(expr, "objective")
-    if expr.shape != ():
-        raise ModelingError("objective", expr,
-                            f"the objective must be a scalar, got shape {expr.shape}; "
-                            "wrap it in pf.sum(...) or pf.maximum(...)")
     return Minimize(expr)
 
 
-def maximize(expr) -> Minimize:
-    """Objective: maximize a scalar expression (minimizes its negation)."""
-    return minimize(-_as_expression(expr, "objective"))
+def maximize(expr) -> Maximize:
+    """Objective: maximize a scalar expression (the same as ``pf.Maximize(expr)``; it minimizes
+    the negation)."""
+    return Maximize(expr)
 
+
+class _NoValue:
+    """``prob.value`` when no public objective value exists (before a solve, after a refused
+    one, or after a private one).  It prints as ``None``, is falsy and equals ``None``; it is not
+    the ``None`` object only because ``prob.value(l)`` (the older spelling of
+    :meth:`Problem.evaluate`) must stay callable."""
+
+    __slots__ = ("_problem", "why")
+
+    def __init__(self, problem, why):
+        self._problem, self.why = problem, why
+
+    def __call__(self, l):
+        return self._problem.evaluate(l)
+
+    def __bool__(self):
+        return False
+
+    def __eq__(self, other):
+        return other is None or isinstance(other, _NoValue)
+
+    def __hash__(self):
+        return hash(None)
+
+    def __repr__(self):
+        return "None"
+
+    def __float__(self):
+        raise InvalidInputError("value", None, self.why)
+
+    def __format__(self, spec):
+        if spec:
+            raise InvalidInputError("value", None, self.why)
+        return "None"
+
+
+class _Value(float):
+    """``prob.value`` after a non-private solve: a float, also callable as ``prob.value(l)``
+    (the older spelling of :meth:`Problem.evaluate`)."""
+
+    def __new__(cls, x, problem):
+        out = super().__new__(cls, x)
+        out._problem = problem
+        return out
+
+    def __call__(self, l):
+        return self._problem.evaluate(l)
+
+    def __repr__(self):
+        return float.__repr__(self)
+
+    def __reduce__(self):            # copies and pickles are plain floats
+        return float, (float(self),)
+
+
+_NOT_SOLVED = "not solved"
 
 class Problem:
     """A constrained group-objective problem: minimize f(ℓ) subject to g_j(ℓ) ≤ 0.
 
     Parameters
     ----------
-    objective : Minimize
-        From :func:`minimize` or :func:`maximize`.
+    objective : Minimize or Maximize
+        From ``pf.Minimize(expr)`` / ``pf.Maximize(expr)`` (or :func:`minimize` /
+        :func:`maximize`); a bare expression is minimized.
     constraints : list of Constraint, optional
         Built by comparisons such as ``pf.lse(...) <= 0.02``; each is normalised to g_j(ℓ) ≤ 0.
+
+    Attributes
+    ----------
+    status : str
+        ``"not solved"`` before :meth:`solve`; then ``"solved"``, ``"refused: <why>"`` (a typed
+        refusal raised before any noise was drawn: nothing spent) or ``"failed: <why>"`` (the
+        solve failed after touching the private data; see :class:`~privfair.errors.PrivateFailureError`).
+    value : float or None
+        The objective (as written: maximized or minimized) of the last released decision on the
+        training data — **only after a non-private solve** (``pf.DP(float("inf"))``); ``None``
+        otherwise.  See :attr:`value` for why, and :meth:`value_on` for held-out data.
+    result : privfair.Result or None
+        What the last successful :meth:`solve` returned.
 
     Examples
     --------
@@ -69,17 +209,21 @@ class Problem:
     >>> data = pf.Dataset(rng.normal(size=(40, 2)), rng.integers(0, 2, 40),
     ...                   sensitive=np.repeat(["a", "b"], 20), group_names=["a", "b"])
     >>> r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 5), score=0), data)
-    >>> prob = pf.Problem(pf.minimize(r.error()),
+    >>> prob = pf.Problem(pf.Minimize(r.error()),
     ...                   [pf.abs(r.fp["a"] - r.fp["b"]) <= 0.05])
     >>> prob.analyze(pf.DP(1.0)).curvature["f"]
     'affine'
+    >>> prob.status
+    'not solved'
     """
 
     def __init__(self, objective, constraints=()):
         if isinstance(objective, Expression):
-            objective = minimize(objective)
-        if not isinstance(objective, Minimize):
-            raise ModelingError("objective", objective, "pass pf.minimize(expr) or pf.maximize(expr)")
+            objective = Minimize(objective)
+        if not isinstance(objective, Objective):
+            raise ModelingError("objective", objective,
+                                "pass pf.Minimize(expr) or pf.Maximize(expr) "
+                                "(pf.minimize / pf.maximize are the same)")
         constraints = list(constraints)
         for j, c in enumerate(constraints):
             if not isinstance(c, Constraint):
@@ -92,6 +236,10 @@ class Problem:
         self.constraints = constraints
         self.variable = self._single_variable()
         self.rates = getattr(self.variable, "owner", None)
+        self.status = _NOT_SOLVED
+        self.result = None
+        self._public_value = None   # (value,) once computed after a non-private solve
+        self._private_solve = None
 
     def _single_variable(self):
         found = {}
@@ -114,9 +262,78 @@ class Problem:
         """The normalised constraint expressions g_j (feasible when g_j ≤ 0)."""
         return [c.expr for c in self.constraints]
 
-    def value(self, l):
-        """(f(ℓ), [g_j(ℓ)]) at a statistic vector ℓ."""
+    def evaluate(self, l):
+        """(f(ℓ), [g_j(ℓ)]) at a statistic vector ℓ (f is the minimized expression)."""
         return float(self.f.value(l)), [float(g.value(l)) for g in self.g]
+
+    @property
+    def value(self):
+        """The objective of the released decision (cvxpy's ``prob.value``), or ``None``.
+
+        After a **non-private** solve (ε = ∞) it is the objective, as written (a maximized
+        expression reads as itself, not its negation), at ℓ of the released decision — the
+        mixture Σ w_j ℓ(c_j, D) — on the training data.  After a **private** solve it is
+        ``None``: that number is computed from the private rows and is not covered by the
+        certificate (publishing it would spend privacy nobody accounted for; an exact value can
+        single out a row).  Evaluate the released decision on held-out data with
+        :meth:`value_on`.  Before a solve, or after a refused or failed one, it is ``None`` too.
+
+        Calling it, ``prob.value(l)``, is the older spelling of :meth:`evaluate`.
+        """
+        if self.status != "solved" or self.result is None:
+            why = (f"the problem is {self.status!r}: there is no released decision to evaluate"
+                   if self.status != "solved" else "the solve returned no result")
+            return _NoValue(self, why)
+        if self._private_solve:
+            return _NoValue(self, "a private solve releases no objective value: the objective on "
+                                  "the private training data is not covered by the certificate; "
+                                  "use prob.value_on(held_out_data)")
+        if self._public_value is None:
+            l = self.rates.evaluate_mixture(self.result.decisions, self.result.weights)
+            self._public_value = (self.objective.value(l),)
+        return _Value(self._public_value[0], self)
+
+    def value_on(self, data, result=None) -> float:
+        """The objective, as written, of the released decision evaluated on ``data``.
+
+        Parameters
+        ----------
+        data : privfair.Dataset
+            Data with the training data's groups and labels — normally held-out data (a test
+            split).  Its conditional rates use the group-mass bound the problem declared.
+        result : privfair.Result, optional
+            The decision to evaluate; default the last solve's (:attr:`result`).
+
+        Raises
+        ------
+        InvalidInputError
+            No solved result; ``data`` is the private training data of a private solve (its
+            objective value is not covered by the certificate); or ``data``'s groups or labels
+            differ from the training data's.
+        """
+        from .data import Dataset
+        from .stats import Rates
+
+        result = result if result is not None else self.result
+        if result is None:
+            raise InvalidInputError("result", None, f"the problem is {self.status!r}; solve it "
+                                    "first or pass result=")
+        if not isinstance(data, Dataset):
+            raise InvalidInputError("data", type(data).__name__, "pass a pf.Dataset (e.g. the "
+                                    "test split) with the training data's groups and labels")
+        r = self.rates
+        private = self._private_solve if result is self.result else True
+        if data is r.data and private:
+            raise InvalidInputError("data", "the private training data",
+                                    "the objective on the training data of a private solve is not "
+                                    "covered by the certificate; pass held-out data")
+        other = Rates(r.decisions, data, r.surrogate, r.group_mass_bound,
+                      feature_bound=r.feature_bound, group_mass_source=r.group_mass_source)
+        if other.names != r.names:
+            raise InvalidInputError("data", f"groups {data.groups}, labels {data.label_values}",
+                                    f"needs the training data's groups {r.groups} and labels "
+                                    f"{r.label_values} (declare them: group_names=, labels=)")
+        return self.objective.value(other.evaluate_mixture(result.decisions, result.weights))
 
     def with_group_mass(self, bound, source: str = "private") -> "Problem":
         """The same problem with ℓ's conditional rates clamped by a group-mass lower bound.
@@ -173,9 +390,24 @@ class Problem:
         """
         from .planner import solve
 
-        self._check_public_schema(privacy)
-        return solve(self, privacy, backend=backend, device=device, seed=seed,
-                     progress=progress, alpha=alpha, budget=budget, **options)
+        self.status, self.result = "not solved", None
+        self._public_value = self._private_solve = None
+        try:
+            self._check_public_schema(privacy)
+            result = solve(self, privacy, backend=backend, device=device, seed=seed,
+                           progress=progress, alpha=alpha, budget=budget, **options)
+        except PrivateFailureError as err:
+            self.status = f"failed: {err}"
+            raise
+        except PrivfairError as err:        # typed, raised before any noise: nothing spent
+            self.status = f"refused: {err}"
+            raise
+        except Exception as err:            # an untyped failure of a non-private run
+            self.status = f"failed: {type(err).__name__}: {err}"
+            raise
+        self.result, self.status = result, "solved"
+        self._private_solve = bool(getattr(privacy, "is_private", True))
+        return result
 
     def _check_public_schema(self, privacy):
         """The groups and labels a private solve depends on are declared, not read from the
@@ -192,7 +424,7 @@ class Problem:
         return analyze(self, privacy, alpha=alpha)
 
     def __repr__(self):
-        lines = [f"minimize {self.f}"]
+        lines = [f"{self.objective.sense} {self.objective.target}"]
         lines += [f"  subject to {g} <= 0" for g in self.g]
         return "\n".join(lines)
 
