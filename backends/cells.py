@@ -465,11 +465,16 @@ class CellsBackend(Backend):
 
 
 def _solve_any(prob) -> str:
+    """Solve with HiGHS, else Clarabel, else SCS; the status.  HiGHS's start-up banner, which
+    it writes to descriptor 1 whatever its ``output_flag``, is silenced."""
     import cvxpy as cp
+
+    from privfair._quiet import native_stdout_silenced
 
     for solver in (cp.HIGHS, cp.CLARABEL, cp.SCS):
         try:
-            prob.solve(solver=solver)
+            with native_stdout_silenced():
+                prob.solve(solver=solver)
             return prob.status
         except (cp.error.SolverError, cp.error.DCPError, ValueError):
             continue
