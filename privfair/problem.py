@@ -10,7 +10,8 @@ privacy rule of :attr:`Problem.value`.
 from __future__ import annotations
 
 from .errors import InvalidInputError, ModelingError, PrivateFailureError, PrivfairError
-from .expr import Constant, Constraint, Expression
+from .expr import Constant, Constraint, Equality, Expression
+from .expr.constraint import EQUALITY_FIX
 
 
 def _as_expression(value, field):
@@ -226,6 +227,8 @@ class Problem:
                                 "(pf.minimize / pf.maximize are the same)")
         constraints = list(constraints)
         for j, c in enumerate(constraints):
+            if isinstance(c, Equality):
+                raise ModelingError(f"constraints[{j}]", c, EQUALITY_FIX)
             if not isinstance(c, Constraint):
                 raise ModelingError(f"constraints[{j}]", c,
                                     "build constraints with comparisons, e.g. expr <= 0.02")

@@ -104,3 +104,30 @@ def test_atoms_need_arguments():
     _raises(ModelingError, "maximum", lambda: ex.maximum())
     _raises(ModelingError, "lse", lambda: ex.lse(eta=1.0))
     _raises(ModelingError, "abs", lambda: ex.abs("fp"))
+
+
+def test_equality_is_refused_with_the_fix():
+    """``a == b`` used to be a silent identity test (False), so [a == b] reached Problem as
+    [False] with an unrelated message; it is now an Equality that Problem refuses, naming
+    pf.abs(a - b) <= tol.  An equality is not split into two inequalities: backends that
+    tighten every constraint by a margin (g <= -tau) would find nothing feasible."""
+    import privfair as pf
+
+    eq = L[0] == L[1]
+    assert isinstance(eq, ex.Equality) and repr(eq) == "fp[a] == fp[b]"
+    assert isinstance(0.5 == L[2], ex.Equality) and isinstance(np.float64(0.5) == L[2], ex.Equality)
+    for constraints in ([eq], [L[0] <= 0.1, L[2] == 0.5]):
+        err = _raises(ModelingError, f"constraints[{len(constraints) - 1}]",
+                      lambda: pf.Problem(pf.minimize(L[0]), constraints), "pf.abs(a - b) <= ")
+        assert "equality constraints are not supported" in err.fix
+
+
+def test_expressions_stay_hashable_and_containers_keep_identity():
+    a, b = L[0], L[0]                      # two nodes, the same formula
+    assert hash(a) == hash(a) and len({a, b}) == 2 and {a: 1}[a] == 1
+    assert bool(a == a) and not bool(a == b) and a != b and not (a != a)
+    items = [b, a]
+    assert a in items and items.index(a) == 1
+    items.remove(a)
+    assert items == [b]
+    assert (a == None) is False and (a == "fp[a]") is False  # noqa: E711

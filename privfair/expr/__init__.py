@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .affine import Add, Div, HStack, LinearAtom, MatMul, Mul, Neg, Sum, hstack, sum
 from .atom import Atom, Reduction
-from .constraint import Constraint
+from .constraint import Constraint, Equality
 from .elementwise import Abs, Pos, Square, abs, pos, square
 from .expression import Expression, as_expression
 from .indexing import Index
@@ -21,7 +21,7 @@ from .smooth_max import Lse, Smax, lse, smax
 
 __all__ = [
     # core
-    "Expression", "Variable", "Constant", "Constraint", "as_expression",
+    "Expression", "Variable", "Constant", "Constraint", "Equality", "as_expression",
     # functions
     "abs", "pos", "square", "maximum", "sum", "norm1", "norm2", "norm_inf", "lse", "smax",
     "gmean", "hmean", "hstack",

@@ -1,4 +1,4 @@
-"""Python operators of expressions: ``+ - * / @ ** [] <= >=``, and the refusals.
+"""Python operators of expressions: ``+ - * / @ ** [] <= >= ==``, and the refusals.
 
 Kept apart from :mod:`.expression` so that the base class stays short; every operator builds a
 node from :mod:`.affine`, :mod:`.elementwise` or :mod:`.constraint`.
@@ -20,9 +20,25 @@ def _as_expr(value):
 class OperatorsMixin:
     """Operator overloading shared by every :class:`~privfair.expr.Expression`.
 
-    ``==`` is deliberately *not* overloaded: it stays object identity, so expressions are
-    hashable; equality constraints are not supported.
+    ``a == b`` builds an :class:`~privfair.expr.constraint.Equality`, which
+    :class:`privfair.Problem` refuses with a :class:`~privfair.errors.ModelingError` naming the
+    fix (``pf.abs(a - b) <= tol``); its truth value is object identity, so ``in``, ``index`` and
+    ``remove`` on lists of expressions keep working, and expressions stay hashable (by id).
     """
+
+    __hash__ = object.__hash__      # defining __eq__ would otherwise make expressions unhashable
+
+    def __eq__(self, other):
+        from .constraint import Equality
+        from .expression import Expression
+
+        if isinstance(other, (Expression, int, float, np.number, np.ndarray, list, tuple)) \
+                and not isinstance(other, bool):
+            return Equality(self, other)
+        return NotImplemented           # None, strings, ...: Python falls back to identity
+
+    def __ne__(self, other):
+        return self is not other
 
     def __add__(self, other):
         from .affine import add

@@ -1,4 +1,5 @@
-"""Inequality constraints between expressions, normalised to ``expr <= 0``."""
+"""Inequality constraints between expressions, normalised to ``expr <= 0``; and the refused
+equality ``a == b``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ class Constraint:
 
     Built by comparing expressions: ``a <= b`` gives ``expr = a - b``; ``a >= b`` gives
     ``expr = b - a``.  A vector constraint holds entrywise.  Equality constraints are not
-    supported (``==`` is object identity, so expressions stay hashable): write two inequalities.
+    supported (``a == b`` builds an :class:`Equality`, which :class:`privfair.Problem` refuses):
+    write a tolerance, ``pf.abs(a - b) <= 0.01``.
 
     Attributes
     ----------
@@ -58,5 +60,41 @@ class Constraint:
 
     def __repr__(self):
         return f"{self.lhs!r} {self.sense} {self.rhs!r}"
+
+    __str__ = __repr__
+
+
+EQUALITY_FIX = ("equality constraints are not supported: a private solver meets its constraints "
+                "only up to noise (and some tighten them), so an exact equality is infeasible; "
+                "write a tolerance, pf.abs(a - b) <= 0.01")
+
+
+class Equality:
+    """What ``a == b`` builds for expressions: *not* a constraint.
+
+    :class:`privfair.Problem` refuses it with a :class:`~privfair.errors.ModelingError` naming
+    the fix ``pf.abs(a - b) <= tol``: private backends meet constraints only up to their noise,
+    and some tighten every constraint by a margin (``g ≤ −τ``), so the two inequalities of an
+    equality would leave nothing feasible.  Its truth value is object identity (``a is b``), so
+    list membership and ``index`` on expressions keep Python's usual meaning.
+
+    Attributes
+    ----------
+    lhs, rhs : Expression
+        The two sides as written.
+    """
+
+    __array_ufunc__ = None
+
+    def __init__(self, lhs, rhs):
+        self._same = lhs is rhs
+        self.lhs = as_expression(lhs, "constraint")
+        self.rhs = as_expression(rhs, "constraint")
+
+    def __bool__(self):
+        return self._same
+
+    def __repr__(self):
+        return f"{self.lhs!r} == {self.rhs!r}"
 
     __str__ = __repr__

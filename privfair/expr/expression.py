@@ -89,8 +89,10 @@ class Expression(OperatorsMixin):
     """A scalar or 1-D vector function of the statistic vector ℓ ∈ [0,1]^K.
 
     Build expressions from a :class:`~privfair.expr.Variable` with indexing, ``+ - * /`` (by
-    constants) and atoms such as :func:`~privfair.expr.lse`.  ``==`` is identity (expressions are
-    hashable); equality constraints are not supported — write two inequalities.
+    constants) and atoms such as :func:`~privfair.expr.lse`.  Expressions are hashable (by
+    identity); ``a == b`` is not a constraint: it builds an
+    :class:`~privfair.expr.constraint.Equality` that :class:`privfair.Problem` refuses with the
+    fix ``pf.abs(a - b) <= tol``, and whose truth value is ``a is b``.
 
     Attributes
     ----------
