@@ -187,8 +187,10 @@ class Problem:
     objective : Minimize or Maximize
         From ``pf.Minimize(expr)`` / ``pf.Maximize(expr)`` (or :func:`minimize` /
         :func:`maximize`); a bare expression is minimized.
-    constraints : list of Constraint, optional
+    constraints : Constraint or list of Constraint, optional
         Built by comparisons such as ``pf.lse(...) <= 0.02``; each is normalised to g_j(ℓ) ≤ 0.
+        A single constraint may be passed without a list (cvxpy insists on a list; nothing else
+        could be meant here).
 
     Attributes
     ----------
@@ -225,7 +227,16 @@ class Problem:
             raise ModelingError("objective", objective,
                                 "pass pf.Minimize(expr) or pf.Maximize(expr) "
                                 "(pf.minimize / pf.maximize are the same)")
-        constraints = list(constraints)
+        if constraints is None:
+            constraints = []                # as cvxpy: no constraints
+        elif isinstance(constraints, (Constraint, Equality)):
+            constraints = [constraints]     # one constraint without a list: unambiguous, accepted
+        try:
+            constraints = list(constraints)
+        except TypeError:
+            raise ModelingError("constraints", constraints,
+                                "pass a constraint or a list of constraints, e.g. "
+                                "[pf.abs(r.selection['a'] - r.selection['b']) <= 0.05]") from None
         for j, c in enumerate(constraints):
             if isinstance(c, Equality):
                 raise ModelingError(f"constraints[{j}]", c, EQUALITY_FIX)

@@ -128,3 +128,28 @@ def test_value_called_with_l_is_still_evaluate(setting):
         for f, gs in (prob.value(ell), prob.evaluate(ell)):
             assert [f, *gs] == pytest.approx(expected)
         prob.solve(pf.DP(math.inf), seed=0, progress=False)
+
+
+# ------------------------------------------------------------------ constraints without a list
+def test_a_single_constraint_needs_no_list(setting):
+    _, _, r = setting
+    c = pf.abs(r.fpr["a"] - r.fpr["b"]) <= 0.1
+    prob = pf.Problem(pf.Minimize(r.error()), c)
+    assert prob.constraints == [c] and len(prob.g) == 1
+    assert repr(prob) == repr(pf.Problem(pf.Minimize(r.error()), [c]))
+    # an equality alone is refused as an equality, a vector constraint as a vector
+    with pytest.raises(ModelingError, match=r"pf\.abs\(a - b\)") as info:
+        pf.Problem(pf.Minimize(r.error()), r.fpr["a"] == r.fpr["b"])
+    assert info.value.field == "constraints[0]"
+    with pytest.raises(ModelingError, match="maximum") as info:
+        pf.Problem(pf.Minimize(r.error()), r.vector[[0, 1]] <= 0.1)
+    assert info.value.field == "constraints[0]"
+    assert pf.Problem(pf.Minimize(r.error()), None).constraints == []       # as cvxpy
+
+
+@pytest.mark.parametrize("bad", [0.02, True])
+def test_constraints_that_are_neither_a_constraint_nor_a_list_name_the_field(setting, bad):
+    _, _, r = setting
+    with pytest.raises(ModelingError) as info:
+        pf.Problem(pf.Minimize(r.error()), bad)
+    assert info.value.field == "constraints" and "list of constraints" in info.value.fix
