@@ -7,6 +7,7 @@ import base64
 import html
 import io
 import math
+import textwrap
 
 from ._tables import markdown_table, text_table
 
@@ -26,8 +27,53 @@ def _r(v):
     return "∞" if v is None or (isinstance(v, float) and math.isinf(v)) else f"{v:.4g}"
 
 
+def _ratio(v, n):
+    r = v / n
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.2g}×"
+
+
+def n_cell(v, n):
+    """A sample size n needed for α, and how it compares with the data's n: a guarantee that
+    needs more rows than the data has says nothing about this data."""
+    s = _n(v)
+    if (n and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and v > n):
+        s += f" ({_ratio(v, n)} the data's n)"
+    return s
+
+
+def bound_cell(B, scale):
+    """A bound on the excess risk of h, labelled *vacuous* at or above the range of h."""
+    if B is None:
+        return "—"
+    if not math.isfinite(B):
+        return "∞ (no bound)"
+    if scale is not None and scale.vacuous(B):
+        return f"{B:.4g} [vacuous: ≥ {scale.range_h:.4g}]"
+    return f"{B:.4g}"
+
+
+def terms_cell(B, scale):
+    """A bound B on the excess risk of h in error/violation terms ([A] Cor 4.2):
+    f ≤ f* + B and max(0, g) ≤ (B + range f)/G, each labelled vacuous at its trivial bound."""
+    if scale is None or B is None or not math.isfinite(B):
+        return "—"
+    obj, ov = scale.objective(B)
+    out = f"f − f* ≤ {obj:.3g}"
+    if ov:
+        out += f" [vacuous: ≥ {scale.range_f:.3g}]"
+    vio, vv = scale.violation(B)
+    if vio is not None:
+        out += f"; violation ≤ {vio:.3g}"
+        if vv:
+            out += f" [vacuous: ≥ {max(0.0, scale.g_max):.3g}]"
+    return out
+
+
 def _bound_rows(rep):
-    return [(b.backend, _r(b.bound), _n(b.n_needed), b.theorem) for b in rep.bounds]
+    sc = getattr(rep, "scale", None)
+    return [(b.backend, bound_cell(b.bound, sc), terms_cell(b.bound, sc), n_cell(b.n_needed, rep.n),
+             b.theorem) for b in rep.bounds]
 
 
 def _lower_rows(rep):
@@ -36,8 +82,10 @@ def _lower_rows(rep):
 
 
 def _meas_rows(rep):
-    return [(m.backend, str(m.n), f"{m.mean:.4g}", f"{m.worst:.4g}", _r(m.bound),
-             "yes" if m.within else "NO", m.reference) for m in rep.measurements]
+    sc = getattr(rep, "scale", None)
+    return [(m.backend, str(m.n), f"{m.mean:.4g}", f"{m.worst:.4g}", bound_cell(m.bound, sc),
+             ("yes (the bound is vacuous)" if sc is not None and sc.vacuous(m.bound) else "yes")
+             if m.within else "NO", m.reference) for m in rep.measurements]
 
 
 def _eo_rows(rep):
@@ -54,15 +102,18 @@ def _theorem_rows(rep):
     out = []
     for e in rep.theorems:
         val = "—" if e.value is None else f"{e.quantity} = {_r(e.value) if e.value < 1e4 else _n(e.value)}"
+        sc = getattr(rep, "scale", None)
+        if e.quantity == "excess of h" and sc is not None and sc.vacuous(e.value):
+            val += f" [vacuous: ≥ {sc.range_h:.4g}]"
         T = "—" if e.T_needed is None else f"{e.T_needed:,}"
         out.append((e.cite, e.constants, "applies" if e.applies else "does not apply", val,
-                    _n(e.n_needed), T))
+                    n_cell(e.n_needed, rep.n), T))
     return out
 
 
 TABLES = (
     ("Upper bounds (each backend's theorem, via its plan)", _bound_rows,
-     ("backend", "bound at n", "n for α", "theorem")),
+     ("backend", "bound at n", "in error/violation terms", "n for α", "theorem")),
     ("Theorems (checked against this problem; n for α where the theorem gives one)",
      _theorem_rows, ("theorem", "constants", "preconditions", "value at n", "n for α", "T")),
     ("Lower bounds ([A] §6)", _lower_rows, ("theorem", "setting", "n ≥", "applies", "note")),
@@ -76,6 +127,75 @@ def _header(rep):
     p = rep.privacy
     return (f"privfair sample-complexity report — n={rep.n}, K={rep.K}, ε={p.epsilon:g}, "
             f"δ={p.delta:g}, α={rep.alpha:g}, β={rep.beta:g}")
+
+
+def scale_note(rep):
+    """What 'vacuous' means here and how a bound reads in error/violation terms."""
+    sc = getattr(rep, "scale", None)
+    if sc is None or sc.range_h is None:
+        return ("No trivial bound: the range of f over ℓ ∈ [0, 1]^K is unknown, so no bound is "
+                "labelled vacuous.")
+    out = ("[vacuous: ≥ X] marks a bound at or above its trivial bound X: it says nothing. "
+           "'k× the data's n' marks an n for α beyond the data: no guarantee at α on this "
+           f"data. Trivial bounds (public: interval ranges over ℓ ∈ [0, 1]^K, no data read): "
+           f"f varies by at most {sc.range_f:.4g}")
+    if sc.g_max is None:
+        out += (f", so a bound on the excess risk of h = f at or above {sc.range_h:.4g} is "
+                "vacuous (it says nothing). A bound B gives f ≤ f* + B; n for α is where B ≤ α.")
+        return out
+    out += (f" and max(0, g) by at most {max(0.0, sc.g_max):.4g}, so h = f + G·max(0, g) with "
+            f"G = {sc.G:.4g} varies by at most {sc.range_h:.4g}: a bound at or above it is "
+            f"vacuous (it says nothing). In error/violation terms ([A] Lemma 4.1/Cor 4.2, when "
+            f"some decision is feasible) a bound B on the excess risk of h gives f ≤ f* + B "
+            f"(f* the best feasible value) and violation max(0, g) ≤ (B + {sc.range_f:.4g})/"
+            f"{sc.G:.4g}, each vacuous at its own trivial bound; n for α is where B ≤ α, "
+            f"i.e. f ≤ f* + α and violation ≤ α.")
+    return out
+
+
+def glance(rep):
+    """A few sentences a practitioner reads first: the planner's (or the result's) backend,
+    what its bound says at this n — vacuous or not, in error/violation terms — and the n it
+    needs for α."""
+    sc = getattr(rep, "scale", None)
+    out = []
+    result = getattr(rep, "result", None)
+    pick = None
+    if result is not None:
+        pick = next((b for b in rep.bounds if b.backend == result.backend), None)
+        cert = getattr(result, "certificate", None)
+        if cert is not None:
+            out.append(f"Released decision: backend {result.backend}, {cert._headline()}.")
+    if pick is None and rep.bounds:
+        pick = rep.bounds[0]
+        out.append(f"Planner's choice: {pick.backend} ({pick.theorem}).")
+    if pick is None:
+        out.append("No backend gives a bound on this problem.")
+        return out
+    B = pick.bound
+    if not math.isfinite(B):
+        out.append(f"{pick.backend}'s theorem gives no finite bound at n = {rep.n:,}.")
+        return out
+    if sc is not None and sc.vacuous(B):
+        out.append(f"Its bound on the excess risk of h at n = {rep.n:,} is {B:.4g}: vacuous — at "
+                   f"or above {sc.range_h:.4g}, the most h can vary, so the theorem says nothing "
+                   f"about this data.")
+    else:
+        out.append(f"Its bound on the excess risk of h at n = {rep.n:,} is {B:.4g}"
+                   + (f" (h varies by at most {sc.range_h:.4g})." if sc is not None
+                      and sc.range_h is not None and math.isfinite(sc.range_h) else "."))
+    terms = terms_cell(B, sc)
+    if terms != "—":
+        out.append(f"In error/violation terms: {terms}.")
+    v = pick.n_needed
+    if v is not None and math.isinf(v):
+        out.append(f"The bound does not reach α = {rep.alpha:g} at any n ≤ 1e12.")
+    elif v is not None and v > rep.n:
+        out.append(f"It reaches α = {rep.alpha:g} at n = {_n(v)}, {_ratio(v, rep.n)} this "
+                   f"data's n = {rep.n:,}: no guarantee at α on this data.")
+    elif v is not None:
+        out.append(f"It reaches α = {rep.alpha:g} at n = {_n(v)} ≤ this data's n = {rep.n:,}.")
+    return out
 
 
 def _theorem_notes(rep):
@@ -100,12 +220,14 @@ def _footer(rep):
 
 
 def to_text(rep):
-    out = [_header(rep), ""]
+    out = [_header(rep), "", "At a glance", "-----------"] + glance(rep) + [""]
     for title, fn, head in TABLES:
         rows = fn(rep)
         if not rows:
             continue
         out += [title, "-" * len(title)] + text_table(head, rows) + [""]
+        if fn is _bound_rows:
+            out += textwrap.wrap(scale_note(rep), 100) + [""]
     if rep.theorems:
         out += ["Theorem notes", "-------------"] + _theorem_notes(rep) + [""]
     return "\n".join(out + _footer(rep))
@@ -140,11 +262,14 @@ def _formulas(rep):
 
 
 def to_markdown(rep):
-    lines = [f"# {_header(rep)}", ""]
+    lines = [f"# {_header(rep)}", "", "## At a glance", ""] + [f"- {x}" for x in glance(rep)]
+    lines.append("")
     for title, fn, head in TABLES:
         rows = fn(rep)
         if rows:
             lines += [f"## {title}", ""] + markdown_table(head, rows) + [""]
+            if fn is _bound_rows:
+                lines += [scale_note(rep), ""]
     if rep.theorems:
         lines += ["## Theorem notes", ""] + [f"- {x}" for x in _theorem_notes(rep)] + [""]
     lines += ["## Formulas", ""]
@@ -260,6 +385,14 @@ def figures(rep):
         ax.plot([m.n for m in ms], [max(m.worst, 1e-6) for m in ms], "o", label=f"{name} measured (worst)")
     ax.set(xscale="log", yscale="log", xlabel="n", ylabel="excess risk of h",
            title="theorem bounds against n")
+    sc = getattr(rep, "scale", None)
+    if sc is not None and sc.range_h is not None and math.isfinite(sc.range_h) and sc.range_h > 0:
+        lo, hi = ax.get_ylim()
+        top = max(hi, sc.range_h * 10)
+        ax.axhspan(sc.range_h, top, color="#f0a030", alpha=0.15, lw=0,
+                   label=f"vacuous: ≥ {sc.range_h:.3g}, the range of h")
+        ax.axhline(sc.range_h, color="#b06000", lw=1)
+        ax.set_ylim(min(lo, sc.range_h / 10), top)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     out.append(("Bounds against n", _png(fig)))
     if rep.measurements:
@@ -291,7 +424,7 @@ CSS = (".pf-report{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max
        ".pf-report th{background:#f6f8fa}"
        ".pf-report table.kv td:first-child{white-space:nowrap;color:#444}"
        ".pf-report tr.chosen td{background:#eef6ff;font-weight:600}"
-       ".pf-report .vacuous{color:#8a4b00;background:#fff4e5}"
+       ".pf-report .vacuous,.pf-report tr td.vacuous{color:#8a4b00;background:#fff4e5}"
        ".pf-report .note,.pf-report figcaption{color:#555;font-size:.92em}"
        ".pf-report .headline{font-size:1.1em;font-weight:600}"
        ".pf-report details summary{cursor:pointer;color:#0550ae}"
@@ -369,7 +502,7 @@ def plan_rows(plans, scale=None):
     for i, p in enumerate(plans.ranked):
         B = float(p.predicted_excess_risk)
         rows.append(("→ chosen" if p is plans.chosen else "", str(i + 1), p.backend,
-                     _r(B), p.theorem))
+                     bound_cell(B, scale), terms_cell(B, scale), p.theorem))
     return rows
 
 
@@ -383,7 +516,8 @@ def plans_html(plans, scale=None):
                      f"{plans.group_mass_share:.0%} of ε before the backend runs (Laplace on "
                      f"group-label counts).</p>")
     if plans.ranked:
-        head = ("", "rank", "backend", "predicted excess risk of h", "theorem", "details")
+        head = ("", "rank", "backend", "predicted excess risk of h", "in error/violation terms",
+                "theorem", "details")
         rows = [r + (_plan_details(p),) for r, p in zip(plan_rows(plans, scale), plans.ranked)]
         chosen = {i: "chosen" for i, p in enumerate(plans.ranked) if p is plans.chosen}
         parts.append(html_table(head, rows, row_classes=chosen))
@@ -452,7 +586,10 @@ def to_html(rep):
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              f"<title>{e(_header(rep))}</title></head><body>",
              f"<div class='pf-report'><style>{CSS}</style>",
-             f"<h1>privfair report</h1><p class='note'>{e(_header(rep))}</p>"]
+             f"<h1>privfair report</h1><p class='note'>{e(_header(rep))}</p>",
+             "<div class='glance'><b>At a glance</b><ul>"
+             + "".join(f"<li{' class=vacuous' if 'vacuous' in x else ''}>{e(x)}</li>"
+                       for x in glance(rep)) + "</ul></div>"]
     result = getattr(rep, "result", None)
     if result is not None and getattr(result, "certificate", None) is not None:
         parts.append("<h2>Privacy certificate</h2>" + certificate_html(result.certificate))
@@ -468,6 +605,8 @@ def to_html(rep):
         rows = fn(rep)
         if rows:
             parts.append(f"<h2>{e(title)}</h2>" + html_table(head, rows))
+            if fn is _bound_rows:
+                parts.append(f"<p class='note'>{e(scale_note(rep))}</p>")
     figs = figures(rep)
     for title, b64 in figs:
         parts.append(f"<h2>{e(title)}</h2>" + _figure(title, b64))

@@ -257,6 +257,77 @@ def test_html_renders_analysis_plan_and_certificate_as_tables(solved, data):
         pf.report(prob, PRIV, measure=False, result="not a result")
 
 
+def test_vacuous_bounds_are_labelled_in_text_markdown_and_html(cells_rep):
+    """#20: 'excess risk 107' and 'n for α = 56,644,969' were printed as if meaningful.  A
+    bound at or above the range of h (public: interval ranges over the box) is labelled
+    vacuous, also in error/violation terms, and an n beyond the data says how far beyond."""
+    sc = cells_rep.scale
+    G = cells_rep.plans.analysis.G
+    assert sc.range_f == pytest.approx(4.0)                     # error: four joint cells
+    assert sc.g_max == pytest.approx(0.95)                      # |u| − 0.05 on the box
+    assert sc.range_h == pytest.approx(4.0 + G * 0.95)
+    b = cells_rep.bounds[0]
+    assert b.backend == "cells" and b.bound > sc.range_h and b.n_needed > cells_rep.n
+    label = f"{b.bound:.4g} [vacuous: ≥ {sc.range_h:.4g}]"
+    terms = (f"f − f* ≤ {b.bound:.3g} [vacuous: ≥ 4]; violation ≤ {(b.bound + 4) / G:.3g} "
+             f"[vacuous: ≥ 0.95]")
+    ratio = f"({b.n_needed / cells_rep.n:,.0f}× the data's n)"
+    text, md, page = str(cells_rep), cells_rep.to_markdown(), cells_rep.to_html()
+    for out in (text, md):
+        assert label in out and terms in out and ratio in out
+        assert "the theorem says nothing about this data" in out       # at a glance
+    upper = _section(page, "Upper bounds (each backend&#x27;s theorem, via its plan)")
+    assert f"<td class='vacuous'>{label}</td>" in upper
+    assert f"<td class='vacuous'>{terms}</td>" in upper
+    assert ratio.replace("'", "&#x27;") in upper
+    plan = _section(page, "Plan ranking")
+    assert f"<td class='vacuous'>{label}</td>" in plan
+
+
+def test_a_bound_below_the_range_of_h_is_not_vacuous_and_translates(rep, data):
+    """The exponential bound at n = 600 is below the range of h (not vacuous) but above the
+    range of f: its objective term is vacuous, its violation term is not."""
+    sc = rep.scale
+    b = next(b for b in rep.bounds if b.backend == "exponential")
+    assert sc.range_f < b.bound < sc.range_h
+    row = next(r for r in str(rep).splitlines() if r.startswith("exponential "))
+    assert f"{b.bound:.4g} " in row and f"{b.bound:.4g} [vacuous" not in row
+    assert f"violation ≤ {(b.bound + sc.range_f) / sc.G:.3g};" not in row
+    assert f"[vacuous: ≥ {sc.range_f:.3g}]; violation ≤ {(b.bound + sc.range_f) / sc.G:.3g} " in row
+    # [A] Cor 4.2, checked on every threshold: an excess B of h over min h gives
+    # f ≤ f* + B and max(0, g) ≤ (B + range f)/G
+    prob = build(data)
+    an = prob.analyze(PRIV, alpha=ALPHA)
+    assert an.G == pytest.approx(sc.G)
+    L = prob.rates.evaluate_all()
+    h = an.h_value(L)
+    vals = [prob.value(l) for l in L]
+    f = np.array([v[0] for v in vals])
+    viol = np.array([max(0.0, *v[1]) for v in vals])
+    fstar = f[viol <= 0].min()
+    B = h - h.min()
+    assert np.all(f <= fstar + B + 1e-12)
+    assert np.all(viol <= (B + sc.range_f) / sc.G + 1e-12)
+
+
+def test_bounds_figure_marks_the_vacuous_region(cells_rep):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from privfair import _report_render as rr
+
+    seen = []
+    real = rr._png
+    try:
+        rr._png = lambda fig: seen.append(fig) or real(fig)
+        rr.figures(cells_rep)
+    finally:
+        rr._png = real
+    ax = seen[0].axes[0]
+    labels = [h.get_label() for h in ax.get_legend().legend_handles]
+    assert f"vacuous: ≥ {cells_rep.scale.range_h:.3g}, the range of h" in labels
+
+
 NO_CHROMIUM = not (shutil.which("chromium") or shutil.which("chromium-browser"))
 
 
