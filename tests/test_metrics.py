@@ -152,3 +152,124 @@ def test_a_uniform_mixture_of_many_decisions_gives_probabilities_and_metrics():
     y = np.array([1, 0, 1])
     m = metrics.summary(y, p, np.array(["a", "b", "a"]))
     assert m["error"] == pytest.approx((1 - p[2]) / 3)
+
+
+# ------------------------------------------------------------------ fairlearn's calling convention
+def _random(seed, n_groups, n=900, numeric_groups=False):
+    rng = np.random.default_rng(seed)
+    names = np.arange(n_groups) if numeric_groups else np.array([f"g{k}" for k in range(n_groups)])
+    a = names[rng.integers(0, n_groups, n)]
+    y = rng.integers(0, 2, n)
+    lift = rng.random(n_groups)[np.searchsorted(names, a)] * 0.4   # group-dependent rates
+    p = (rng.random(n) < 0.2 + lift + 0.2 * y).astype(int)
+    return y, p, a
+
+
+@pytest.mark.parametrize("n_groups", [2, 6])
+@pytest.mark.parametrize("numeric_groups", [False, True])
+@pytest.mark.parametrize("method", ["between_groups", "to_overall"])
+def test_fairlearn_calling_convention_gives_fairlearns_numbers(n_groups, numeric_groups, method):
+    fm = fairlearn_metrics
+    for seed in range(3):
+        y, p, a = _random(seed, n_groups, numeric_groups=numeric_groups)
+        dp = fm.demographic_parity_difference(y, p, sensitive_features=a, method=method)
+        eo = fm.equalized_odds_difference(y, p, sensitive_features=a, method=method)
+        assert dp > 0 and eo > 0
+        assert metrics.dp_violation(y, p, sensitive_features=a, method=method) == \
+            pytest.approx(dp, abs=1e-12)
+        assert metrics.eo_violation(y, p, sensitive_features=a, method=method) == \
+            pytest.approx(eo, abs=1e-12)
+        # keywords throughout, as fairlearn allows; y_true is not read by demographic parity
+        assert metrics.dp_violation(y_true=y, y_pred=p, sensitive_features=a, method=method) == \
+            pytest.approx(dp, abs=1e-12)
+        assert metrics.dp_violation(None, p, sensitive_features=a, method=method) == \
+            pytest.approx(dp, abs=1e-12)
+        assert metrics.dp_violation(p, sensitive_features=a, method=method) == \
+            pytest.approx(dp, abs=1e-12)
+        s = metrics.summary(y, p, sensitive_features=a)
+        assert (s["dp_violation"], s["eo_violation"]) == pytest.approx(
+            (fm.demographic_parity_difference(y, p, sensitive_features=a),
+             fm.equalized_odds_difference(y, p, sensitive_features=a)), abs=1e-12)
+
+
+@pytest.mark.parametrize("n_groups", [2, 6])
+def test_max_gap_is_metricframe_difference_between_groups(n_groups):
+    fm = fairlearn_metrics
+    y, p, a = _random(0, n_groups)
+    acc = lambda t, q: float(np.mean(t == q))                              # noqa: E731
+    frame = fm.MetricFrame(metrics={"acc": acc, "sel": fm.selection_rate, "tpr":
+                                    fm.true_positive_rate}, y_true=y, y_pred=p,
+                           sensitive_features=a)
+    diff = frame.difference(method="between_groups")
+    ours = metrics.by_group(acc, y, p, sensitive_features=a)
+    assert sorted(ours) == sorted(frame.by_group.index)
+    assert metrics.max_gap(ours) == pytest.approx(diff["acc"], abs=1e-12)
+    assert metrics.max_gap(frame.by_group["tpr"]) == pytest.approx(diff["tpr"], abs=1e-12)
+    sel = metrics.selection_rates(y, p, sensitive_features=a)
+    assert metrics.max_gap(sel) == pytest.approx(diff["sel"], abs=1e-12)
+    # the largest gap over all pairs of groups, literally
+    vals = list(ours.values())
+    assert metrics.max_gap(vals) == pytest.approx(max(abs(u - v) for u in vals for v in vals))
+
+
+def test_max_gap_inputs():
+    pd = pytest.importorskip("pandas")
+    assert metrics.max_gap({"a": 0.25, "b": 0.5, "c": 0.375}) == 0.25
+    assert metrics.max_gap(pd.Series([0.1, np.nan, 0.4])) == pytest.approx(0.3)   # NaN skipped
+    assert metrics.max_gap([0.7]) == 0.0 and metrics.max_gap({}) == 0.0
+    with pytest.raises(metrics.InvalidInputError) as info:
+        metrics.max_gap(np.ones((2, 2)))
+    assert info.value.field == "values_by_group"
+    with pytest.raises(metrics.InvalidInputError):
+        metrics.max_gap({"a": "high"})
+
+
+def test_the_two_argument_form_is_never_guessed_for_numeric_arguments():
+    """dp_violation(y_true, y_pred) — fairlearn's order with the groups forgotten — used to
+    return the selection-rate gap of y_true over 'groups' y_pred: a number, silently wrong.
+    With numeric arguments the call is refused, naming sensitive_features."""
+    y, p, a = _random(1, 2, numeric_groups=True)
+    for fn in (metrics.dp_violation, metrics.selection_rates):
+        with pytest.raises(metrics.InvalidInputError) as info:
+            fn(y, p)
+        assert info.value.field == "sensitive_features"
+        assert "sensitive_features=groups" in info.value.fix
+    with pytest.raises(metrics.InvalidInputError) as info:
+        metrics.dp_violation(p)
+    assert info.value.field == "sensitive_features"
+    # numeric groups passed by the older keyword or positionally as the third argument: fine
+    expected = fairlearn_metrics.demographic_parity_difference(y, p, sensitive_features=a)
+    assert metrics.dp_violation(p, sensitive=a) == pytest.approx(expected, abs=1e-12)
+    assert metrics.dp_violation(y, p, a) == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_older_order_still_works_with_group_names():
+    pd = pytest.importorskip("pandas")
+    y, p, a = _random(2, 6)
+    expected = fairlearn_metrics.demographic_parity_difference(y, p, sensitive_features=a)
+    assert metrics.dp_violation(p, a) == pytest.approx(expected, abs=1e-12)
+    assert metrics.dp_violation(p, list(a)) == pytest.approx(expected, abs=1e-12)
+    assert metrics.dp_violation(p, pd.Series(a, dtype="category")) == \
+        pytest.approx(expected, abs=1e-12)
+    assert metrics.selection_rates(p, a) == metrics.selection_rates(y, p, sensitive_features=a)
+    two = np.column_stack([a, a == "g0"])                                  # intersectional
+    assert metrics.dp_violation(p, two) == metrics.dp_violation(y, p, sensitive_features=two)
+    assert metrics.eo_violation(y, p, a) == metrics.eo_violation(y, p, sensitive_features=a)
+
+
+def test_calling_mistakes_name_the_field():
+    y, p, a = _random(3, 2)
+    cases = [
+        (lambda: metrics.dp_violation(y, p, a, sensitive_features=a), "sensitive_features"),
+        (lambda: metrics.eo_violation(y, p), "sensitive_features"),
+        (lambda: metrics.summary(y, p), "sensitive_features"),
+        (lambda: metrics.dp_violation(y, p, sensitive_features=a, method="ratio"), "method"),
+        (lambda: metrics.eo_violation(y, p, sensitive_features=a, method="max"), "method"),
+        (lambda: metrics.dp_violation(y[:5], p, sensitive_features=a), "y_true"),
+        (lambda: metrics.by_group(metrics.error, y, p, sensitive_features=a[:5]),
+         "sensitive_features"),
+    ]
+    for call, field in cases:
+        with pytest.raises(metrics.InvalidInputError) as info:
+            call()
+        assert info.value.field == field and info.value.fix
