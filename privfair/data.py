@@ -77,11 +77,24 @@ def _as_features(X, feature_names):
     return X, names
 
 
-def _as_labels(y, n, labels):
+def _plain(v):
+    """A numpy scalar as the Python value it holds (``np.int64(1)`` → ``1``); else ``v``."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Real)
+
+
+def _as_labels(y, n, labels, pos_label=None):
     """Return (codes int64 (n,), label_values list, declared).
 
     ``declared`` is False when the label set was read from ``y`` (anything but the default
-    ``[0, 1]``, which is the public set of a binary problem whatever the rows hold)."""
+    ``[0, 1]`` — ``[False, True]`` for a boolean y —, which is the public set of a binary
+    problem whatever the rows hold).  For two labels, ``label_values[1]`` is the positive class:
+    ``pos_label`` when given, else the second declared label, else the larger of two numbers;
+    two labels read from y that are not numbers (``'approved'``/``'denied'``) are refused
+    without ``pos_label``: their sorted order says nothing about which one is positive."""
     if _is_pandas(y, "Series") or _is_pandas(y, "DataFrame"):
         y = y.to_numpy()
     y = np.asarray(y)
@@ -101,10 +114,33 @@ def _as_labels(y, n, labels):
                             "labels must be mutually comparable, or declare labels=[...]") from None
         # A binary problem whose sample shows one class only is still binary.
         declared = set(uniq_sorted) <= {0, 1}
-        labels = [0, 1] if declared else uniq_sorted
-    labels = list(labels)
+        if y.dtype == bool:
+            labels = [False, True]
+        elif declared:
+            labels = [0, 1]
+        elif pos_label is not None and len(uniq_sorted) == 1 and uniq_sorted[0] != pos_label:
+            labels = [uniq_sorted[0], pos_label]         # one class seen, the other declared
+        else:
+            labels = uniq_sorted
+            if (pos_label is None and len(labels) == 2
+                    and not all(_is_number(v) for v in labels)):
+                raise DataError(
+                    "pos_label", None,
+                    f"the two labels read from y, {[_plain(v) for v in labels]}, are not "
+                    "numbers, so their sorted order does not say which one is the positive "
+                    "class (the one fpr/tpr/selection count): pass pos_label=<the positive "
+                    "label>, or declare labels=[negative, positive]")
+    labels = [_plain(v) for v in labels]
     if len(labels) < 2 or len(set(labels)) != len(labels):
         raise DataError("labels", labels, "declare at least two distinct labels, e.g. labels=[0, 1]")
+    if pos_label is not None:
+        if len(labels) != 2:
+            raise DataError("pos_label", pos_label, f"a positive class applies to binary labels; "
+                            f"these are {len(labels)}: {labels} (leave pos_label out)")
+        if pos_label not in labels:
+            raise DataError("pos_label", pos_label, f"is not one of the labels {labels}; pass "
+                            "one of them (or declare labels=[negative, positive])")
+        labels = [labels[1 - labels.index(pos_label)], labels[labels.index(pos_label)]]
     lookup = {v: k for k, v in enumerate(labels)}
     missing = [v for v in uniq if v not in lookup]
     if missing:
@@ -188,6 +224,32 @@ def _group_keys(raw):
     return names, codes.astype(np.int64).ravel()
 
 
+def _raw_value(value):
+    """The user's value of a group from one row's raw sensitive value(s): a plain scalar, or a
+    tuple of them for several attributes."""
+    if isinstance(value, np.ndarray):
+        return tuple(_plain(v) for v in value.tolist())
+    return _plain(value)
+
+
+def _declared_group(g):
+    """(name, value) of one declared group: ``str(g)`` and ``g`` itself; a tuple or list of
+    several attributes' values is named ``"v1|v2"`` and kept as a tuple."""
+    if isinstance(g, (tuple, list)):
+        value = tuple(_plain(v) for v in g)
+        return "|".join(str(v) for v in value), value
+    g = _plain(g)
+    return str(g), g
+
+
+def _equal_value(a, b) -> bool:
+    try:
+        eq = a == b
+    except Exception:    # noqa: BLE001 - incomparable values are different values
+        return False
+    return isinstance(eq, (bool, np.bool_)) and bool(eq)
+
+
 def _raw_of_name(name, raw):
     """A stand-in raw sensitive value for a declared group with no rows (used by
     :meth:`Dataset.with_row` only): the name (per attribute, split at '|') converted to the
@@ -219,21 +281,35 @@ class Dataset:
         non-numeric values raise :class:`~privfair.errors.DataError`.
     y : array-like of shape (n,)
         Labels, binary or multi-class.  Stored as integer codes ``0 .. L-1`` in the order of
-        ``labels``; for binary problems code 1 is the positive class (``labels[1]``).
+        ``labels``; for binary problems code 1 is the positive class (``label_values[1]``, the
+        class fp/tp/fpr/tpr/selection count).  Results predict the label values themselves
+        (``Result.predict``), in this order.
     sensitive : array-like of shape (n,), (n, k), pandas.Series / DataFrame, or list of k columns
         One or several sensitive attributes of any hashable values.  Several attributes form
         intersectional groups named ``"Female|White"``.
     labels : sequence, optional
-        The declared (public) label set.  Default: ``[0, 1]`` when every label is 0 or 1 (a
-        public default), else the sorted unique labels *read from y* — not a public schema, so
-        a private solve under ``protect="row"`` (which protects y) refuses it: declare it.
+        The declared (public) label set; binary: ``[negative, positive]``.  Default: ``[0, 1]``
+        when every label is 0 or 1 (``[False, True]`` for a boolean y; a public default), else
+        the sorted unique labels *read from y* — not a public schema, so a private solve under
+        ``protect="row"`` (which protects y) refuses it: declare it.  Two labels read from y
+        that are not numbers (``"approved"``/``"denied"``) need ``pos_label``: their sorted
+        order does not say which is positive, so the dataset refuses to guess
+        (:class:`~privfair.errors.DataError` naming ``pos_label``); two numbers make the larger
+        one positive.
+    pos_label : optional
+        The positive class of binary labels: it gets code 1 and ``labels`` are reordered to
+        ``[other, pos_label]``.  Must be one of the labels.
     feature_names : sequence of str, optional
-    group_names : sequence of str, optional
-        The declared (public) list of groups, in the order ℓ will use.  Every row's group must
-        be in it; a declared group may have no rows (its statistics are those of an empty
-        group, and the sensitivities are the same as with rows in it).  Default: the sorted
-        group names *read from the sensitive column* — not a public schema, so every private
-        solve refuses it: declare the groups from public metadata.
+    group_names : sequence, optional
+        The declared (public) list of groups, in the order ℓ will use: the values of the
+        sensitive attribute (any hashable values; ``[0, 1]`` stays ``[0, 1]`` in
+        ``group_values``), or a tuple of values per group for several attributes.  Their names
+        ``str(value)`` (``"v1|v2"`` for a tuple) name ℓ's coordinates, and ``r.fpr[g]`` takes
+        either.  Every row's group must be in it; a declared group may have no rows (its
+        statistics are those of an empty group, and the sensitivities are the same as with
+        rows in it).  Default: the groups *read from the sensitive column* (numbers in numeric
+        order, else sorted by name) — not a public schema, so every private solve refuses it:
+        declare the groups from public metadata.
     sensitive_names : sequence of str, optional
         Names of the sensitive attributes (default: DataFrame/Series names, else ``a0, a1``).
 
@@ -241,8 +317,8 @@ class Dataset:
     ----------
     X, y, group : numpy.ndarray (read-only)
     sensitive : numpy.ndarray -- the raw values as given, 1-D for one attribute.
-    groups : list of str
-    label_values : list
+    groups : list of str -- the groups' names;  group_values : list -- the user's values.
+    label_values : list -- the labels, in code order;  pos_label -- ``label_values[1]`` (binary).
     groups_declared, labels_declared : bool -- whether ``groups`` / ``label_values`` are a
         public declaration (see :meth:`check_public_schema`) rather than read from the data.
     n, n_features, n_labels, n_groups : int
@@ -263,21 +339,29 @@ class Dataset:
     """
 
     def __init__(self, X, y, sensitive, *, labels=None, feature_names=None, group_names=None,
-                 sensitive_names=None):
+                 sensitive_names=None, pos_label=None):
         X, fnames = _as_features(X, feature_names)
         n = X.shape[0]
         if n == 0:
             raise DataError("X", "0 rows", "a dataset needs at least one row")
-        codes, label_values, labels_declared = _as_labels(y, n, labels)
+        codes, label_values, labels_declared = _as_labels(y, n, labels, pos_label)
         raw, snames = _as_sensitive(sensitive, n, sensitive_names)
         keys, key_codes = _group_keys(raw)
         if group_names is None:
+            # the user's value of every group (first row of it); numbers sort as numbers
+            firsts = np.unique(key_codes, return_index=True)[1]
+            value_of = {keys[key_codes[i]]: _raw_value(raw[i]) for i in firsts}
             groups = sorted(set(keys))
+            if all(_is_number(v) and not isinstance(v, tuple) for v in value_of.values()):
+                groups = sorted(groups, key=lambda g: value_of[g])
+            values = [value_of[g] for g in groups]
         else:
             if isinstance(group_names, str) or not hasattr(group_names, "__iter__"):
                 raise DataError("group_names", group_names,
                                 "pass a list of group names, e.g. group_names=['F', 'M']")
-            groups = [str(g) for g in group_names]
+            declared = [_declared_group(g) for g in group_names]
+            groups = [name for name, _ in declared]
+            values = [value for _, value in declared]
             if not groups:
                 raise DataError("group_names", groups, "declare at least one group")
             if len(set(groups)) != len(groups):
@@ -293,6 +377,7 @@ class Dataset:
         self._set(X, codes, raw, group, groups, label_values, fnames, snames)
         self.groups_declared = group_names is not None
         self.labels_declared = bool(labels_declared)
+        self._group_values = values
         first = np.full(len(groups), -1, dtype=np.int64)
         first[group[::-1]] = np.arange(n - 1, -1, -1)    # first row of every group
         self._group_raw = {k: raw[first[k]] if first[k] >= 0 else _raw_of_name(groups[k], raw)
@@ -308,6 +393,7 @@ class Dataset:
 
     def _same_schema(self, new):
         new._group_raw = self._group_raw
+        new._group_values = getattr(self, "_group_values", None)
         new.groups_declared, new.labels_declared = self.groups_declared, self.labels_declared
         return new
 
@@ -422,9 +508,10 @@ class Dataset:
                 raise DataError("label", label, f"choose one of {self.label_values}")
             y[i] = self.label_values.index(label)
         if group is not None:
-            if group not in self.groups:
-                raise DataError("group", group, f"choose one of {self.groups}")
-            g[i] = self.groups.index(group)
+            k = self._find_group(group)
+            if k is None:
+                raise DataError("group", group, f"choose one of {self.group_choices()}")
+            g[i] = k
             value = self._group_raw[g[i]]
             try:
                 raw[i] = value
@@ -498,6 +585,62 @@ class Dataset:
     def n_groups(self) -> int:
         """Number of declared groups."""
         return len(self.groups)
+
+    @property
+    def group_values(self) -> list:
+        """The user's value of every group, in the order of ``groups``: the declared
+        ``group_names`` as given (``0`` stays ``0``; a tuple of several attributes' values stays
+        a tuple), or, read from the data, the sensitive value(s) of the group's rows.
+        ``groups`` holds their names (``str(value)``, ``"v1|v2"``), which name ℓ's coordinates.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data import Dataset
+        >>> d = Dataset(np.zeros((3, 1)), [0, 1, 0], [0, 1, 1], group_names=[0, 1])
+        >>> d.groups, d.group_values, d.group_index(1), d.group_index("1")
+        (['0', '1'], [0, 1], 1, 1)
+        """
+        values = getattr(self, "_group_values", None)     # (a dataset pickled before it)
+        return list(values) if values is not None else list(self.groups)
+
+    def group_index(self, group) -> int:
+        """The position of ``group`` in ``groups``, given its name or its value
+        (:attr:`group_values`), e.g. ``0`` or ``"0"`` for a group declared as ``0``.
+
+        Raises
+        ------
+        InvalidInputError
+            With ``field="group"`` and the groups to choose from.
+        """
+        k = self._find_group(group)
+        if k is None:
+            raise InvalidInputError("group", group, f"choose one of {self.group_choices()}")
+        return k
+
+    def _find_group(self, group):
+        if isinstance(group, str) and group in self.groups:
+            return self.groups.index(group)
+        if isinstance(group, list):
+            group = tuple(group)
+        for k, value in enumerate(self.group_values):
+            if _equal_value(value, group):
+                return k
+        return None
+
+    def group_choices(self) -> str:
+        """The groups as a user names them, for messages: the values, and the names too where
+        they differ (``[0, 1]``; ``[('F', 'W'), ...] (names ['F|W', ...])``)."""
+        values = self.group_values
+        if all(str(v) == g for v, g in zip(values, self.groups)):
+            return str(values)
+        return f"{values} (names {self.groups})"
+
+    @property
+    def pos_label(self):
+        """The positive class of binary labels (``label_values[1]``, code 1); None for more
+        than two labels."""
+        return self.label_values[1] if self.n_labels == 2 else None
 
     def counts(self) -> np.ndarray:
         """Rows per (group, label): an int array of shape (n_groups, n_labels).

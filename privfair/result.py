@@ -13,12 +13,18 @@ class Result:
 
     A result is a *randomized classifier*: decisions c_1..c_m of the problem's decision set
     with mixture weights w (a single decision has weight 1).  ``predict_proba`` is the expected
-    prediction Σ w_j c_j(x); ``predict`` thresholds it at 1/2; ``sample`` draws one decision
-    per row, as the randomized classifier the theorems speak of.
+    prediction Σ w_j c_j(x) (the probability of the positive class, ``labels[1]``); ``predict``
+    thresholds it at 1/2; ``sample`` draws one decision per row, as the randomized classifier
+    the theorems speak of.
+
+    ``predict`` and ``sample`` return the training data's own labels (``labels``: the
+    Dataset's ``label_values``, e.g. ``"approved"``/``"denied"`` or ``1``/``2``);
+    ``predict_codes`` and ``sample_codes`` return the codes 0..L−1 that ``Dataset.y`` holds
+    (compare those with ``data.y``).
 
     With more than two classes (a ``TorchModel(..., n_classes=K)``), ``predict_proba`` is the
-    (n, K) matrix Σ w_j onehot(c_j(x)) of the randomized classifier's class probabilities,
-    ``predict`` its argmax (a label code 0..K−1, as ``Dataset.y``), ``sample`` a draw per row,
+    (n, K) matrix Σ w_j onehot(c_j(x)) of the randomized classifier's class probabilities
+    (columns in the order of ``labels``), ``predict`` its argmax, ``sample`` a draw per row,
     and ``metrics`` the multi-class error and gaps of :func:`privfair.metrics.summary`.
 
     Attributes
@@ -35,10 +41,13 @@ class Result:
     plan : backends.base.Plan
     trace : list of dict
         Per-iteration records of the run (only released or public quantities).
+    labels : list
+        The label value of every code 0..L−1 (public schema: the declared labels of the data
+        the problem was solved on; codes ``0..L−1`` themselves when unknown).
     """
 
     def __init__(self, backend, decisions, weights, decision_set, *, certificate=None, plan=None,
-                 trace=None, info=None):
+                 trace=None, info=None, labels=None):
         self.backend = backend
         self.decisions = list(decisions)
         w = np.asarray(weights, dtype=float).ravel()
@@ -51,6 +60,35 @@ class Result:
         self.plan = plan
         self.trace = list(trace or [])
         self.info = dict(info or {})
+        self._labels = None if labels is None else list(labels)
+
+    def _known_labels(self):
+        """The training data's labels (code order), or None when this result does not know
+        them (built by hand without ``labels=`` and without a plan)."""
+        labels = getattr(self, "_labels", None)            # (a result pickled before it)
+        if labels is None:
+            data = getattr(getattr(getattr(self.plan, "problem", None), "rates", None),
+                           "data", None)
+            labels = getattr(data, "label_values", None)
+        if labels is None or len(labels) != self.n_classes:
+            return None
+        return list(labels)
+
+    @property
+    def labels(self) -> list:
+        """The label each code 0..L−1 stands for: the declared labels of the dataset the
+        problem was solved on (``Dataset.label_values``; binary: ``[negative, positive]``), or
+        the codes themselves when unknown."""
+        known = self._known_labels()
+        return known if known is not None else list(range(self.n_classes))
+
+    def _to_labels(self, codes) -> np.ndarray:
+        labels = self.labels
+        values = np.asarray(labels)
+        if values.ndim != 1 or values.tolist() != labels:    # mixed types: keep each as given
+            values = np.empty(len(labels), dtype=object)
+            values[:] = labels
+        return values[codes]
 
     @property
     def decision(self):
@@ -107,15 +145,26 @@ class Result:
         return np.clip(out, 0.0, 1.0)
 
     def predict(self, X, sensitive=None) -> np.ndarray:
-        """Deterministic prediction: 1 where the expected prediction is ≥ 1/2 (multi-class:
-        the most probable class)."""
+        """Deterministic prediction, as the data's labels (``labels``): the positive class
+        ``labels[1]`` where the expected prediction is ≥ 1/2, else ``labels[0]`` (multi-class:
+        the most probable class).  :meth:`predict_codes` gives the codes 0..L−1."""
+        return self._to_labels(self.predict_codes(X, sensitive))
+
+    def predict_codes(self, X, sensitive=None) -> np.ndarray:
+        """Deterministic prediction as label codes 0..L−1 (as ``Dataset.y``): 1 where the
+        expected prediction is ≥ 1/2 (multi-class: the most probable class)."""
         p = self.predict_proba(X, sensitive)
         if p.ndim == 2:
             return np.argmax(p, axis=1).astype(np.int64)
         return (p >= 0.5).astype(np.int64)
 
     def sample(self, X, rng=None, sensitive=None) -> np.ndarray:
-        """Randomized prediction: each row draws its own decision (and its own coin)."""
+        """Randomized prediction, as the data's labels: each row draws its own decision (and
+        its own coin).  :meth:`sample_codes` gives the codes."""
+        return self._to_labels(self.sample_codes(X, rng, sensitive))
+
+    def sample_codes(self, X, rng=None, sensitive=None) -> np.ndarray:
+        """Randomized prediction as label codes 0..L−1 (see :meth:`sample`)."""
         p = self.predict_proba(X, sensitive)
         g = np.random.default_rng(rng)
         if p.ndim == 2:                 # inverse-CDF draw of one class per row
@@ -127,9 +176,23 @@ class Result:
         """``{"error", "dp_violation", "eo_violation"}`` of the expected prediction on ``data``
         (a :class:`privfair.Dataset`, e.g. the test split)."""
         _check_dataset(data)
+        y = self._codes_of(data)
         p = self.predict_proba(data.X, getattr(data, "sensitive", None))
         groups = np.asarray(data.groups, dtype=object)[data.group]
-        return _metrics.summary(data.y, p, groups)
+        return _metrics.summary(y, p, groups)
+
+    def _codes_of(self, data) -> np.ndarray:
+        """``data.y`` as codes of this result's labels: a test set may declare the same labels
+        in another order (its codes are then mapped); other labels are refused."""
+        mine, theirs = self._known_labels(), list(data.label_values)
+        if mine is None or theirs == mine:
+            return data.y
+        if len(theirs) != len(mine) or any(v not in mine for v in theirs):
+            raise InvalidInputError("data", f"labels {theirs}",
+                                    f"the result predicts the labels {mine} of the data it was "
+                                    "fitted on; score it on data with the same labels "
+                                    "(pf.Dataset(..., labels=[...]))")
+        return np.asarray([mine.index(v) for v in theirs], dtype=np.int64)[data.y]
 
     def path(self, data):
         """Every checkpoint of a path-following run (``sgda``'s λ path) scored on ``data``.
@@ -159,7 +222,8 @@ class Result:
             weights[i] += w
         points = []
         for lam, ckpt, w in zip(lams, ckpts, weights):
-            m = Result(self.backend, [ckpt], [1.0], self.decision_set).metrics(data)
+            m = Result(self.backend, [ckpt], [1.0], self.decision_set,
+                       labels=self._known_labels()).metrics(data)
             points.append(PathPoint(float(lam), m["error"], m["dp_violation"],
                                     m["eo_violation"], float(w)))
         return PathTable(points, self.info.get("fairness", "demographic_parity"),

@@ -181,8 +181,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         Seed for reproducible noise (tests and examples, not real releases); ``None`` draws from
         the operating system.
     groups : list or None, default None
-        The public list of groups (the values of the sensitive attribute, as strings; several
-        attributes: ``"v1|v2"``), in the order the problem uses.  Required for a private fit
+        The public list of groups (the values of the sensitive attribute, e.g. ``["F", "M"]``
+        or ``[0, 1]``; several attributes: ``"v1|v2"`` or a tuple of values), in the order the
+        problem uses.  Required for a private fit
         with ``sensitive_features`` (the set of groups is part of the public schema and is never
         read from the private column); a declared group may have no rows.  ``None`` is allowed
         for the non-private reference fit (``epsilon=inf``), which reads them from the data.
@@ -197,8 +198,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (2,) -- ``classes`` when declared, else ``np.unique(y)``
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X was a DataFrame with string column names)
-    groups_ : list of str -- the declared ``groups`` as strings (read from the data only when
-        ε = ∞ and ``groups`` is None; ``["all"]`` without sensitive features)
+    groups_ : list -- the declared ``groups`` as given (``[0, 1]`` stays ``[0, 1]``; read from
+        the data only when ε = ∞ and ``groups`` is None; ``["all"]`` without sensitive features)
     problem_ : privfair.Problem -- the problem solved
     result_ : privfair.Result -- the fitted (randomized) decision
     certificate_ : privfair.privacy.Certificate -- the privacy proof of the fit
@@ -344,7 +345,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
             data = pf.Dataset(X, y01, np.full(n, "all", dtype=object), labels=[0, 1],
                               feature_names=names, group_names=["all"])
         else:
-            declared = None if self.groups is None else [str(g) for g in self.groups]
+            declared = None if self.groups is None else list(self.groups)
             try:
                 data = pf.Dataset(X, y01, sensitive_features, labels=[0, 1], feature_names=names,
                                   group_names=declared)
@@ -359,7 +360,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                 "a fairness constraint needs at least two groups; omit "
                                 "sensitive_features for an unconstrained fit")
         fallback = sensitive_features is None
-        self.groups_ = list(data.groups)
+        self.groups_ = list(data.group_values)     # the user's values (0 stays 0)
 
         decision_set = "thresholds" if fallback else self.decision_set
         if decision_set == "cells" and data.n_groups > 2:

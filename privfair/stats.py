@@ -181,17 +181,22 @@ def _check_bound(bound, data):
         return None, None
     q = np.full((G, L), np.nan)
     if isinstance(bound, dict):
-        gi = {g: k for k, g in enumerate(data.groups)}
         li = {v: k for k, v in enumerate(data.label_values)}
+        find = data._find_group
         for key, val in bound.items():
             if isinstance(val, bool) or not isinstance(val, numbers.Real):
                 raise GroupMassError(f"group_mass_bound[{key!r}]", val, "pass a float in (0, 1]")
-            if isinstance(key, tuple) and len(key) == 2 and key[0] in gi and key[1] in li:
-                q[gi[key[0]], li[key[1]]] = val
-            elif not isinstance(key, tuple) and key in gi:
-                q[gi[key], :] = np.where(np.isnan(q[gi[key]]), val, q[gi[key]])
+            # a group is its name or its value (a value may itself be a tuple of attributes)
+            whole = find(key)
+            pair = (find(key[0]) if isinstance(key, tuple) and len(key) == 2 and key[1] in li
+                    else None)
+            if pair is not None:
+                q[pair, li[key[1]]] = val
+            elif whole is not None:
+                q[whole, :] = np.where(np.isnan(q[whole]), val, q[whole])
             else:
-                raise GroupMassError("group_mass_bound", key, f"keys are groups {data.groups} or "
+                raise GroupMassError("group_mass_bound", key, f"keys are groups "
+                                     f"{data.group_choices()} or "
                                      f"(group, label) pairs with labels {data.label_values}")
         if np.isnan(q).any():
             g, y = np.argwhere(np.isnan(q))[0]
@@ -234,7 +239,10 @@ class Rates:
     names : list of str;  is_conditional : bool array (K,).
     vector : privfair.expr.Variable -- ℓ as an expression leaf (``owner`` is this object).
     fp, fn, tp, tn, fpr, tpr, fnr, tnr, selection : ``r.fpr["Female"]`` is an expression,
-        ``r.fpr.index("Female")`` the coordinate (binary labels only).
+        ``r.fpr.index("Female")`` the coordinate (binary labels only).  A group is named by its
+        name (``data.groups``) or by the user's value (``data.group_values``): with groups
+        declared as ``[0, 1]``, ``r.selection[0]`` and ``r.selection["0"]`` are the same.
+    groups, group_values, label_values : the data's group names, group values and labels.
     group_mass_bound, group_mass_source : the declared bound and "public" / "private".
     decisions, data, surrogate, feature_bound, margin_bound (surrogates only).
 
@@ -256,6 +264,7 @@ class Rates:
                                     f"expects {nf} features but data has {data.n_features}")
         self.decisions, self.data, self.surrogate = decisions, data, surrogate
         self.n, self.groups, self.label_values = data.n, list(data.groups), list(data.label_values)
+        self.group_values = data.group_values           # the user's values; groups: their names
         G, L = self.G, self.L = data.n_groups, data.n_labels
         if surrogate is not None:
             if surrogate not in SURROGATES:
@@ -332,10 +341,9 @@ class Rates:
         return self._vector
 
     def _group_index(self, group) -> int:
-        try:
-            return self.groups.index(group)
-        except ValueError:
-            raise InvalidInputError("group", group, f"choose one of {self.groups}") from None
+        """A group's position, from its name (``"0"``, ``"F|W"``) or its value (``0``,
+        ``("F", "W")``): :meth:`privfair.Dataset.group_index`."""
+        return self.data.group_index(group)
 
     def _label_index(self, label, field) -> int:
         try:

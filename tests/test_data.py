@@ -39,8 +39,12 @@ def test_basic_attributes_and_codes():
 
 def test_label_mapping():
     X, _, a = _ok()
-    d = Dataset(X, ["no", "yes", "no", "no", "yes", "no"], a)
+    with pytest.raises(DataError) as e:       # two strings: which one is positive? (#20)
+        Dataset(X, ["no", "yes", "no", "no", "yes", "no"], a)
+    assert e.value.field == "pos_label" and "labels=[negative, positive]" in e.value.fix
+    d = Dataset(X, ["no", "yes", "no", "no", "yes", "no"], a, pos_label="yes")
     assert d.label_values == ["no", "yes"] and d.y.tolist() == [0, 1, 0, 0, 1, 0]
+    assert not d.labels_declared and d.pos_label == "yes"
     d = Dataset(X, [-1, 1, 1, -1, 1, 1], a)                 # binary {-1, 1} -> codes {0, 1}
     assert d.y.tolist() == [0, 1, 1, 0, 1, 1]
     d = Dataset(X, [0, 0, 0, 0, 0, 0], a)                   # one class seen: still binary
@@ -48,7 +52,7 @@ def test_label_mapping():
     d = Dataset(X, [2, 0, 1, 2, 0, 1], a)                   # three classes
     assert d.n_labels == 3
     d = Dataset(X, [True, False] * 3, a)
-    assert d.y.tolist() == [1, 0] * 3
+    assert d.y.tolist() == [1, 0] * 3 and d.label_values == [False, True] and d.labels_declared
     d = Dataset(X, [0, 1] * 3, a, labels=[1, 0])            # declared order defines the codes
     assert d.y.tolist() == [1, 0] * 3
 

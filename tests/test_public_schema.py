@@ -154,7 +154,7 @@ def test_labels_read_from_y_are_refused_where_y_is_protected():
     rng = np.random.default_rng(0)
     X, a = rng.normal(size=(200, 1)), rng.choice(["F", "M"], 200)
     y = np.where(X[:, 0] + rng.normal(size=200) > 0, "yes", "no")
-    d = pf.Dataset(X, y, a, group_names=["F", "M"])
+    d = pf.Dataset(X, y, a, group_names=["F", "M"], pos_label="yes")   # set read from y
     assert d.groups_declared and not d.labels_declared
     assert pf.Dataset(X, (y == "yes").astype(int), a, group_names=["F", "M"]).labels_declared
     d.check_public_schema(pf.DP(1.0))                # protect="sensitive": y is public

@@ -101,6 +101,15 @@ def test_string_labels_and_positive_class(data):
     np.testing.assert_array_equal(clf.predict(X) == "yes", p >= 0.5)
 
 
+def test_integer_groups_stay_integers(data):
+    # issue #20: groups [0, 1] came back as ['0', '1']
+    X, y, a = data
+    a01 = (a == "M").astype(int)
+    clf = PrivateFairClassifier(groups=[0, 1], decision_set="thresholds", backend="exponential",
+                                constraint="demographic_parity", seed=0)
+    assert clf.fit(X, y, sensitive_features=a01).groups_ == [0, 1]
+
+
 def test_seed_makes_fits_reproducible(data):
     X, y, a = data
     kw = dict(groups=["F", "M"], decision_set="cells", seed=3)
