@@ -6,8 +6,11 @@ A scikit-learn classifier that states and solves a private fair problem —
 
 where ``gap`` is the equalized-odds gap (largest |ΔFPR| or |ΔTPR| over pairs of groups) or the
 demographic-parity gap (largest |Δ selection rate|), under (ε, δ)-differential privacy — with
-``fit(X, y, sensitive_features=...)`` as in fairlearn.  It needs scikit-learn (a dev extra);
-``import privfair.sklearn`` (or ``pf.sklearn``) loads it.
+``fit(X, y, sensitive_features=...)`` as in fairlearn.  It needs scikit-learn, the ``sklearn``
+extra (``pip install 'privfair[sklearn]'``); ``import privfair.sklearn`` (or ``pf.sklearn``)
+loads it.  Without scikit-learn the module still imports, and building a
+``PrivateFairClassifier`` raises :class:`ScikitLearnMissingError` (an ``ImportError``) saying
+what to install.
 
 Examples
 --------
@@ -70,20 +73,42 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted
 
-from .errors import DataError, InvalidInputError, InvalidPrivacyError
-
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-    def _validate_data(estimator, *args, **kwargs):
-        return estimator._validate_data(*args, **kwargs)
+from .errors import DataError, InvalidInputError, InvalidPrivacyError, PrivfairError
 
 __all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning",
-           "UndeclaredClassesWarning"]
+           "UndeclaredClassesWarning", "ScikitLearnMissingError"]
+
+
+class ScikitLearnMissingError(PrivfairError, ImportError):
+    """scikit-learn is not installed: this module imports without it (so do its warning
+    classes), but :class:`PrivateFairClassifier` cannot be built.  Install the extra:
+    ``pip install 'privfair[sklearn]'``."""
+
+
+try:  # scikit-learn is optional: the `sklearn` extra
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.validation import check_is_fitted
+except ImportError as _missing:        # the class below is defined, building one raises
+    _SKLEARN_MISSING = f"{type(_missing).__name__}: {_missing}"
+
+    class ClassifierMixin:             # noqa: D101 - stand-ins so that the module imports
+        pass
+
+    class BaseEstimator:               # noqa: D101
+        def __new__(cls, *args, **kwargs):
+            raise ScikitLearnMissingError(
+                "scikit-learn", "not installed",
+                f"{cls.__name__} is a scikit-learn estimator: pip install 'privfair[sklearn]' "
+                f"(or scikit-learn>=1.4) — import failed with {_SKLEARN_MISSING}")
+else:
+    _SKLEARN_MISSING = None
+    try:  # scikit-learn >= 1.6
+        from sklearn.utils.validation import validate_data as _validate_data
+    except ImportError:  # pragma: no cover - older scikit-learn
+        def _validate_data(estimator, *args, **kwargs):
+            return estimator._validate_data(*args, **kwargs)
 
 _CONSTRAINTS = ("equalized_odds", "demographic_parity", None)
 _DECISION_SETS = ("cells", "thresholds")
