@@ -15,9 +15,27 @@ import pytest
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
 
 
+def _blocks(text):
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
 def python_blocks(page):
     with open(os.path.join(ROOT, page), encoding="utf-8") as fh:
-        return re.findall(r"```python\n(.*?)```", fh.read(), re.S)
+        return _blocks(fh.read())
+
+
+FROM_FAIRLEARN = "## 6. From fairlearn"
+
+
+def quickstart_blocks():
+    """(the quickstart's blocks outside its 'From fairlearn' section, that section's blocks):
+    the section needs the dev extras fairlearn and scikit-learn, the rest of the page does not."""
+    with open(os.path.join(ROOT, "docs/quickstart.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    head, found, tail = text.partition(FROM_FAIRLEARN)
+    assert found, f"docs/quickstart.md has a section {FROM_FAIRLEARN!r}"
+    section, sep, rest = tail.partition("\n## ")
+    return _blocks(head) + _blocks(sep + rest), _blocks(section)
 
 
 def run_page(page, blocks):
@@ -36,16 +54,44 @@ def test_readme_first_problem_runs(capsys):
     assert 0 < ns["prob"].analyze(ns["pf"].DP(1, 1e-9, protect="sensitive")).delta_l("l1") < 0.01
 
 
-def test_quickstart_runs_end_to_end(capsys):
-    blocks = python_blocks("docs/quickstart.md")
+@pytest.fixture(scope="module")
+def quickstart():
+    """The quickstart's namespace after its blocks outside 'From fairlearn' ran (once)."""
+    blocks, _ = quickstart_blocks()
     assert len(blocks) >= 4, "the quickstart's steps 1, 3, 4, 5 are python blocks"
-    ns = run_page("docs/quickstart.md", blocks)
+    return run_page("docs/quickstart.md", blocks)
+
+
+def test_quickstart_runs_end_to_end(quickstart):
+    ns = quickstart
     result, privacy = ns["result"], ns["privacy"]
     assert result.certificate.epsilon <= privacy.epsilon * (1 + 1e-9)
     m = result.metrics(ns["test"])
     assert 0 < m["error"] < 0.5
     p = result.predict_proba(ns["test"].X)
     assert p.shape == (ns["test"].n,) and np.all((0 <= p) & (p <= 1))
+
+
+def test_quickstart_from_fairlearn_runs_both_sides(quickstart, capsys):
+    """The side-by-side section: fairlearn's ExponentiatedGradient and privfair on the same task,
+    both run as printed, scored with the same calls (#20)."""
+    pytest.importorskip("fairlearn", reason="fairlearn is a dev extra")
+    pytest.importorskip("sklearn", reason="scikit-learn is a dev extra")
+    _, section = quickstart_blocks()
+    assert len(section) >= 3, "fairlearn's block, privfair's block and the scoring block"
+    assert any("ExponentiatedGradient" in b for b in section)
+    ns = dict(quickstart)                 # the section builds on steps 1-5
+    for i, code in enumerate(section):
+        exec(compile(code, f"docs/quickstart.md, From fairlearn, python block {i}", "exec"), ns)
+    out = capsys.readouterr().out
+    assert "fairlearn  test error" in out and "privfair   test error" in out
+    prob, test = ns["dp_prob"], ns["test"]
+    assert prob.status == "solved" and prob.value == None            # private: no value # noqa: E711
+    assert ns["dp_result"].certificate.epsilon <= 1.0 * (1 + 1e-9)
+    assert ns["ref_prob"].status == "solved" and 0 < ns["ref_prob"].value < 0.5
+    for y_hat in (ns["y_fl"], ns["y_pf"]):
+        assert y_hat.shape == (test.n,) and set(np.unique(y_hat)) <= {0, 1}
+    assert 0 < prob.value_on(test) < 0.5
 
 
 def test_cli_problem_file_defines_a_problem():
