@@ -111,6 +111,59 @@ def _theorem_rows(rep):
     return out
 
 
+def _pct(v):
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+
+
+def group_rows(rep):
+    """(group, held-out rows, selection rate, TPR, FPR) of the released decision."""
+    g = getattr(rep, "group_rates", None)
+    if g is None:
+        return []
+    return [(name, f"{n:,}", _pct(s), _pct(t), _pct(f))
+            for name, n, s, t, f in zip(g.groups, g.n, g.selection, g.tpr, g.fpr)]
+
+
+GROUP_HEAD = ("group", "held-out rows", "selection rate P(ŷ=1)", "TPR P(ŷ=1|y=1)",
+              "FPR P(ŷ=1|y=0)")
+
+
+def group_summary(rep):
+    """One line: the released decision's metrics on the held-out data."""
+    g = rep.group_rates
+    m = g.metrics
+    return (f"On {g.rows:,} held-out rows (expected prediction of the released decision): "
+            f"error {_pct(m.get('error'))}, demographic-parity gap {_pct(m.get('dp_violation'))}, "
+            f"equalized-odds gap {_pct(m.get('eo_violation'))}.  Held-out data, never the "
+            f"private training data.")
+
+
+def tradeoff_rows(rep):
+    """(ε, α, G, bound on the excess of h, f − f* ≤, violation ≤) per planned point."""
+    out = []
+    for t in getattr(rep, "tradeoff", ()):
+        obj = f"{t.objective:.3g}" + (" [vacuous]" if t.objective_vacuous else "")
+        vio = ("—" if t.violation is None else
+               f"{t.violation:.3g}" + (" [vacuous]" if t.violation_vacuous else ""))
+        mark = " (this report)" if (t.epsilon == rep.privacy.epsilon
+                                    and t.alpha == rep.alpha) else ""
+        out.append((f"{t.epsilon:g}{mark}", f"{t.alpha:.3g}", f"{t.G:.4g}", f"{t.bound:.4g}",
+                    obj, vio))
+    return out
+
+
+TRADEOFF_HEAD = ("ε", "α", "G", "bound on excess of h", "f − f* ≤", "violation ≤")
+
+
+def tradeoff_note(rep):
+    name = rep.tradeoff[0].backend if rep.tradeoff else ""
+    return (f"What the theorem of the chosen backend{f' ({name})' if name else ''} guarantees "
+            "in error/violation terms ([A] Cor 4.2) when planned at each (ε, α): a smaller α "
+            "raises the penalty G = (α + range f)/α, which tightens the violation guarantee and "
+            "loosens the objective one; a larger ε tightens both.  Guarantees (upper bounds), "
+            "not measurements; public: plans read the schema and n only.")
+
+
 TABLES = (
     ("Upper bounds (each backend's theorem, via its plan)", _bound_rows,
      ("backend", "bound at n", "in error/violation terms", "n for α", "theorem")),
@@ -228,6 +281,19 @@ def to_text(rep):
         out += [title, "-" * len(title)] + text_table(head, rows) + [""]
         if fn is _bound_rows:
             out += textwrap.wrap(scale_note(rep), 100) + [""]
+    t = "Per-group rates of the released decision (held-out data)"
+    out += [t, "-" * len(t)]
+    if getattr(rep, "group_rates", None) is not None:
+        out += text_table(GROUP_HEAD, group_rows(rep)) + textwrap.wrap(group_summary(rep), 100)
+    else:
+        out += textwrap.wrap(getattr(rep, "group_rates_note", "") or "—", 100)
+    t = "Objective/violation trade-off guaranteed by the bounds"
+    out += ["", t, "-" * len(t)]
+    if getattr(rep, "tradeoff", None):
+        out += text_table(TRADEOFF_HEAD, tradeoff_rows(rep)) + textwrap.wrap(tradeoff_note(rep), 100)
+    else:
+        out += textwrap.wrap(getattr(rep, "tradeoff_note", "") or "—", 100)
+    out.append("")
     if rep.theorems:
         out += ["Theorem notes", "-------------"] + _theorem_notes(rep) + [""]
     return "\n".join(out + _footer(rep))
@@ -270,6 +336,16 @@ def to_markdown(rep):
             lines += [f"## {title}", ""] + markdown_table(head, rows) + [""]
             if fn is _bound_rows:
                 lines += [scale_note(rep), ""]
+    lines += ["## Per-group rates of the released decision (held-out data)", ""]
+    if getattr(rep, "group_rates", None) is not None:
+        lines += markdown_table(GROUP_HEAD, group_rows(rep)) + ["", group_summary(rep), ""]
+    else:
+        lines += [getattr(rep, "group_rates_note", "") or "—", ""]
+    lines += ["## Objective/violation trade-off guaranteed by the bounds", ""]
+    if getattr(rep, "tradeoff", None):
+        lines += markdown_table(TRADEOFF_HEAD, tradeoff_rows(rep)) + ["", tradeoff_note(rep), ""]
+    else:
+        lines += [getattr(rep, "tradeoff_note", "") or "—", ""]
     if rep.theorems:
         lines += ["## Theorem notes", ""] + [f"- {x}" for x in _theorem_notes(rep)] + [""]
     lines += ["## Formulas", ""]
@@ -408,9 +484,92 @@ def figures(rep):
                title="measured excess risk (seeds: min / mean / max)")
         ax.legend(fontsize=7)
         out.append(("Measured excess risk against n", _png(fig)))
-    if rep.pareto is not None:
-        out.append(("Error–violation frontier", _png(rep.pareto.plot())))
     return out
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def group_rates_figure(g):
+    """Grouped bars: selection rate, TPR and FPR of each group (held-out data)."""
+    import numpy as np
+
+    plt = _plt()
+    k = len(g.groups)
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * k + 3), 3.8))
+    x = np.arange(k)
+    w = 0.26
+    series = (("selection rate", g.selection, "#4c72b0"), ("TPR", g.tpr, "#55a868"),
+              ("FPR", g.fpr, "#c44e52"))
+    for i, (name, vals, colour) in enumerate(series):
+        v = np.array([np.nan if u is None else u for u in vals], dtype=float)
+        bars = ax.bar(x + (i - 1) * w, np.nan_to_num(v), w, label=name, color=colour)
+        for b, u in zip(bars, v):
+            ax.annotate("n/a" if np.isnan(u) else f"{u:.2f}", (b.get_x() + b.get_width() / 2,
+                        0 if np.isnan(u) else u), ha="center", va="bottom", fontsize=7,
+                        xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(x, [f"{name}\n({n:,} rows)" for name, n in zip(g.groups, g.n)])
+    ax.set_ylim(0, 1.08)
+    ax.set_ylabel("rate (expected prediction)")
+    ax.set_title("per-group rates of the released decision on held-out data")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def tradeoff_figure(rep):
+    """The guaranteed objective excess against the guaranteed violation, one curve per ε
+    over α (vacuous regions shaded); objective against ε when there is no constraint."""
+    plt = _plt()
+    sc = rep.scale
+    pts = rep.tradeoff
+    fig, ax = plt.subplots(figsize=(7, 4.4))
+    colours = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
+    levels = sorted({t.epsilon for t in pts})
+    constrained = any(t.violation is not None for t in pts)
+    for i, eps in enumerate(levels):
+        ts = sorted((t for t in pts if t.epsilon == eps), key=lambda t: t.alpha)
+        c = colours[i % len(colours)]
+        if constrained:
+            xs, ys = [t.violation for t in ts], [t.objective for t in ts]
+        else:
+            xs, ys = [t.alpha for t in ts], [t.objective for t in ts]
+        ax.plot(xs, ys, "o-", color=c, ms=4, label=f"ε = {eps:g}")
+        if eps == rep.privacy.epsilon:
+            for t, xv, yv in zip(ts, xs, ys):
+                ax.annotate(f"α={t.alpha:.2g}", (xv, yv), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points", color=c)
+    here = [t for t in pts if t.epsilon == rep.privacy.epsilon and t.alpha == rep.alpha]
+    if here:
+        t = here[0]
+        ax.plot([t.violation if constrained else t.alpha], [t.objective], "*", ms=15,
+                color="k", label=f"this report (ε = {t.epsilon:g}, α = {t.alpha:g})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    if sc.range_f is not None and sc.range_f > 0:
+        ax.axhspan(sc.range_f, max(y1, sc.range_f * 3), color="#f0a030", alpha=0.15, lw=0,
+                   label=f"objective vacuous (≥ {sc.range_f:.3g})")
+        y1 = max(y1, sc.range_f * 3)
+    if constrained and sc.g_max is not None and 0 < sc.g_max < float("inf"):
+        ax.axvspan(sc.g_max, max(x1, sc.g_max * 3), color="#c44e52", alpha=0.10, lw=0,
+                   label=f"violation vacuous (≥ {sc.g_max:.3g})")
+        x1 = max(x1, sc.g_max * 3)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel("guaranteed violation max(0, g) ≤" if constrained else "α (target)")
+    ax.set_ylabel("guaranteed objective excess f − f* ≤")
+    ax.set_title("objective/violation trade-off the bounds guarantee ([A] Cor 4.2)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
 
 
 # ------------------------------------------------------------------------------ HTML
@@ -593,6 +752,34 @@ def to_html(rep):
     result = getattr(rep, "result", None)
     if result is not None and getattr(result, "certificate", None) is not None:
         parts.append("<h2>Privacy certificate</h2>" + certificate_html(result.certificate))
+    parts.append("<h2>Per-group rates of the released decision</h2>")
+    g = getattr(rep, "group_rates", None)
+    if g is not None:
+        parts.append(_figure("per-group rates", _png(group_rates_figure(g)),
+                             "Selection rate, true-positive rate and false-positive rate of each "
+                             "group: the expected prediction of the released (randomized) "
+                             "decision on the held-out data given to the report."))
+        parts.append(html_table(GROUP_HEAD, group_rows(rep)))
+        parts.append(f"<p class='note'>{e(group_summary(rep))}</p>")
+    else:
+        parts.append(f"<p>{e(getattr(rep, 'group_rates_note', '') or '—')}</p>")
+    parts.append("<h2>Accuracy/fairness trade-off</h2>")
+    if getattr(rep, "tradeoff", None):
+        parts.append("<h3>Guaranteed by the bounds</h3>"
+                     + _figure("trade-off guaranteed by the bounds", _png(tradeoff_figure(rep)),
+                               tradeoff_note(rep))
+                     + "<details><summary>the planned points</summary>"
+                     + html_table(TRADEOFF_HEAD, tradeoff_rows(rep)) + "</details>")
+    else:
+        parts.append(f"<p>{e(getattr(rep, 'tradeoff_note', '') or '—')}</p>")
+    if rep.pareto is not None:
+        parts.append("<h3>Measured: objective–violation frontier</h3>"
+                     + _figure("objective–violation frontier", _png(rep.pareto.plot()),
+                               "pf.pareto: the objective f and the violation max(0, g) of the "
+                               "released decision at each privacy and constraint level (mean "
+                               "over seeds), evaluated on the data the solves used; ★ marks "
+                               "the points no other point of the same ε beats in both.")
+                     + pareto_html(rep.pareto))
     plans = getattr(rep, "plans", None)
     if plans is not None:
         parts.append("<h2>Analysis</h2><p class='note'>What the compiler proved about f, g and "
@@ -610,8 +797,6 @@ def to_html(rep):
     figs = figures(rep)
     for title, b64 in figs:
         parts.append(f"<h2>{e(title)}</h2>" + _figure(title, b64))
-    if rep.pareto is not None:
-        parts.append("<h3>Frontier table</h3>" + pareto_html(rep.pareto))
     if rep.theorems:
         parts.append("<h2>Theorem notes</h2><ul>" + "".join(f"<li>{e(x)}</li>"
                                                           for x in _theorem_notes(rep)) + "</ul>")

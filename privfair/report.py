@@ -200,6 +200,105 @@ def scale_of(problem, analysis):
 
 
 @dataclass
+class GroupRates:
+    """Per-group rates of a released decision's expected prediction on held-out data."""
+
+    groups: list              # names
+    n: list                   # rows of each group in the held-out data
+    selection: list           # P(ŷ = 1 | group)
+    tpr: list                 # P(ŷ = 1 | group, y = 1); nan where the group has no positive
+    fpr: list                 # P(ŷ = 1 | group, y = 0); nan where the group has no negative
+    metrics: dict             # result.metrics(test): error, dp_violation, eo_violation
+    rows: int                 # held-out rows in all
+
+
+def _same_rows(a, b):
+    """True when two Datasets hold the same rows (the training data passed as 'held-out')."""
+    if a is b:
+        return True
+    try:
+        return (a.n == b.n and np.array_equal(a.y, b.y) and np.array_equal(a.group, b.group)
+                and np.array_equal(a.X, b.X))
+    except Exception:   # pragma: no cover - shapes that do not compare
+        return False
+
+
+def group_rates(result, test):
+    """:class:`GroupRates` of ``result`` on ``test`` (binary labels), or a sentence saying why
+    there are none.  ``test`` must be held-out data: a report never shows exact statistics of
+    the private training data."""
+    if result is None:
+        return None, ("No per-group rate plot: the report was given no released decision "
+                      "(pass result=problem.solve(...) and held-out data test=...).")
+    if test is None:
+        return None, ("No per-group rate plot: no held-out data was given (pass test=...). "
+                      "The training data is private and a report never shows its exact "
+                      "statistics.")
+    if getattr(result, "n_classes", 2) > 2 or getattr(test, "n_labels", 2) != 2:
+        return None, ("No per-group rate plot: selection rate, TPR and FPR are defined for "
+                      "binary labels; this decision has more classes.")
+    p = result.predict_proba(test.X, getattr(test, "sensitive", None))
+    y, a = np.asarray(test.y), np.asarray(test.group)
+
+    def mean(mask):
+        return float(p[mask].mean()) if mask.any() else math.nan
+
+    names, ns, sel, tpr, fpr = [], [], [], [], []
+    for k, name in enumerate(test.groups):
+        m = a == k
+        names.append(str(name))
+        ns.append(int(m.sum()))
+        sel.append(mean(m))
+        tpr.append(mean(m & (y == 1)))
+        fpr.append(mean(m & (y == 0)))
+    return GroupRates(names, ns, sel, tpr, fpr, result.metrics(test), int(test.n)), ""
+
+
+@dataclass
+class TradeoffPoint:
+    """What a backend's theorem guarantees when planned at (ε, α), in error/violation terms."""
+
+    backend: str
+    epsilon: float
+    alpha: float
+    bound: float              # the plan's bound on the excess risk of h
+    G: float
+    objective: float          # f(ĉ) − f* ≤ objective
+    violation: float | None   # max(0, g(ĉ)) ≤ violation (None: no constraint)
+    objective_vacuous: bool
+    violation_vacuous: bool
+
+
+def tradeoff(problem, privacy, backend, alpha, scale, epsilons=None, alphas=None):
+    """The guaranteed objective excess against the guaranteed violation of ``backend``'s plan
+    over a grid of α (the penalty G = (α + range f)/α trades one for the other) and of ε
+    (default ε/4, ε, 4ε): [A] Cor 4.2 applied to each plan's bound (:class:`Scale`).  Public:
+    plans read the schema and n only."""
+    eps = privacy.epsilon
+    if epsilons is None:
+        epsilons = sorted({eps / 4, eps, eps * 4})
+    if alphas is None:
+        alphas = sorted({float(alpha), *np.geomspace(max(alpha / 8, 1e-3),
+                                                     min(0.9, alpha * 8), 7).tolist()})
+    out = []
+    for e in epsilons:
+        priv = DP(float(e), privacy.delta, privacy.protect)
+        for a in alphas:
+            try:
+                chosen = problem.plan(priv, backend=backend, alpha=a).chosen
+            except Exception:   # a backend that refuses at this (ε, α): no point there
+                continue
+            if chosen is None or not math.isfinite(chosen.predicted_excess_risk):
+                continue
+            B = float(chosen.predicted_excess_risk)
+            s = Scale(scale.range_f, scale.g_max, float(chosen.analysis.G))
+            obj, ov = s.objective(B)
+            vio, vv = s.violation(B)
+            out.append(TradeoffPoint(backend, float(e), float(a), B, s.G, obj, vio, ov, vv))
+    return out
+
+
+@dataclass
 class Report:
     privacy: object
     alpha: float
@@ -216,6 +315,10 @@ class Report:
     plans: object = None          # privfair.planner.Plans: the Analysis and the plan ranking
     scale: object = None          # Scale: the trivial bounds each theorem bound is compared with
     result: object = None         # a released privfair.Result (its certificate), if given
+    group_rates: object = None    # GroupRates of the result on held-out data, or None
+    group_rates_note: str = ""    # why there is no per-group rate plot
+    tradeoff: list = field(default_factory=list)   # TradeoffPoint: the bounds' trade-off
+    tradeoff_note: str = ""       # why there is no trade-off from the bounds
 
     def __str__(self):
         from ._report_render import to_text
@@ -394,7 +497,8 @@ def analysis_h(analysis, ell):
 
 
 def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds=3, *,
-           build=None, backends=("auto",), frontier=None, result=None):
+           build=None, backends=("auto",), frontier=None, result=None, test=None,
+           tradeoff_plot=True):
     """Sample-complexity report for ``problem`` under ``privacy``; see the module docstring.
 
     Parameters
@@ -421,11 +525,19 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
     frontier : privfair.pareto.ParetoTable, optional
         A frontier from :func:`privfair.pareto` to embed (table and figure).
     result : privfair.Result, optional
-        A released decision (``problem.solve(privacy, ...)``): the page shows its certificate.
+        A released decision (``problem.solve(privacy, ...)``): the page shows its certificate
+        and, with ``test``, its per-group rates.
+    test : privfair.Dataset, optional
+        Held-out data (not the training data: a report never shows exact statistics of the
+        private training data — passing the training rows raises InvalidInputError) on which
+        the per-group selection rate, TPR and FPR of ``result`` are plotted.
+    tradeoff_plot : bool
+        Plan the chosen backend over a grid of ε and α for the objective/violation trade-off
+        the bounds guarantee (a few dozen plans; public: plans read the schema and n only).
     """
     ns = _check(problem, alpha, beta, ns, seeds, privacy, build)
     backends = _backend_names(backends)
-    _check_result(result)
+    _check_result(result, test, problem)
     alpha, beta = float(alpha), float(beta)
     data = problem.rates.data
     n = data.n
@@ -463,20 +575,45 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
 
     ctx = th.Context(problem, analysis, privacy, alpha, beta,
                      plans={p.backend: p for p in plans.ranked}, refused=dict(plans.refused))
+    scale = scale_of(problem, analysis)
+    rates, rates_note = group_rates(result, test)
+    points, t_note = [], ""
+    top = (result.backend if result is not None and result.backend in accepted
+           else (accepted[0] if accepted else None))
+    if not tradeoff_plot:
+        t_note = "No trade-off from the bounds: tradeoff_plot=False."
+    elif not privacy.is_private:
+        t_note = "No trade-off from the bounds: a non-private run has no privacy cost to trade."
+    elif top is None:
+        t_note = "No trade-off from the bounds: no accepting backend gives a bound."
+    else:
+        points = tradeoff(problem, privacy, top, alpha, scale)
+        if not points:
+            t_note = f"No trade-off from the bounds: {top} gives no finite bound on this grid."
     return Report(privacy=privacy, alpha=alpha, beta=beta, n=n, K=K, bounds=bounds,
                   refused=dict(plans.refused), lower_bounds=lower_bounds(K, privacy, alpha),
                   eo=eo_comparison(problem, privacy, alpha), measurements=measurements,
                   pareto=frontier, theorems=_with_backend_n(th.entries(ctx), bounds),
-                  plans=plans, result=result, scale=scale_of(problem, analysis))
+                  plans=plans, result=result, scale=scale, group_rates=rates,
+                  group_rates_note=rates_note, tradeoff=points, tradeoff_note=t_note)
 
 
-def _check_result(result):
-    """``result``: a privfair.Result or None."""
+def _check_result(result, test, problem):
+    """``result`` a privfair.Result, ``test`` a held-out Dataset (never the training rows)."""
+    from .data import Dataset
     from .result import Result
 
     if result is not None and not isinstance(result, Result):
         raise InvalidInputError("result", type(result).__name__,
                                 "pass the privfair.Result of problem.solve(...), or None")
+    if test is not None:
+        if not isinstance(test, Dataset):
+            raise InvalidInputError("test", type(test).__name__,
+                                    "pass held-out data as a privfair.Dataset, or None")
+        if _same_rows(test, problem.rates.data):
+            raise InvalidInputError("test", "the training data",
+                                    "a report never shows exact statistics of the private "
+                                    "training data: pass held-out rows (e.g. the test split)")
 
 
 def _with_backend_n(entries, bounds):

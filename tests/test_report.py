@@ -328,6 +328,91 @@ def test_bounds_figure_marks_the_vacuous_region(cells_rep):
     assert f"vacuous: ≥ {cells_rep.scale.range_h:.3g}, the range of h" in labels
 
 
+def test_per_group_rate_plot_on_held_out_data(solved):
+    """#20: no per-group rate plot.  With a released decision and held-out data the page plots
+    (and tabulates) each group's selection rate, TPR and FPR of the expected prediction."""
+    prob, res = solved
+    test = synthetic(400, seed=1)
+    rep = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, test=test)
+    g = rep.group_rates
+    p = res.predict_proba(test.X)
+    for k, name in enumerate(test.groups):
+        m = test.group == k
+        i = g.groups.index(name)
+        assert g.n[i] == m.sum()
+        assert g.selection[i] == pytest.approx(p[m].mean())
+        assert g.tpr[i] == pytest.approx(p[m & (test.y == 1)].mean())
+        assert g.fpr[i] == pytest.approx(p[m & (test.y == 0)].mean())
+    assert g.metrics == res.metrics(test)
+    page = rep.to_html()
+    sec = _section(page, "Per-group rates of the released decision")
+    b64 = re.search(r"<img alt='per-group rates' src='data:image/png;base64,([^']+)'", sec)
+    assert b64 and base64.b64decode(b64.group(1))[:4] == b"\x89PNG"
+    cells = _cells(sec)
+    for i, name in enumerate(g.groups):
+        j = cells.index(name)
+        assert cells[j + 2:j + 5] == [f"{g.selection[i]:.3f}", f"{g.tpr[i]:.3f}", f"{g.fpr[i]:.3f}"]
+    text = str(rep)
+    assert "Per-group rates of the released decision (held-out data)" in text
+    assert f"{g.selection[0]:.3f}" in text
+
+
+def test_per_group_rates_never_read_the_training_data(solved, data):
+    """A report never shows exact statistics of the private training data: the training rows
+    passed as 'held-out' are refused, and without held-out data the plot is omitted, saying
+    why."""
+    import copy
+
+    prob, res = solved
+    for same in (data, copy.copy(data)):
+        with pytest.raises(InvalidInputError, match="training data"):
+            pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, test=same)
+    with pytest.raises(InvalidInputError, match="test"):
+        pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, test=data.X)
+    no_test = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, tradeoff_plot=False)
+    no_result = pf.report(prob, PRIV, alpha=ALPHA, measure=False, test=synthetic(100, seed=2),
+                          tradeoff_plot=False)
+    for r, why in ((no_test, "no held-out data was given"),
+                   (no_result, "no released decision")):
+        assert r.group_rates is None and why in r.group_rates_note
+        sec = _section(r.to_html(), "Per-group rates of the released decision")
+        assert "<img" not in sec and why in sec
+        assert why in str(r) and why in r.to_markdown()
+
+
+def test_tradeoff_plot_from_the_bounds(rep, data):
+    """#20: no accuracy/fairness trade-off plot.  The chosen backend is planned over a grid of
+    ε and α; each point is its bound in error/violation terms ([A] Cor 4.2), plotted as the
+    guaranteed objective excess against the guaranteed violation."""
+    prob = build(data)
+    sc = rep.scale
+    pts = rep.tradeoff
+    assert {t.epsilon for t in pts} == {0.25, 1.0, 4.0}
+    assert any(t.epsilon == 1.0 and t.alpha == ALPHA for t in pts)
+    assert len({t.alpha for t in pts}) >= 5
+    for t in pts:
+        assert t.backend == rep.bounds[0].backend == "exponential"
+        B = prob.plan(pf.DP(t.epsilon, PRIV.delta), backend=t.backend,
+                      alpha=t.alpha).chosen.predicted_excess_risk
+        assert t.bound == pytest.approx(B)
+        G = (t.alpha + sc.range_f) / t.alpha                  # the compiler's penalty at α
+        assert t.G == pytest.approx(G)
+        assert t.objective == pytest.approx(B)
+        assert t.violation == pytest.approx((B + sc.range_f) / G)
+        assert t.objective_vacuous == (B >= sc.range_f)
+        assert t.violation_vacuous == (t.violation >= sc.g_max)
+    # a larger ε tightens the guarantee at every α
+    for a in {t.alpha for t in pts}:
+        by = sorted((t.epsilon, t.bound) for t in pts if t.alpha == a)
+        assert all(x[1] >= y[1] for x, y in zip(by, by[1:]))
+    page = rep.to_html()
+    sec = _section(page, "Accuracy/fairness trade-off")
+    assert "<img alt='trade-off guaranteed by the bounds'" in sec
+    assert "Objective/violation trade-off guaranteed by the bounds" in str(rep)
+    off = pf.report(prob, pf.DP(math.inf), alpha=ALPHA, measure=False)
+    assert off.tradeoff == [] and "non-private" in off.tradeoff_note
+
+
 NO_CHROMIUM = not (shutil.which("chromium") or shutil.which("chromium-browser"))
 
 
@@ -423,7 +508,9 @@ def test_pareto_frontier_table_and_plot(data, tmp_path):
     fig = table.plot()
     fig.savefig(tmp_path / "f.png")
     rep = pf.report(build(data), PRIV, alpha=ALPHA, measure=False, frontier=table)
-    assert rep.to_html().count("data:image/png;base64,") == 2
+    page = rep.to_html()     # bounds against n, the trade-off of the bounds, the frontier
+    assert page.count("data:image/png;base64,") == 3
+    assert "<img alt='objective–violation frontier'" in page
     with pytest.raises(InvalidInputError):
         pf.pareto(lambda c: build(data, c), [], [0.1])
 
