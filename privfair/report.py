@@ -21,6 +21,13 @@ Where the numbers come from (one home per fact):
   The reference min h is computed *non-privately* (a measurement, never released): the minimum
   over the finite set for single-decision backends, over its mixtures (cvxpy) for mixture
   backends.
+* **Vacuous bounds** are labelled: :class:`Scale` holds the trivial bounds (interval ranges of
+  f and g over the box, public) and translates a bound on the excess of h into objective and
+  violation terms ([A] Lemma 4.1/Cor 4.2).
+* **The page** (``to_html``) adds the certificate of a ``result``, its per-group rates on
+  held-out ``test`` data (never the training data), the objective/violation trade-off the
+  bounds guarantee over a grid of (ε, α) (:func:`tradeoff`), the Analysis and the plan ranking
+  as tables; see docs/report.md.
 """
 
 from __future__ import annotations
