@@ -67,6 +67,7 @@ Design
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import numbers
@@ -74,10 +75,11 @@ import warnings
 
 import numpy as np
 
-from .errors import DataError, InvalidInputError, InvalidPrivacyError, PrivfairError
+from .errors import (BudgetExceededError, DataError, InvalidInputError, InvalidPrivacyError,
+                     PrivfairError)
 
 __all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning",
-           "UndeclaredClassesWarning", "ScikitLearnMissingError"]
+           "UndeclaredClassesWarning", "UnaccountedBudgetWarning", "ScikitLearnMissingError"]
 
 
 class ScikitLearnMissingError(PrivfairError, ImportError):
@@ -125,6 +127,30 @@ class UndeclaredClassesWarning(UserWarning):
     data.  Declare them: ``PrivateFairClassifier(classes=[negative, positive])``."""
 
 
+class UnaccountedBudgetWarning(UserWarning):
+    """A private fit without ``budget=``: it spends its (ε, δ) on the training rows, and every
+    other fit on the same rows (each candidate × fold of a ``GridSearchCV``, each fold of
+    ``cross_val_score``, a refit) spends again — k fits cost k·ε by composition, which no single
+    ``certificate_`` shows.  Pass ``budget=pf.BudgetFilter(total_ε, total_δ)``, one object
+    shared by all those fits, to have the fits refused once it is spent.  Python's default
+    warning filter shows it once per calling line."""
+
+
+class _DetachedBudget:
+    """What a pickled (or process-copied) estimator holds instead of its ``budget``.
+
+    A budget is an identity, not a value: a copy in another process could not see what the
+    original spends, so parallel fits on copies would each spend the whole budget.  Pickling
+    therefore detaches it; predicting with the unpickled estimator works, fitting it is refused
+    (:class:`~privfair.errors.InvalidInputError` naming ``budget``)."""
+
+    def __init__(self, shown):
+        self.shown = shown
+
+    def __repr__(self):
+        return f"<budget detached by pickling: {self.shown}>"
+
+
 class ConstantRuleWarning(UserWarning):
     """The private fit returned a rule that predicts the same for every row: at this n, ε and
     level the noise left no room for another (the backend's note says what to change)."""
@@ -157,6 +183,31 @@ def _check_real(name, value, low, high, *, low_open=False, allow_inf=False, erro
         bound = f"{'>' if low_open else '≥'} {low:g}" + (f" and ≤ {high:g}" if math.isfinite(high)
                                                        else "")
         raise error(name, value, f"pass a number {bound}" + (" (or inf)" if allow_inf else ""))
+
+
+def _check_sample_weight(sample_weight, n):
+    """Accept uniform weights (the unweighted fit); refuse others, saying why."""
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInputError("sample_weight", type(sample_weight).__name__,
+                                "pass numbers, one per row, or None") from None
+    if w.ndim != 1 or w.shape[0] != n:
+        raise InvalidInputError("sample_weight", f"shape {w.shape}",
+                                f"pass one weight per row of X ({n}), or None")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise InvalidInputError("sample_weight", "negative or non-finite weights",
+                                "weights must be finite and ≥ 0")
+    if not (w > 0).any():
+        raise InvalidInputError("sample_weight", "all zero",
+                                "every sample weight is zero: at least one must be non-zero")
+    if not (w == w[0]).all():
+        raise InvalidInputError(
+            "sample_weight", "non-uniform weights",
+            "cannot be honoured privately: the privacy proofs bound what one row moves the "
+            "statistics (1/n) — unit weights — and a row of weight w moves them w times as "
+            "much, so the sensitivity (and the noise) would be wrong; drop sample_weight (a "
+            "uniform weight is accepted: it is the unweighted fit)")
 
 
 def _check_int(name, value, low, optional=False):
@@ -217,6 +268,17 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         ``classes[1]``); every y must be one of them, and y may hold only one of them.
         ``None``: ``np.unique(y)``, which must have two values (warns under ``protect="row"``
         with a finite ε, where y is private: :class:`UndeclaredClassesWarning`).
+    budget : privfair.BudgetFilter or None, default None
+        The running budget of the training rows, shared by every fit on them: each private fit
+        reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
+        raises :class:`~privfair.errors.BudgetExceededError` having spent nothing (e.g. the
+        third fit of a ``GridSearchCV`` at ε = 1 under ``BudgetFilter(2.0, ...)``).  Any object
+        with BudgetFilter's ``reserve`` works.  The budget is shared, never copied: ``clone``
+        (``GridSearchCV``, ``cross_val_score``) and ``copy.deepcopy`` keep the same object;
+        pickling detaches it (a copy in another process cannot account for the original), so an
+        unpickled estimator predicts but refuses to fit — run searches with a budget in one
+        process (``n_jobs=None`` or joblib's threading backend).  ``None``: each private fit
+        spends afresh, with an :class:`UnaccountedBudgetWarning`.
 
     Attributes
     ----------
@@ -234,9 +296,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, constraint="equalized_odds", level=0.03, epsilon=1.0, delta=None,
                  protect="sensitive", backend="auto", decision_set="cells", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
-                 seed=None, groups=None, classes=None):
+                 seed=None, groups=None, classes=None, budget=None):
         self.groups = groups
         self.classes = classes
+        self.budget = budget
         self.constraint = constraint
         self.level = level
         self.epsilon = epsilon
@@ -277,6 +340,16 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         _check_real("alpha", self.alpha, 0.0, math.inf, low_open=True)
         if self.seed is not None:
             _check_int("seed", self.seed, 0)
+        if isinstance(self.budget, _DetachedBudget):
+            raise InvalidInputError(
+                "budget", self.budget, "this estimator was pickled (e.g. sent to a worker "
+                "process by GridSearchCV(n_jobs=...)), which detaches its budget: a copy cannot "
+                "spend from the original, so it may not fit; fit in the process that holds the "
+                "budget (n_jobs=None, or joblib.parallel_backend('threading')), or "
+                "set_params(budget=...) again")
+        if self.budget is not None and not callable(getattr(self.budget, "reserve", None)):
+            raise InvalidInputError("budget", self.budget, "pass a pf.BudgetFilter(total_epsilon, "
+                                    "total_delta) shared by every fit on these rows, or None")
         for name in ("groups", "classes"):
             value = getattr(self, name)
             if value is None:
@@ -302,8 +375,44 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         tags.non_deterministic = self.seed is None
         return tags
 
+    # ------------------------------------------------------------------ the budget is shared
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone`` with the ``budget`` shared, not deep-copied: a budget is an
+        identity (what the fits on these rows have spent), not a value; every other parameter
+        is cloned as ``sklearn.base.clone`` does."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        budget = params.pop("budget")
+        new = type(self)(budget=budget, **{k: clone(v, safe=False) for k, v in params.items()})
+        if hasattr(self, "_metadata_request"):
+            new._metadata_request = copy.deepcopy(self._metadata_request)
+        if hasattr(self, "_sklearn_output_config"):
+            new._sklearn_output_config = copy.deepcopy(self._sklearn_output_config)
+        if hasattr(self, "_skl_callbacks"):
+            new._skl_callbacks = self._skl_callbacks
+        return new
+
+    def __deepcopy__(self, memo):
+        """A deep copy that shares ``budget`` (see :meth:`__sklearn_clone__`)."""
+        if self.budget is not None:
+            memo.setdefault(id(self.budget), self.budget)
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
+    def __getstate__(self):
+        """Pickling detaches the budget (:class:`_DetachedBudget`): the copy predicts, but a
+        fit of it is refused, since it could not spend from the original."""
+        state = dict(super().__getstate__())
+        budget = state.get("budget")
+        if budget is not None and not isinstance(budget, _DetachedBudget):
+            state["budget"] = _DetachedBudget(repr(budget))
+        return state
+
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, sensitive_features=None):
+    def fit(self, X, y, sensitive_features=None, sample_weight=None):
         """Fit privately.
 
         Parameters
@@ -313,10 +422,21 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         sensitive_features : array-like, pandas.Series or DataFrame of length n, optional
             The sensitive attribute(s); several columns form intersectional groups.  Without
             it, an unconstrained fit with a warning (see the module docstring).
+        sample_weight : array-like of shape (n,) or None
+            Honoured only when it is uniform (every weight the same positive number, which is
+            the unweighted fit).  Other weights raise
+            :class:`~privfair.errors.InvalidInputError` naming ``sample_weight``: the privacy
+            proofs bound what *one row* moves the statistics (1/n), i.e. they assume unit
+            weights; a row of weight w moves them w times as much.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        BudgetExceededError
+            The shared ``budget`` cannot cover this fit's (ε, δ); nothing was spent.
         """
         import privfair as pf
 
@@ -332,6 +452,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 "reference fit")
         X, y = _validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
+        if sample_weight is not None:
+            _check_sample_weight(sample_weight, X.shape[0])
         if self.classes is not None:
             classes = np.asarray(list(self.classes))
             outside = ~np.isin(y, classes)
@@ -356,6 +478,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                               stacklevel=2)
         self.classes_ = classes
         y01 = (y == classes[1]).astype(np.int64)
+        # the dataset's labels are the classes (code 1 = classes_[1]), so result_.predict and
+        # result_.sample speak them too
+        labels = list(classes)
+        y_lab = np.empty(len(y01), dtype=object)
+        y_lab[:] = [labels[k] for k in y01]
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(c) for c in names]
         n = X.shape[0]
@@ -367,13 +494,13 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                           "where nothing in this data is protected); pass "
                           "sensitive_features=... for a private fair fit",
                           NoSensitiveFeaturesWarning, stacklevel=2)
-            data = pf.Dataset(X, y01, np.full(n, "all", dtype=object), labels=[0, 1],
+            data = pf.Dataset(X, y_lab, np.full(n, "all", dtype=object), labels=labels,
                               feature_names=names, group_names=["all"])
         else:
             declared = None if self.groups is None else list(self.groups)
             try:
-                data = pf.Dataset(X, y01, sensitive_features, labels=[0, 1], feature_names=names,
-                                  group_names=declared)
+                data = pf.Dataset(X, y_lab, sensitive_features, labels=labels,
+                                  feature_names=names, group_names=declared)
             except DataError as err:
                 if declared is None or err.field != "sensitive":
                     raise
@@ -430,8 +557,24 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         else:
             delta = 1.0 / n ** 2 if self.delta is None else float(self.delta)
         privacy = pf.DP(epsilon, delta, protect=self.protect)
+        budget = self.budget if privacy.is_private else None
+        if privacy.is_private and budget is None:
+            warnings.warn(f"this private fit spends ε={epsilon:g}, δ={delta:.3g} on these rows, "
+                          "and every other fit on them (each candidate and fold of a "
+                          "GridSearchCV, cross_val_score, a refit) spends as much again: k fits "
+                          "cost k·ε, which no certificate_ shows; pass budget=pf.BudgetFilter("
+                          "total_epsilon, total_delta), shared by all of them, to have fits "
+                          "refused once it is spent", UnaccountedBudgetWarning, stacklevel=2)
+        can_spend = getattr(budget, "can_spend", None)
+        if callable(can_spend) and not can_spend(epsilon, delta):
+            remaining = getattr(budget, "remaining", None)
+            raise BudgetExceededError(
+                "budget", budget, f"this fit needs ε={epsilon:g}, δ={delta:.3g} and the shared "
+                f"budget has {remaining} (ε, δ) left; nothing was spent and no noise was drawn "
+                "(earlier fits on these rows — e.g. a GridSearchCV's candidates and folds — "
+                "used the rest)")
         result = problem.solve(privacy, backend=self.backend, seed=self.seed, progress=False,
-                               alpha=float(self.alpha))
+                               alpha=float(self.alpha), budget=budget)
         if result.info.get("note") and "constant rule" in result.info["note"]:
             # a constant classifier scores the base rate: say so where a user looks, not only in
             # result_.info (cross-validation would otherwise average it in silently)
