@@ -739,16 +739,27 @@ def _figure(title, b64, caption=""):
     return (f"<figure><img alt='{e(title)}' src='data:image/png;base64,{b64}'>{cap}</figure>")
 
 
-def to_html(rep):
-    """The report as one self-contained page (no scripts, no external assets)."""
+def problem_html(problem):
+    """A problem's statement (``str(problem)``) as lines of code, not a <pre> dump."""
+    lines = [ln for ln in str(problem).splitlines() if ln.strip()]
+    return "<p>" + "<br>".join(f"<code>{html.escape(ln.strip())}</code>" for ln in lines) + "</p>"
+
+
+def to_html(rep, title=None, sections=()):
+    """The report as one self-contained page (no scripts, no external assets).
+
+    ``title`` replaces the heading; ``sections`` — (heading, HTML fragment) pairs, e.g. a
+    command's metrics table or :func:`problem_html` — go right after "At a glance"."""
     e = html.escape
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-             f"<title>{e(_header(rep))}</title></head><body>",
+             f"<title>{e(title or _header(rep))}</title></head><body>",
              f"<div class='pf-report'><style>{CSS}</style>",
-             f"<h1>privfair report</h1><p class='note'>{e(_header(rep))}</p>",
+             f"<h1>{e(title or 'privfair report')}</h1><p class='note'>{e(_header(rep))}</p>",
              "<div class='glance'><b>At a glance</b><ul>"
              + "".join(f"<li{' class=vacuous' if 'vacuous' in x else ''}>{e(x)}</li>"
                        for x in glance(rep)) + "</ul></div>"]
+    for heading, fragment in sections:
+        parts.append(f"<h2>{e(heading)}</h2>{fragment}")
     result = getattr(rep, "result", None)
     if result is not None and getattr(result, "certificate", None) is not None:
         parts.append("<h2>Privacy certificate</h2>" + certificate_html(result.certificate))

@@ -338,9 +338,12 @@ class Report:
     def _repr_markdown_(self):
         return self.to_markdown()
 
-    def to_html(self) -> str:
+    def to_html(self, title=None, sections=()) -> str:
+        """The self-contained page; ``title`` replaces its heading and ``sections`` —
+        (heading, HTML fragment) pairs — go right after "At a glance" (e.g. a command's
+        metrics; ``privfair._report_render.problem_html(problem)`` for the problem)."""
         from ._report_render import to_html
-        return to_html(self)
+        return to_html(self, title, sections)
 
     def save(self, path) -> str:
         """Write the self-contained HTML page (figures as base64 PNG) to ``path``."""

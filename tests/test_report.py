@@ -551,3 +551,21 @@ def test_pareto_plot_shows_every_epsilon_and_its_starred_frontier():
         fr = sorted((p.violation, p.error) for p in table.points
                     if p.epsilon == eps and p.frontier)
         assert list(zip(line.get_xdata(), line.get_ydata())) == fr
+
+
+def test_a_command_can_build_its_page_on_the_report(solved):
+    """For `privfair solve --report`: the command's own sections go inside the report's page
+    (no second Analysis/Plan/Certificate as <pre> text); the problem is lines of code."""
+    from privfair._report_render import problem_html
+
+    prob, res = solved
+    rep = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, tradeoff_plot=False)
+    page = rep.to_html(title="privfair solve — p.py",
+                       sections=[("Metrics", "<table><tr><td>0.1</td></tr></table>"),
+                                 ("Problem", problem_html(prob))])
+    assert "<h1>privfair solve — p.py</h1>" in page and "<pre" not in page
+    heads = re.findall(r"<h2>(.*?)</h2>", page)
+    assert heads[:4] == ["Metrics", "Problem", "Privacy certificate",
+                         "Per-group rates of the released decision"]
+    assert heads.count("Analysis") == 1 and heads.count("Plan ranking") == 1
+    assert "<code>minimize" in _section(page, "Problem")
