@@ -484,7 +484,7 @@ def _cmd_report(args) -> int:
 # --------------------------------------------------------------------------- audit
 AUDIT_DOC = """The built-in audit instance (20 rows, one feature x, groups a and b of 10 rows each):
 
-  group a: x = 0.25 (y=0), 0.1, -0.8, -0.6, -0.3 (y=0), 0.3, 0.7, 0.8, 0.9, 0.95 (y=1)
+  group a: x = 0.25 (y=0), 0.1, -0.8, -0.6, -0.3 (y=0), 0.3, 0.45, 0.8, 0.9, 0.95 (y=1)
   group b: x = 10 points evenly spaced in [-1.2, 1.2], y = 1[x > 0]
   neighbours: D and D' = D with row 0 (x = 0.25, y = 0) moved from group a to group b
   (protect="sensitive": one row's sensitive attribute changes, features and labels fixed)
@@ -492,13 +492,13 @@ AUDIT_DOC = """The built-in audit instance (20 rows, one feature x, groups a and
 Problems, by backend (privfair.privacy.audit_instances), chosen so that the moved row
 reaches an exposed output with as much of the budget as the backend lets it:
   exponential, frank_wolfe, lopt, oracle_learner and any other backend: thresholds
-    t in {0, 0.5} on x, minimize fp[a] + fn[a] - tn[a].  Row 0 moves the objective of
-    t = 0 down and of t = 0.5 up by the full score sensitivity 1/n, and the rows 0.1 (y=0)
-    and 0.3 (y=1) set the gap so that the better threshold on D' is chosen with probability
-    0.38 at eps and 0.27 at 2 eps, on D with 0.18 and 0.05: a correct mechanism's loss stays
-    below eps, one without the factor 2 of the exponential mechanism leaks 1.73 eps.
-    Iterative backends run with T = 1 (one selection at the whole eps; lopt with
-    release_share=0.1).
+    t in {0, 0.5, 0.6} on x, minimize fp[a] + fn[a] - tn[a].  Row 0 moves the objective of
+    t = 0 down and of t >= 0.5 up by the full score sensitivity 1/n; the rows 0.1 (y=0), 0.3
+    and 0.45 (y=1) put t = 0 two rows behind on D and level on D', and t = 0.5 and 0.6 give
+    one output.  So t = 0 is drawn with probability 1/3 on D' and 1/(1 + 2e^eps) on D: a
+    correct mechanism's loss is <= 0.83 eps, one without the factor 2 of the exponential
+    mechanism leaks >= 1.44 eps (1.66 eps at eps = 1).  Iterative backends run with T = 1
+    (one selection at the whole eps; lopt with release_share=0.1).
   postprocessing: pf.PostProcessed(base = 1[0.2 <= x <= 0.5]), minimize the error.  The row
     moves one released count of each group by one (l1 sensitivity 2); the released counts are
     exposed (info, trace), so both moves are seen together.
@@ -533,7 +533,7 @@ backend's test-only _noise_multiplier=0.5) and 'eps x 2' (the backend run at 2 e
 exponential mechanism that drops its factor 2).  objective_perturbation also runs
 'noise x 1/4': on a logistic loss its halved noise (or 2 eps) is still ~eps-DP (the gradient
 moves by half the bound it calibrates to), so those two are reported, not counted; sgda's
-'eps x 2' needs ~10^4 runs and is reported, not counted.
+'eps x 2' is too close to its claim for 10^3-10^4 runs and is reported, not counted.
 
 Default runs on each dataset: 2000 (exponential, lopt and oracle_learner 3000, cells 1000);
 an audit with its controls takes about a minute on one core."""
