@@ -27,6 +27,7 @@ tolerance τ of the exact minimizer whenever the projection is exact (ℓ1, ℓ�
 
 from __future__ import annotations
 
+import contextvars
 import math
 from dataclasses import dataclass, field
 
@@ -182,12 +183,25 @@ def _qp(H, g, x, C, lam_max, mu, tol, max_iter=20000):
     return z
 
 
+#: the progress-bar name of the solve in progress (set by :func:`solve_certified`, the
+#: top-level solve of a release; inner solves, e.g. dual Frank–Wolfe's, draw no bar)
+_BAR_NAME = contextvars.ContextVar("privfair_erm_solve_bar", default=None)
+
+
 def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     """min_{θ∈C} J_D(θ) + ⟨lin, θ⟩ + (ridge/2)‖θ‖² to a certified distance τ (see module doc).
 
     Projected (proximal) Newton steps with a backtracking line search — each step solves the
     P-dimensional quadratic model over C — then, if needed, accelerated projected gradient with
-    restarts.  Either way the returned point carries the gradient-mapping certificate."""
+    restarts.  Either way the returned point carries the gradient-mapping certificate.
+    Under :func:`solve_certified` the steps show a progress bar (:mod:`privfair._progress`)."""
+    from privfair._progress import bar
+
+    desc = _BAR_NAME.get()
+
+    def steps(rng, what):
+        return bar(rng, f"{desc} ({what})", progress=None if desc else False)
+
     C = erm.decisions
     mu = erm.l2 + ridge
     beta = erm.smoothness(ridge)
@@ -196,7 +210,7 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     cert, gn = _certificate(erm, x, lin, ridge, beta, mu)
     it = 0
     if erm.loss.twice_differentiable or erm.loss.smooth:
-        for it in range(1, 60):
+        for it in steps(range(1, 60), "Newton steps"):
             if cert <= tau or (mu == 0 and gn <= 1e-10 * beta * max(1.0, C.radius)):
                 break
             f, g = erm.value_and_grad(x, lin, ridge)
@@ -221,7 +235,7 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     if cert > tau:      # fallback: accelerated projected gradient with adaptive restart
         y, x_prev, t = x.copy(), x.copy(), 1.0
         q = mu / beta
-        for k in range(it + 1, it + max_iter + 1):
+        for k in steps(range(it + 1, it + max_iter + 1), "projected gradient"):
             g = erm.grad(y, lin, ridge)
             x_new = C.project(y - g / beta)
             if float((y - x_new) @ (x_new - x)) > 0:   # O'Donoghue & Candès 2015
@@ -299,14 +313,20 @@ def solve_certified(erm, lin=None, ridge=0.0, tau=None, theta0=None):
         from privfair.errors import BackendRefusedError
 
         raise BackendRefusedError("l2", erm.l2, why)
-    sol = solve(erm, lin, ridge, tau, theta0)
+    from privfair._progress import bar
+
+    token = _BAR_NAME.set("certified ERM solve")
+    try:
+        sol = solve(erm, lin, ridge, tau, theta0)
+    finally:
+        _BAR_NAME.reset(token)
     if sol.tau <= tau:
         return sol
     C = erm.decisions
     beta = public_smoothness(erm, ridge)
     k = fallback_steps(erm, tau, ridge)
     x = C.project(np.zeros(erm.P))
-    for _ in range(k):
+    for _ in bar(range(k), "certified ERM solve (guaranteed steps)"):
         x = C.project(x - erm.grad(x, lin, ridge) / beta)
     return Solution(x, tau, sol.iterations + k, bool(C.exact_projection))
 

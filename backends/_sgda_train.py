@@ -14,8 +14,7 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
           progress=False):
     """The DP-SGDA loop: the tail-averaged θ of every stage (as decisions), the W radius D
     and the W-block bound C_W."""
-    from tqdm.auto import tqdm
-
+    from privfair._progress import bar
     from privfair.privacy import gaussian_noise_vector
     from privfair.privacy.randomness import GeneratorSource
 
@@ -54,7 +53,7 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
     mult = o["_noise_multiplier"]
     checkpoints, avg, na, stage = [], None, 0, 0
     # a bar on long runs only (a 1M-row GPU run, a neural network), showing the stage's λ
-    steps = tqdm(range(T), desc="sgda", leave=False, disable=not progress or T < 100)
+    steps = bar(range(T), "sgda", progress, min_steps=100)
     for t in steps:
         lam = path[stage]
         start = bounds[stage - 1] if stage else 0

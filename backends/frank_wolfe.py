@@ -617,14 +617,9 @@ class FrankWolfeBackend(Backend):
         l_tilde = None                                        # released FW combination on S
         weights = np.zeros(c.m)
         trace = []
-        iterator = range(T)
-        if progress and T >= 100:
-            try:
-                from tqdm.auto import tqdm
+        from privfair._progress import bar
 
-                iterator = tqdm(iterator, desc="frank_wolfe", leave=False)
-            except ImportError:  # pragma: no cover
-                pass
+        iterator = bar(range(T), "frank_wolfe", progress, min_steps=100)
         for t in iterator:
             gamma = 2.0 / (t + 2)
             if l_tilde is not None:

@@ -318,8 +318,7 @@ class LoptBackend(Backend):
 
     # ------------------------------------------------------------------------------ running
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
-        from tqdm.auto import tqdm
-
+        from privfair._progress import bar
         from privfair.privacy.randomness import as_source
         from privfair.result import Result
 
@@ -349,7 +348,7 @@ class LoptBackend(Backend):
                 xp_L = torch.as_tensor(L, device="cuda" if device == "cuda" else "cpu")
         mask = O.erm_sign_mask(rates) if kind == "erm" else None
         y, total, last, chosen, trace = O.start_point(rates), np.zeros(len(S)), None, [], []
-        steps = tqdm(range(1, T + 1), desc="lopt", leave=False) if progress else range(1, T + 1)
+        steps = bar(range(1, T + 1), "lopt", progress)
         for t in steps:
             if t > 1:
                 y[S] = np.clip(total / (t - 1) if p["anchor"] == "mean" else last, 0.0, 1.0)

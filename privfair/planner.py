@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import os
 
+from ._progress import check_progress, default_progress
 from .errors import (BackendRefusedError, InvalidInputError, InvalidPrivacyError,
                      PrivateFailureError, PrivfairError)
 from .privacy.spec import DP
@@ -194,16 +195,25 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
 
 
 def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=None,
-          progress: bool = True, alpha: float = 0.05, budget=None, **options):
-    """Plan, reserve the budget, then run; see :meth:`privfair.Problem.solve`."""
+          progress=True, alpha: float = 0.05, budget=None, **options):
+    """Plan, reserve the budget, then run; see :meth:`privfair.Problem.solve`.
+
+    ``progress``: True (a bar on long steps when stderr is a terminal), "always" or False —
+    :mod:`privfair._progress`."""
+    if device not in ("cpu", "cuda", "torch"):
+        raise InvalidInputError("device", device, "choose 'cpu' (numpy), 'cuda' (torch on GPU) or "
+                                "'torch' (torch on CPU)")
+    progress = check_progress(progress)
+    with default_progress(progress):       # plan-time work (Gaussian widths) reads it too
+        return _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options)
+
+
+def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options):
     from privfair.backends import get
 
     from .privacy import Accountant, BudgetFilter, Certificate
     from .privacy.randomness import as_source
 
-    if device not in ("cpu", "cuda", "torch"):
-        raise InvalidInputError("device", device, "choose 'cpu' (numpy), 'cuda' (torch on GPU) or "
-                                "'torch' (torch on CPU)")
     plans = plan(problem, privacy, backend=backend, alpha=alpha, **options)
     if plans.chosen is None:
         reasons = "; ".join(f"{k}: {v}" for k, v in plans.refused.items())

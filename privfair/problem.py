@@ -373,7 +373,7 @@ class Problem:
         return plan(self, privacy, backend=backend, alpha=alpha, **options)
 
     def solve(self, privacy, backend: str = "auto", device: str = "cpu", seed=None,
-              progress: bool = True, alpha: float = 0.05, budget=None, **options):
+              progress=True, alpha: float = 0.05, budget=None, **options):
         """Solve privately and return a :class:`privfair.result.Result` with its certificate.
 
         Parameters
@@ -387,8 +387,13 @@ class Problem:
             numpy on CPU, torch on GPU, or torch on CPU.
         seed : int or numpy.random.Generator, optional
             Reproducible randomness (tests); default draws from the OS entropy source.
-        progress : bool
-            Show a progress bar on long runs.
+        progress : {True, "always", False}, default True
+            True: a progress bar on stderr for steps that can take more than a few seconds
+            (long iterative runs, a Monte-Carlo Gaussian width at plan time, a certified ERM
+            solve), shown only when stderr is a terminal (or a Jupyter kernel), so logs, pipes
+            and CI output get no bar fragments.  "always": the bar also when stderr is not a
+            terminal.  False: never.  Anything else raises
+            :class:`~privfair.errors.InvalidInputError` before anything is spent.
         alpha : float
             Target accuracy: sets G, T and τ.
         budget : privfair.privacy.BudgetFilter, optional

@@ -288,15 +288,17 @@ def test_certificate_is_the_accountant_total_and_within_the_request():
 
 
 def test_progress_bar_on_long_runs_only(capsys):
-    """A bar (to stderr) showing the stage's λ when progress=True and the run has ≥ 100 steps;
-    nothing with progress=False or on short runs (the tests' own solves stay quiet)."""
+    """A bar (to stderr) showing the stage's λ when the run has ≥ 100 steps and progress is
+    "always" (or True on a terminal); nothing with progress=False, on short runs, or with
+    progress=True when stderr is not a terminal — capsys's is not (a log gets no bar)."""
     prob = _dp_problem(_binary(2000, 0))
     opts = dict(seed=0, epochs=4, batch_size=64, lambdas=[0, 4])      # T = 125
-    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=True, **opts)
+    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress="always", **opts)
     err = capsys.readouterr().err
     assert "sgda" in err and "125" in err and "lam=4" in err
     prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=False, **opts)
-    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=True, **dict(opts, epochs=1))  # T = 32
+    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress="always", **dict(opts, epochs=1))  # T = 32
+    prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=True, **opts)
     assert "sgda" not in capsys.readouterr().err
 
 
