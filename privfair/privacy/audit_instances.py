@@ -65,7 +65,8 @@ The instances (``audit_instances(name)``, best first for that backend):
     Gaussian's loss above the claim lives on events of probability ~δ, and at δ = 10⁻⁵ refuting
     half the noise would take ~4·10⁴ runs per dataset.  Its ``ε × 2`` control is reported, not
     counted: at 2ε the calibrated noise falls only ~1.5× and w₂ carries ~85% of the shift the
-    accountant charges for, so it is not refuted even at 6000 runs per dataset (ε̂ = 0.37).
+    accountant charges for, so it is not refuted even at 6000 or 12000 runs per dataset
+    (ε̂ = 0.37, 0.77).
 """
 
 from __future__ import annotations
@@ -249,7 +250,8 @@ def _sgda_controls():
 
     why = ("at 2ε the calibrated Gaussian noise falls only ~1.5×, and the released w₂ carries "
            "~85% of the shift the accountant charges for, so the loss above the claim is too "
-           "small for 10³–10⁴ runs per dataset (not refuted at 6000: ε̂ = 0.37)")
+           "small for 10³–10⁴ runs per dataset (not refuted at 6000 or 12000: ε̂ = 0.37, "
+           "0.77)")
     return (NOISE_HALF, Control(EPS_DOUBLE.key, EPS_DOUBLE.label, 2.0, {}, False, why))
 
 
