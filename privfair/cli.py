@@ -287,23 +287,6 @@ def full_report(problem, privacy, alpha, **options):
                       f"({type(exc).__name__}: {_one_line(exc)})")
 
 
-def _html_body(page: str) -> str:
-    """The inside of ``<body>`` of a complete HTML page (to embed one page in another)."""
-    import re
-
-    m = re.search(r"<body[^>]*>(.*)</body>", page, flags=re.S | re.I)
-    return m.group(1) if m else page
-
-
-#: what the training row of the metrics may show, by privacy unit (issue #16): the fairness
-#: gaps read the private sensitive column, so they are never shown for the training data of a
-#: private solve; the error reads x and y only, public under protect="sensitive" (the released
-#: decision scored on public columns is post-processing); under protect="row" every column is
-#: private and the training row is omitted.  The test split is the user's held-out data, which
-#: the certificate does not cover.
-WITHHELD = "withheld"
-
-
 def _metrics_rows(result, train, test, privacy=None):
     """[(split, metrics dict, rows)] on the training data and, if given, the test data; a
     private solve's training metrics keep only what is public (:data:`WITHHELD` otherwise)."""
@@ -428,18 +411,45 @@ def _cmd_solve(args) -> int:
         _write(args.certificate, result.certificate.to_markdown() + "\n")
         print(f"certificate written to {args.certificate}")
     if args.report:
-        rep, note = full_report(problem, privacy, args.alpha, measure=False)
-        sections = [("Problem", problem), ("Analysis", plans.analysis), ("Plan", plans.explain()),
-                    ("Privacy certificate", result.certificate)]
-        if "note" in result.info:
-            sections.append(("Note", result.info["note"]))
-        if note:
-            sections.append(("Sample-complexity report", note))
-        raw = [("Sample-complexity report", _html_body(rep.to_html()))] if rep is not None else []
-        _write(args.report, simple_html_report(
-            f"privfair solve — {pathlib.Path(args.problem).name}", sections, rows, raw))
+        _write(args.report, _solve_page(args, problem, privacy, plans, result, test, rows))
         print(f"report written to {args.report}")
     return EXIT_OK
+
+
+def _solve_page(args, problem, privacy, plans, result, test, rows) -> str:
+    """The ``--report`` page of ``privfair solve``: the sample-complexity report's page (its
+    Analysis, plan ranking and certificate as tables, per-group rates on the held-out split
+    only) with the command's metrics and the problem on top; the older page of plain sections
+    where that report cannot be built on this problem."""
+    from ._report_render import (analysis_html, certificate_html, plans_html,
+                                 problem_html)
+
+    title = f"privfair solve — {pathlib.Path(args.problem).name}"
+    rep, note = full_report(problem, privacy, args.alpha, measure=False, result=result,
+                            test=test)
+    extra = [("Metrics", _metrics_html(rows)), ("Problem", problem_html(problem))]
+    if "note" in result.info:
+        extra.append(("Note", f"<p>{html.escape(str(result.info['note']))}</p>"))
+    if rep is not None:
+        return rep.to_html(title=title, sections=extra)
+    raw = extra + [("Analysis", analysis_html(plans.analysis)), ("Plan", plans_html(plans)),
+                   ("Privacy certificate", certificate_html(result.certificate))]
+    return simple_html_report(title, [("Sample-complexity report", note)], (), raw)
+
+
+def _metrics_html(rows) -> str:
+    """The metrics rows as an HTML table (training fairness gaps of a private solve withheld)."""
+    esc = html.escape
+    out = ["<table><tr><th>split</th><th>rows</th><th>error</th><th>DP violation</th>"
+           "<th>EO violation</th></tr>"]
+    for split, m, n in rows:
+        out.append(f"<tr><td>{esc(split)}</td><td>{n}</td><td>{esc(_fmt_metric(m['error']))}</td>"
+                   f"<td>{esc(_fmt_metric(m['dp_violation']))}</td>"
+                   f"<td>{esc(_fmt_metric(m['eo_violation']))}</td></tr>")
+    out.append("</table><p>Metrics of the expected prediction of the (randomized) decision; a "
+               "private solve's training-set fairness gaps read the private sensitive column "
+               "and are withheld.</p>")
+    return "\n".join(out)
 
 
 def _cmd_report(args) -> int:
@@ -466,14 +476,15 @@ def _cmd_report(args) -> int:
     print(text)
     if args.output:
         if args.output.lower().endswith((".html", ".htm")):
-            sections = [("Problem", problem), ("Analysis", plans.analysis),
-                        ("Plan ranking", plans.explain(refused=rep is None))]
-            if rep is None:
-                sections.append(("Sample-complexity report", note))
-            raw = ([("Sample-complexity report", _html_body(rep.to_html()))]
-                   if rep is not None else [])
-            page = simple_html_report(f"privfair report — {pathlib.Path(args.problem).name}",
-                                      sections, (), raw)
+            from ._report_render import analysis_html, plans_html, problem_html
+
+            title = f"privfair report — {pathlib.Path(args.problem).name}"
+            if rep is not None:
+                page = rep.to_html(title=title, sections=[("Problem", problem_html(problem))])
+            else:
+                page = simple_html_report(title, [("Sample-complexity report", note)], (), [
+                    ("Problem", problem_html(problem)), ("Analysis", analysis_html(plans.analysis)),
+                    ("Plan ranking", plans_html(plans))])
         else:
             page = text + "\n"
         _write(args.output, page)

@@ -76,8 +76,11 @@ def test_module_solve_writes_certificate_and_report(tiny, tmp_path):
     assert cert.read_text().startswith("### Privacy certificate")
     html = page.read_text()
     assert html.startswith("<!DOCTYPE html>") and "</html>" in html
-    for section in ("Metrics", "Analysis", "Plan", "Privacy certificate"):
-        assert f"<h2>{section}</h2>" in html
+    # the report's page: sections as tables (Analysis, the plan ranking, the certificate),
+    # the command's metrics and problem on top
+    for section in ("Metrics", "Problem", "Analysis", "Plan ranking", "Privacy certificate"):
+        assert f"<h2>{section}</h2>" in html, section
+    assert "<table" in html
     assert "<script" not in html and "http://" not in html and "https://" not in html
 
 
