@@ -287,6 +287,15 @@ def full_report(problem, privacy, alpha, **options):
                       f"({type(exc).__name__}: {_one_line(exc)})")
 
 
+#: what the training row of the metrics may show, by privacy unit (issue #16): the fairness
+#: gaps read the private sensitive column, so they are never shown for the training data of a
+#: private solve; the error reads x and y only, public under protect="sensitive" (the released
+#: decision scored on public columns is post-processing); under protect="row" every column is
+#: private and the training row is omitted.  The test split is the user's held-out data, which
+#: the certificate does not cover.
+WITHHELD = "withheld"
+
+
 def _metrics_rows(result, train, test, privacy=None):
     """[(split, metrics dict, rows)] on the training data and, if given, the test data; a
     private solve's training metrics keep only what is public (:data:`WITHHELD` otherwise)."""
