@@ -4,8 +4,14 @@
 ``lambda c: pf.Problem(pf.minimize(r.error()), [gap <= c])``).  Every (privacy level, constraint
 level, backend) is solved with ``seeds`` seeds; the table reports the objective f(ℓ) and the
 violation max(0, max_j g_j(ℓ)) of the released decision (mixture: its expected ℓ), averaged over
-seeds, and marks the points no other point of the same privacy level beats in both.  These are
-measurements on the data the solves used — evaluating them is not private.
+seeds, and marks the points no other point of the same privacy level beats in both.
+
+Where they are measured: pass ``test=`` (held-out data with the training data's groups and
+labels) and every point is the released decision's f and violation on it — what a frontier is
+for, and nothing the certificate must cover.  Without ``test=`` they are measured on the
+training data the solves used: exact statistics of the private rows, which no certificate
+covers, so a private level then warns (:class:`TrainingDataMeasurementWarning`) and the table
+says ``measured on: training data (not private)``.
 """
 
 from __future__ import annotations
@@ -15,9 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import warnings
+
 from ._tables import markdown_table, text_table
 from .errors import InvalidInputError
 from .privacy.spec import DP
+
+
+class TrainingDataMeasurementWarning(UserWarning):
+    """A frontier of private solves measured on their own (private) training data."""
 
 
 @dataclass
@@ -33,8 +45,10 @@ class ParetoPoint:
 class ParetoTable:
     """Rows of :class:`ParetoPoint`; ``str()``, ``to_markdown()``, ``plot()``."""
 
-    def __init__(self, points):
+    def __init__(self, points, measured_on=None):
         self.points = list(points)
+        #: "held-out data" or "training data (not private)" (set by :func:`pareto`)
+        self.measured_on = measured_on
         for eps in {p.epsilon for p in self.points}:
             group = [p for p in self.points if p.epsilon == eps]
             for p in group:
@@ -48,11 +62,15 @@ class ParetoTable:
 
     HEADER = ("ε", "level", "backend", "error f", "violation", "frontier")
 
+    def _footer(self):
+        return [] if self.measured_on is None else [f"measured on: {self.measured_on}"]
+
     def __str__(self):
-        return "\n".join(text_table(self.HEADER, self.rows()))
+        return "\n".join(text_table(self.HEADER, self.rows()) + self._footer())
 
     def to_markdown(self):
-        return "\n".join(markdown_table(self.HEADER, self.rows()))
+        return "\n".join(markdown_table(self.HEADER, self.rows()) + (
+            ["", f"*{self._footer()[0]}*"] if self.measured_on else []))
 
     #: one (marker, colour) per privacy level, in increasing ε; cycled beyond six levels
     STYLES = (("o", "#1f77b4"), ("s", "#d62728"), ("^", "#2ca02c"), ("D", "#9467bd"),
@@ -97,11 +115,14 @@ class ParetoTable:
         return fig if fig is not None else ax.figure
 
 
-def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3, alpha=0.05):
+def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3, alpha=0.05,
+           test=None):
     """Solve ``build(level)`` at every privacy and constraint level; see the module docstring.
 
     ``backends``: a backend name or a list of names; a str is one name, and "auto" is the
-    planner's choice at each point (the table names the backend it ran).
+    planner's choice at each point (the table names the backend it ran).  ``test``: held-out
+    data to measure the points on (default: the training data, with a warning when a level is
+    private).
     """
     from .problem import Problem
 
@@ -121,6 +142,15 @@ def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3
                                 "pass at least one of each")
     if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
         raise InvalidInputError("seeds", seeds, "a positive number of seeds")
+    from .data import Dataset
+
+    if test is not None and not isinstance(test, Dataset):
+        raise InvalidInputError("test", type(test).__name__, "pass held-out data as a pf.Dataset "
+                                "with the training data's groups and labels")
+    if test is None and any(p.is_private for p in privs):
+        warnings.warn("pf.pareto without test=: the points are measured on the private training "
+                      "data, exact statistics that no certificate covers; pass test=held_out",
+                      TrainingDataMeasurementWarning, stacklevel=2)
     points = []
     for priv in privs:
         for level in levels:
@@ -132,11 +162,29 @@ def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3
                 vals = []
                 for s in range(seeds):
                     res = prob.solve(priv, backend=b, seed=s, alpha=alpha, progress=False)
-                    ell = prob.rates.evaluate_mixture(res.decisions, res.weights)
-                    f, gs = prob.value(ell)
+                    f, gs = prob.evaluate(_measured_rates(prob, test).evaluate_mixture(
+                        res.decisions, res.weights))
                     vals.append((f, max([0.0] + [max(0.0, g) for g in gs])))
                 name = res.backend
                 e, v = np.mean(vals, axis=0)
                 points.append(ParetoPoint(priv.epsilon if math.isfinite(priv.epsilon) else math.inf,
                                           float(level), name, float(e), float(v)))
-    return ParetoTable(points)
+    return ParetoTable(points, "held-out data" if test is not None
+                       else "training data (not private)")
+
+
+def _measured_rates(prob, test):
+    """ℓ's layout on the data the points are measured on (the problem's own rates, or the same
+    decision set and bound on ``test``)."""
+    if test is None:
+        return prob.rates
+    from .stats import Rates
+
+    r = prob.rates
+    other = Rates(r.decisions, test, r.surrogate, r.group_mass_bound,
+                  feature_bound=r.feature_bound, group_mass_source=r.group_mass_source)
+    if other.names != r.names:
+        raise InvalidInputError("test", f"groups {test.groups}, labels {test.label_values}",
+                                f"needs the training data's groups {r.groups} and labels "
+                                f"{r.label_values}")
+    return other

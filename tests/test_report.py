@@ -499,7 +499,8 @@ def test_without_build_only_the_full_data_is_measured(data):
 
 # ------------------------------------------------------------------------------ pareto
 def test_pareto_frontier_table_and_plot(data, tmp_path):
-    table = pf.pareto(lambda c: build(data, c), [0.5, 4.0], [0.05, 0.3], seeds=2)
+    table = pf.pareto(lambda c: build(data, c), [0.5, 4.0], [0.05, 0.3], seeds=2,
+                      test=synthetic(600, seed=7))
     assert len(table.points) == 4
     for eps in (0.5, 4.0):
         assert any(p.frontier for p in table.points if p.epsilon == eps)
@@ -569,3 +570,24 @@ def test_a_command_can_build_its_page_on_the_report(solved):
                          "Per-group rates of the released decision"]
     assert heads.count("Analysis") == 1 and heads.count("Plan ranking") == 1
     assert "<code>minimize" in _section(page, "Problem")
+
+
+def test_pareto_measures_on_held_out_data_and_warns_without_it(data):
+    """A frontier of private solves measured on their own training data shows exact statistics
+    of the private rows (issue #16): with test= the points are the released decisions on
+    held-out data; without it a private level warns and the table says where it measured."""
+    from privfair.pareto import TrainingDataMeasurementWarning
+
+    held_out = synthetic(600, seed=7)
+    table = pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1, test=held_out)
+    assert table.measured_on == "held-out data" and "measured on: held-out data" in str(table)
+    res = build(data, 0.1).solve(pf.DP(1.0), seed=0, progress=False)
+    other = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 12), score=0), held_out,
+                     group_mass_bound=0.1)
+    assert table.points[0].error == pytest.approx(
+        float(other.error().value(other.evaluate_mixture(res.decisions, res.weights))))
+    with pytest.warns(TrainingDataMeasurementWarning):
+        table = pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1)
+    assert "training data (not private)" in table.to_markdown()
+    with pytest.raises(InvalidInputError):
+        pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1, test=held_out.X)
