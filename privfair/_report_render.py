@@ -209,7 +209,14 @@ def scale_note(rep):
 def glance(rep):
     """A few sentences a practitioner reads first: the planner's (or the result's) backend,
     what its bound says at this n — vacuous or not, in error/violation terms — and the n it
-    needs for α."""
+    needs for α (and why nothing was measured, when measuring was asked and is impossible)."""
+    out = _glance(rep)
+    if getattr(rep, "measure_note", ""):
+        out.append(rep.measure_note)
+    return out
+
+
+def _glance(rep):
     sc = getattr(rep, "scale", None)
     out = []
     result = getattr(rep, "result", None)

@@ -326,6 +326,7 @@ class Report:
     group_rates_note: str = ""    # why there is no per-group rate plot
     tradeoff: list = field(default_factory=list)   # TradeoffPoint: the bounds' trade-off
     tradeoff_note: str = ""       # why there is no trade-off from the bounds
+    measure_note: str = ""        # why the excess risk was not measured, when asked to
 
     def __str__(self):
         from ._report_render import to_text
@@ -479,6 +480,14 @@ def _reference(problem, analysis, mixture):
         return vertex, "min over C (mixture minimum unavailable)"
 
 
+def _finite(problem) -> bool:
+    """True when the exact reference min over C exists (``Rates.evaluate_all``)."""
+    from .decisions import FiniteSet, Thresholds
+
+    r = problem.rates
+    return isinstance(r.decisions, (FiniteSet, Thresholds)) and r.surrogate is None
+
+
 def measure_curve(build, data, privacy, backends, ns, seeds, alpha):
     """Excess risk of h of each backend on ``build(data.subsample(m))``, ``seeds`` seeds each."""
     out = []
@@ -573,7 +582,13 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
         if missing:
             raise InvalidInputError("backends", missing, f"these do not accept the problem; "
                                     f"accepting: {accepted}")
-    measurements = []
+    measurements, measure_note = [], ""
+    if measure and chosen and privacy.is_private and not _finite(problem):
+        measure = False
+        measure_note = ("No measured excess risk: measuring needs the exact minimum of h over a "
+                        "finite decision set (pf.Thresholds or pf.FiniteSet without a surrogate) "
+                        f"to compare with, and {type(problem.rates.decisions).__name__} has none; "
+                        "the bounds above are the theorems' own.")
     if measure and chosen and privacy.is_private:
         if build is None:
             sizes = [n]
@@ -605,7 +620,8 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
                   eo=eo_comparison(problem, privacy, alpha), measurements=measurements,
                   pareto=frontier, theorems=_with_backend_n(th.entries(ctx), bounds),
                   plans=plans, result=result, scale=scale, group_rates=rates,
-                  group_rates_note=rates_note, tradeoff=points, tradeoff_note=t_note)
+                  group_rates_note=rates_note, tradeoff=points, tradeoff_note=t_note,
+                  measure_note=measure_note)
 
 
 def _check_result(result, test, problem):

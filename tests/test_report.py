@@ -591,3 +591,16 @@ def test_pareto_measures_on_held_out_data_and_warns_without_it(data):
     assert "training data (not private)" in table.to_markdown()
     with pytest.raises(InvalidInputError):
         pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1, test=held_out.X)
+
+
+def test_report_on_a_differentiable_decision_set_skips_measuring_and_says_why(data):
+    """The README's report call on its LinearClassifier problem raised 'evaluate_all needs a
+    finite set' (#20): measuring needs an exact reference minimum, which only finite sets give."""
+    r = pf.rates(pf.LinearClassifier(1, radius=1.0), data, surrogate="logistic",
+                 group_mass_bound=0.1)
+    prob = pf.Problem(pf.minimize(r.error()),
+                      [pf.lse(r.selection["a"] - r.selection["b"],
+                              r.selection["b"] - r.selection["a"], eta=20) <= 0.1])
+    rep = pf.report(prob, pf.DP(1.0, 1e-9), alpha=ALPHA)
+    assert rep.measurements == [] and "No measured excess risk" in rep.measure_note
+    assert "No measured excess risk" in str(rep) and "No measured excess risk" in rep.to_html()
