@@ -583,7 +583,7 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
             raise InvalidInputError("backends", missing, f"these do not accept the problem; "
                                     f"accepting: {accepted}")
     measurements, measure_note = [], ""
-    if measure and chosen and privacy.is_private and not _finite(problem):
+    if measure and privacy.is_private and not _finite(problem):
         measure = False
         measure_note = ("No measured excess risk: measuring needs the exact minimum of h over a "
                         "finite decision set (pf.Thresholds or pf.FiniteSet without a surrogate) "

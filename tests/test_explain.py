@@ -93,7 +93,7 @@ def test_privfair_report_lists_refused_backends_once(tmp_path, capsys):
     path.write_text(SIX)
     assert main(["report", str(path), "--epsilon", "1"]) == 0
     out = capsys.readouterr().out
-    assert out.count("sgda: needs pf.LinearClassifier") == 1, out
+    assert out.count("sgda: needs") == 1, out     # its reason differs without the optional torch
     assert out.count("cells: needs the decision set pf.ProxyCells") == 1, out
 
 

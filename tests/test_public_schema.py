@@ -13,6 +13,7 @@ the private data.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import warnings
 
@@ -121,7 +122,9 @@ def test_solves_on_an_empty_group_match_its_neighbour_with_one_row(groups, priva
                     solved_by.add(o0[1])
     assert "solved" in seen and "BackendRefusedError" in seen
     if privacy.is_private and privacy.protect == "sensitive" and len(groups) == 2:
-        assert solved_by == set(BACKENDS)        # every backend ran on an empty declared group
+        # every backend ran on an empty declared group (sgda needs the optional torch)
+        expected = set(BACKENDS) - (set() if importlib.util.find_spec("torch") else {"sgda"})
+        assert solved_by == expected
 
 
 def _inferred(n_rare):
