@@ -174,17 +174,6 @@ def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3
 
 
 def _measured_rates(prob, test):
-    """ℓ's layout on the data the points are measured on (the problem's own rates, or the same
-    decision set and bound on ``test``)."""
-    if test is None:
-        return prob.rates
-    from .stats import Rates
-
-    r = prob.rates
-    other = Rates(r.decisions, test, r.surrogate, r.group_mass_bound,
-                  feature_bound=r.feature_bound, group_mass_source=r.group_mass_source)
-    if other.names != r.names:
-        raise InvalidInputError("test", f"groups {test.groups}, labels {test.label_values}",
-                                f"needs the training data's groups {r.groups} and labels "
-                                f"{r.label_values}")
-    return other
+    """ℓ's layout on the data the points are measured on (the problem's own rates, or
+    :meth:`privfair.Problem.rates_on` the held-out ``test``)."""
+    return prob.rates if test is None else prob.rates_on(test, field="test")

@@ -326,7 +326,6 @@ class Problem:
             differ from the training data's.
         """
         from .data import Dataset
-        from .stats import Rates
 
         result = result if result is not None else self.result
         if result is None:
@@ -341,13 +340,22 @@ class Problem:
             raise InvalidInputError("data", "the private training data",
                                     "the objective on the training data of a private solve is not "
                                     "covered by the certificate; pass held-out data")
+        other = self.rates_on(data)
+        return self.objective.value(other.evaluate_mixture(result.decisions, result.weights))
+
+    def rates_on(self, data, field: str = "data"):
+        """ℓ's layout — the same decision set, surrogate and group-mass bound — on other data
+        (held-out data with the training data's groups and labels)."""
+        from .stats import Rates
+
+        r = self.rates
         other = Rates(r.decisions, data, r.surrogate, r.group_mass_bound,
                       feature_bound=r.feature_bound, group_mass_source=r.group_mass_source)
         if other.names != r.names:
-            raise InvalidInputError("data", f"groups {data.groups}, labels {data.label_values}",
+            raise InvalidInputError(field, f"groups {data.groups}, labels {data.label_values}",
                                     f"needs the training data's groups {r.groups} and labels "
                                     f"{r.label_values} (declare them: group_names=, labels=)")
-        return self.objective.value(other.evaluate_mixture(result.decisions, result.weights))
+        return other
 
     def with_group_mass(self, bound, source: str = "private") -> "Problem":
         """The same problem with ℓ's conditional rates clamped by a group-mass lower bound.

@@ -35,7 +35,7 @@ def test_cells_solve_prints_nothing():
 def test_highs_banner_is_silenced_and_descriptor_restored(capfd):
     cp = pytest.importorskip("cvxpy")
     if cp.HIGHS not in cp.installed_solvers():
-        pytest.skip("HiGHS is not installed")
+        pytest.skip(reason="HiGHS is not installed")
     from privfair.backends.cells import _solve_any
 
     x = cp.Variable(2)
