@@ -216,6 +216,20 @@ def check_exposure(backend, result) -> None:
                            f"{type(backend).__name__}.exposes")
 
 
+def plan_noise_multiplier(options, params, notes) -> None:
+    """The test-only ``_noise_multiplier`` knob (audit controls), checked at plan time: k in
+    (0, 1] goes into ``params`` with a note that the run is NOT private (its draws use k× the
+    noise its events record; the backend still refuses it unless the run is seeded)."""
+    if "_noise_multiplier" not in options:
+        return
+    k = options["_noise_multiplier"]
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
+        raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
+    params["_noise_multiplier"] = float(k)
+    notes.append(f"TEST ONLY: noise × {k:g} below what the certificate records — this run is "
+                 "NOT private")
+
+
 class Backend:
     """Base class; subclasses set ``name``, ``theorem`` and implement the three methods."""
 

@@ -53,7 +53,7 @@ import numpy as np
 
 from privfair.theorems import NUMERIC
 
-from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict, plan_noise_multiplier
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
 RHO = 0.05
@@ -289,15 +289,7 @@ class CellsBackend(Backend):
                   "epsilon_M1": eps1, "epsilon_M2": eps2, "margin_z": z,
                   "ridge": ds.ridge, "clip": ds.clip}
         notes = []
-        if "_noise_multiplier" in options:     # test-only: M1's and M2's noise × k (audit controls)
-            from privfair.errors import InvalidInputError
-
-            k = options["_noise_multiplier"]
-            if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
-                raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
-            params["_noise_multiplier"] = float(k)
-            notes.append(f"TEST ONLY: noise × {k:g} below what the certificate records — this "
-                         "run is NOT private")
+        plan_noise_multiplier(options, params, notes)   # test-only: M1's and M2's noise × k
         if privacy.is_private:
             b2 = 1.0 / eps2 if eps2 > 0 else math.inf       # M2's Laplace scale (Δ = 1)
             if not math.isfinite(2.0 * b2 * b2):

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .base import Backend, Plan, Verdict
+from .base import Backend, Plan, Verdict, plan_noise_multiplier
 
 #: failure probability ρ in the utility bound the planner ranks by
 RHO = 0.05
@@ -71,15 +71,7 @@ class ExponentialBackend(Backend):
         params = {"G": analysis.G, "candidates": m, "sensitivity_h": delta_h,
                   "norm": analysis.sensitivity_norm}
         notes = []
-        if "_noise_multiplier" in options:
-            from privfair.errors import InvalidInputError
-
-            k = options["_noise_multiplier"]
-            if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
-                raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
-            params["_noise_multiplier"] = float(k)
-            notes.append(f"TEST ONLY: noise × {k:g} below what the certificate records — this "
-                         "run is NOT private")
+        plan_noise_multiplier(options, params, notes)
         if not privacy.is_private:
             risk = 0.0
         elif delta_h is None:
