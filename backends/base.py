@@ -47,6 +47,11 @@ class Plan:
     theorem : str
         The theorem (and paper) the bound and the privacy proof come from.
     notes : list of str
+    rank : int
+        The planner's first sort key (smaller first; ties by ``predicted_excess_risk``): 0 for
+        a backend that expects to do well on this problem for a reason it states in
+        ``rank_reason`` (shown by ``explain()``), 1 otherwise.
+    rank_reason : str
     """
 
     backend: str
@@ -58,6 +63,8 @@ class Plan:
     predicted_excess_risk: float = math.inf
     theorem: str = ""
     notes: list = field(default_factory=list)
+    rank: int = 1
+    rank_reason: str = ""
 
     def explain(self) -> str:
         """The plan in a few lines, each wrapped to ``privfair._text.WIDTH`` characters."""

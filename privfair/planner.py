@@ -188,7 +188,7 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
         _note_unused(p, b, options)
         p.params.setdefault("group_mass_share", share)
         ranked.append(p)
-    ranked.sort(key=lambda p: (p.predicted_excess_risk, names.index(p.backend)))
+    ranked.sort(key=lambda p: (p.rank, p.predicted_excess_risk, names.index(p.backend)))
     chosen = ranked[0] if ranked else None
     return Plans(chosen=chosen, ranked=ranked, refused=refused, analysis=analysis,
                  group_mass_share=chosen.params["group_mass_share"] if chosen else 0.0)

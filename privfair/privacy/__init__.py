@@ -17,6 +17,8 @@ from .mechanisms import (exponential_mechanism, exponential_mechanism_probabilit
                          gaussian_mechanism, gaussian_noise_vector, laplace_mechanism,
                          laplace_scale, permute_and_flip, permute_and_flip_probabilities,
                          report_noisy_max, score_grid)
+from .release import (Draws, Schedule, Scheduled, calibrate, noise_multiplier,
+                      reduced_noise)
 from .randomness import GeneratorSource, RandomSource, SystemSource, as_source
 from .spec import DP, RELATIONS
 from . import testing  # noqa: E402  (the reusable statistical testers)
@@ -36,6 +38,8 @@ __all__ = [
     "calibrate_gaussian_sigma", "gaussian_delta", "gaussian_epsilon",
     # budget and certificate
     "BudgetFilter", "Reservation", "Certificate",
+    # the release plumbing
+    "calibrate", "Schedule", "Scheduled", "Draws", "reduced_noise", "noise_multiplier",
     # randomness
     "RandomSource", "SystemSource", "GeneratorSource", "as_source",
     "testing",
