@@ -253,6 +253,22 @@ class Backend:
     #: every solve option the backend (and the helpers it calls) reads from ``options``; the
     #: planner refuses any other name before anything is spent.  None: not declared, no check.
     option_names: tuple | None = None
+    #: the declarative option table (:class:`backends.options.Option`, one entry per option:
+    #: type, range, default, doc).  A backend that sets it gets ``option_names`` from it and
+    #: validates with :meth:`options_from` at plan time (before anything is spent);
+    #: ``privfair backends`` lists it.
+    option_table: tuple | None = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__dict__.get("option_table") is not None and "option_names" not in cls.__dict__:
+            cls.option_names = tuple(o.name for o in cls.option_table)
+
+    def options_from(self, options: dict) -> dict:
+        """``options`` validated against :attr:`option_table`, defaults filled in."""
+        from .options import validate
+
+        return validate(self.option_table or (), options, self.name)
     #: every key the backend puts in ``Result.info``, with its provenance (issue #16): PUBLIC
     #: (a function of the schema, n, ε, δ, the options and the problem only — identical on
     #: neighbouring datasets) or RELEASED (a recorded release, or post-processing of releases
