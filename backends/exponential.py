@@ -15,10 +15,10 @@ h = f + G·max(0, g) with G from the Analysis ([A] Cor 4.2).  All candidates are
 vectorized pass (``Rates.evaluate_all``); sampling is exact (see
 :func:`privfair.privacy.exponential_mechanism` — never a normalisation of exp(scores)).
 
-Test-only knob: ``options={"_noise_multiplier": k}``, k in (0, 1], samples with the temperature
-k·2Δh/ε (the sensitivity handed to the sampler is k·Δh) while the event and the certificate still
-claim ε — **not private** for k < 1; it builds the negative controls of ``privfair audit`` and is
-refused unless the run is seeded.
+Releases: one, scheduled at plan time (``plan.schedule``, :mod:`privfair.privacy.release`): the
+exponential-mechanism draw at the whole ε (what is left of it after any events already spent),
+drawn in ``run`` through ``schedule.open(accountant, rng)``.  The audit's negative control is
+``privfair.privacy.reduced_noise(k)`` around the solve, not an option of this backend.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .base import Backend, Plan, Verdict, plan_noise_multiplier
+from .base import Backend, Plan, Verdict
 
 #: failure probability ρ in the utility bound the planner ranks by
 RHO = 0.05
@@ -55,7 +55,7 @@ class ExponentialBackend(Backend):
     name = "exponential"
     bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     theorem = "[A] Thm 5.2 / Cor 5.3 (exponential mechanism, McSherry–Talwar)"
-    option_names = ("_noise_multiplier",)   # no hyper-parameters: one draw at the whole ε
+    option_names = ()   # no hyper-parameters: one draw at the whole ε
 
     def accepts(self, problem, analysis) -> Verdict:
         ds = getattr(problem.rates, "decisions", None)
@@ -65,23 +65,25 @@ class ExponentialBackend(Backend):
         why = analysis.sensitivity_unproven()
         return Verdict(False, why) if why else Verdict(True)
 
-    def plan(self, problem, analysis, privacy, options) -> Plan:
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """One draw at ε (``spent``: events already recorded against the same (ε, δ))."""
         m = len(problem.rates.decisions)
         delta_h = analysis.sensitivity_h
         params = {"G": analysis.G, "candidates": m, "sensitivity_h": delta_h,
                   "norm": analysis.sensitivity_norm}
-        notes = []
-        plan_noise_multiplier(options, params, notes)
+        schedule, eps = None, privacy.epsilon
         if not privacy.is_private:
             risk = 0.0
         elif delta_h is None:
             risk = math.inf
         else:
-            risk = utility_bound(delta_h, privacy.epsilon, m)
-        return Plan(self.name, privacy, analysis, problem, params=params,
-                    budget=[("one exponential-mechanism draw over all candidates",
-                             privacy.epsilon, 0.0)],
-                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+            schedule, eps = _schedule(analysis, privacy, m, spent)
+            risk = utility_bound(delta_h, eps, m)
+        out = Plan(self.name, privacy, analysis, problem, params=params,
+                   budget=[("one exponential-mechanism draw over all candidates", eps, 0.0)],
+                   predicted_excess_risk=risk, theorem=self.theorem, notes=[])
+        out.schedule = schedule
+        return out
 
     def formula(self, plan):
         import sympy as sp
@@ -93,44 +95,44 @@ class ExponentialBackend(Backend):
                  "rho": RHO})
 
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
-        from privfair.privacy import exponential_mechanism
         from privfair.result import Result
 
         problem, analysis = plan.problem, plan.analysis
         ds = problem.rates.decisions
+        private = plan.privacy.is_private
+        schedule = getattr(plan, "schedule", None)
+        if private and schedule is None:
+            self.refuse("the plan has no release schedule: Δh was not proven when planning")
         L = problem.rates.evaluate_all()                     # (m, K): one vectorized pass
         scores = -penalized_values(problem, L, analysis.G)
-        k = float(plan.params.get("_noise_multiplier", 1.0))
-        if plan.privacy.is_private and k != 1.0:
-            from privfair.privacy.events import exponential_event
-            from privfair.privacy.randomness import as_source
-
-            rng = as_source(rng)
-            if not rng.seeded:
-                self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
         if device in ("cuda", "torch"):
             import torch
 
             scores = torch.as_tensor(scores, device="cuda" if device == "cuda" else "cpu")
-        if plan.privacy.is_private and k != 1.0:    # negative control: record ε, sample at ε/k
-            src = f"compiler: L_h·Δℓ [TEST-ONLY ×{k:g}: NOT the proven sensitivity]"
-            if accountant is not None:
-                accountant.record(exponential_event(analysis.sensitivity_h, plan.privacy.epsilon,
-                                                    n_candidates=len(ds), sensitivity_source=src,
-                                                    label="exponential sampling of the decision"))
-            idx = exponential_mechanism(scores, analysis.sensitivity_h * k, plan.privacy.epsilon,
-                                        rng=rng)
-        elif plan.privacy.is_private:
-            idx = exponential_mechanism(
-                scores, analysis.sensitivity_h, plan.privacy.epsilon, rng=rng, accountant=accountant,
-                sensitivity_source=(f"compiler: L_h({analysis.sensitivity_norm})·"
-                                    f"Δℓ({analysis.sensitivity_norm}) under "
-                                    f"protect={plan.privacy.protect!r}"),
-                label="exponential sampling of the decision")
+        if private:
+            idx = schedule.open(accountant, rng).exponential("decision", scores)
         else:
             idx = int(np.argmax(np.asarray(scores.cpu() if hasattr(scores, "cpu") else scores)))
         return Result(self.name, [ds.decision(int(idx))], [1.0], ds, plan=plan,
                       trace=[{"candidates": len(ds), "chosen_index": int(idx)}])
+
+
+def _schedule(analysis, privacy, m, spent):
+    """(Schedule, ε of the draw): the whole ε when nothing was spent (one pure event composes
+    to exactly its ε), else the largest ε that fits beside ``spent`` (``calibrate``)."""
+    from privfair.privacy import Schedule, Scheduled, calibrate, exponential_event
+
+    norm = analysis.sensitivity_norm
+
+    def events(e):
+        return [exponential_event(
+            analysis.sensitivity_h, e, n_candidates=m, label="exponential sampling of the decision",
+            sensitivity_source=(f"compiler: L_h({norm})·Δℓ({norm}) under "
+                                f"protect={privacy.protect!r}"))]
+    eps = privacy.epsilon if not spent else calibrate(events, privacy.epsilon, privacy.delta,
+                                                      spent=spent, hi=privacy.epsilon)
+    return (Schedule([Scheduled("decision", events(eps)[0])], privacy.epsilon, privacy.delta,
+                     spent), eps)
 
 
 from . import register  # noqa: E402

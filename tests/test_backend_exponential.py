@@ -55,18 +55,26 @@ def _scores(data, eps):
 
 
 def _sample_outputs(data, eps, n_runs, seed, multiplier=1.0):
-    """Run the backend n_runs times; ``multiplier`` > 1 is an under-noised control."""
+    """Run the backend n_runs times; ``multiplier`` > 1 is an under-noised control: the runs
+    draw inside ``reduced_noise(1/multiplier)`` (the audit's wrapper), while the plan and its
+    scheduled event still claim ε."""
     from privfair.backends import get
+    from privfair.privacy import Accountant, reduced_noise
     from privfair.privacy.randomness import as_source
 
     prob, _ = small_problem(data=data, grid=5, q=0.2)
     b = get("exponential")
-    final = b.plan(prob, prob.analyze(pf.DP(eps * multiplier), alpha=0.2), pf.DP(eps * multiplier), {})
-    # the analysis at ε·multiplier has the same Δh: only the noise shrinks
+    final = b.plan(prob, prob.analyze(pf.DP(eps), alpha=0.2), pf.DP(eps), {})
     src = as_source(seed)
     grid = np.asarray(prob.rates.decisions.grid)
-    return np.array([int(np.argmin(np.abs(grid - b.run(final, rng=src, accountant=None).decision)))
-                     for _ in range(n_runs)])
+    out = np.empty(n_runs, dtype=int)
+    with reduced_noise(1.0 / multiplier):
+        for k in range(n_runs):
+            acc = Accountant() if k == 0 else None
+            out[k] = int(np.argmin(np.abs(grid - b.run(final, rng=src, accountant=acc).decision)))
+            if acc is not None:      # the record claims ε whatever the noise drawn
+                assert [e.epsilon for e in acc.events] == [eps]
+    return out
 
 
 def _neighbours_pair():
