@@ -562,6 +562,13 @@ class Dataset:
         perm = np.random.default_rng(rng).permutation(self.n)
         return self.take(np.sort(perm[n_test:])), self.take(np.sort(perm[:n_test]))
 
+    def rows(self, chunk_rows=None):
+        """The rows as a chunked source for :mod:`privfair.passes` (views of X, y and group:
+        nothing is copied).  Every sum privfair reads from the rows is a pass over it."""
+        from .passes import ArrayRows
+
+        return ArrayRows(self.X, self.y, self.group, chunk_rows=chunk_rows)
+
     # -- shape ----------------------------------------------------------------------------
     @property
     def n(self) -> int:

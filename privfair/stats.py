@@ -277,10 +277,12 @@ class Rates:
             if isinstance(R, bool) or not isinstance(R, numbers.Real) or not (0 < R < math.inf):
                 raise InvalidInputError("feature_bound", R, "declare a positive finite public "
                                         "row-norm bound, e.g. feature_bound=1.0")
-            norms = np.linalg.norm(data.X, axis=1)
             # Clip each row to the public bound R so that |z| <= B on the ball (never rescale
-            # by a data-derived norm: that would leak).
-            self._Xc = data.X * np.minimum(1.0, R / np.maximum(norms, 1e-300))[:, None]
+            # by a data-derived norm: that would leak).  The clipped rows are x_i·c_i with a
+            # per-row scale c_i ≤ 1: only c (n floats) is stored, never a clipped copy of X
+            # (an n×d temporary; at 10⁷ × 101 rows, 8 GB).
+            self._clip_scale = np.minimum(1.0, R / np.maximum(_row_norms(data), 1e-300))
+            self._Xc_cache = None
             self.margin_bound = decisions.radius * math.sqrt(R * R + 1.0)
             self._phiB = float(SURROGATES[surrogate](np.array(self.margin_bound))[0])
         self.feature_bound = float(feature_bound)
@@ -292,6 +294,17 @@ class Rates:
         self._n_gy = np.bincount(self._cell, minlength=G * L).reshape(G, L).astype(float)
         self._layout()
         self._vector = None
+
+    @property
+    def _Xc(self) -> np.ndarray:
+        """The clipped rows x_i·c_i as one (n, d) array — a full copy of X, built on first use
+        and kept.  Rates themselves never build it (they scale margins and gradients by c);
+        it remains for the backends that still read it whole (to be ported to passes)."""
+        if self.surrogate is None:
+            raise AttributeError("_Xc: clipped rows exist only under a surrogate")
+        if self._Xc_cache is None:
+            self._Xc_cache = self.data.X * self._clip_scale[:, None]
+        return self._Xc_cache
 
     # -- layout ---------------------------------------------------------------------------
     def _layout(self):
@@ -465,7 +478,7 @@ class Rates:
 
         y=0: mass φ̃(z), derivative φ̃'(z); y=1: mass 1 − φ̃(−z), derivative +φ̃'(−z).
         """
-        z = self._Xc @ theta[:-1] + theta[-1]
+        z = (self.data.X @ theta[:-1]) * self._clip_scale + theta[-1]   # = x̃·w + b
         sign = np.where(self.data.y == 1, -1.0, 1.0)       # y=1 rows: fn gets φ̃(−z)
         val, der = SURROGATES[self.surrogate](sign * z)
         val = val / self._phiB
@@ -527,9 +540,13 @@ class Rates:
                 C[:, c, 1] = sizes[c] - np.searchsorted(block, dec.grid, side="left")
         else:
             nonempty = np.flatnonzero(sizes)
-            for start, P in dec.iter_predictions(self.data.X[order]):
+            # predict on X as it is and sort each block's (c, n) predictions by cell: sorting
+            # X itself would copy all n×d features; a block is bounded by the decision set's
+            # chunking (CHUNK_ELEMENTS)
+            for start, P in dec.iter_predictions(self.data.X):
                 if P.size and P.max() >= L:
                     raise InvalidInputError("decisions", "predictions", f"must be codes 0..{L - 1}")
+                P = P[:, order]
                 for k in range(1, L):
                     hits = P if L == 2 else (P == k)
                     # Columns are sorted by cell, so a cell's count is a contiguous sum.
@@ -560,7 +577,7 @@ class Rates:
                        + wts[self._sel] / den_g)
         value = float(wts @ self.evaluate(theta, group_mass_bound))
         coef = a.ravel()[self._cell] * der                 # der = d(mass on ŷ=1)/dz >= 0
-        grad = np.concatenate([self._Xc.T @ coef, [coef.sum()]])
+        grad = np.concatenate([self.data.X.T @ (coef * self._clip_scale), [coef.sum()]])
         return value, grad
 
     # -- row influence ----------------------------------------------------------------------
@@ -597,6 +614,18 @@ class Rates:
     def __repr__(self):
         return (f"Rates(K={self.K}, groups={self.groups}, labels={self.label_values}, "
                 f"surrogate={self.surrogate!r}, group_mass_source={self.group_mass_source!r})")
+
+
+def _row_norms(data) -> np.ndarray:
+    """‖x_i‖₂ of every row, one chunked pass (np.linalg.norm(X, axis=1) squares all of X into
+    an n×d temporary first)."""
+    from .passes import ArrayRows
+
+    rows = ArrayRows(data.X)
+    out = np.empty(rows.n)
+    for c in rows.chunks():
+        out[c.start:c.start + len(c)] = np.sqrt(np.einsum("ij,ij->i", c.X, c.X))
+    return out
 
 
 def _reduce(entries, norm):

@@ -273,3 +273,51 @@ def test_estimate_group_mass_bound():
     assert abs(q["F", 0] - true[0, 0]) < 2 / d.n
     with pytest.raises(InvalidInputError):
         estimate_group_mass_bound(d, 1.0, beta=0)
+
+
+@pytest.mark.parametrize("surrogate", ["logistic", "hinge"])
+def test_surrogate_rates_never_copy_x_and_match_the_clipped_rows(surrogate):
+    # #19: Rates keeps a per-row clipping scale c (n floats) instead of a clipped copy of X;
+    # values and gradients equal those on the explicitly clipped rows up to float rounding
+    rng = np.random.default_rng(5)
+    n, d = 2000, 4
+    X = 2.0 * rng.normal(size=(n, d))
+    data = Dataset(X, rng.integers(0, 2, n), rng.choice(["a", "b"], n))
+    r = rates(LinearClassifier(d, radius=1.0), data, surrogate=surrogate, group_mass_bound=0.05,
+              feature_bound=1.5)
+    theta = rng.normal(size=d + 1) * 0.4
+    w = rng.normal(size=r.K)
+    val, grad = r.weighted_value_and_grad(theta, w)
+    assert r._Xc_cache is None                                   # nothing n×d was built
+    Xc = X * np.minimum(1.0, 1.5 / np.linalg.norm(X, axis=1))[:, None]
+    np.testing.assert_allclose(r._Xc, Xc, rtol=1e-15, atol=0)   # (built on request only)
+    z = Xc @ theta[:-1] + theta[-1]
+    z_rates = (X @ theta[:-1]) * r._clip_scale + theta[-1]
+    np.testing.assert_allclose(z_rates, z, rtol=1e-12, atol=1e-13)
+    # the gradient by finite differences of the value, at the same θ
+    eps = 1e-6
+    fd = np.array([(r.weighted_value_and_grad(theta + eps * e, w)[0]
+                    - r.weighted_value_and_grad(theta - eps * e, w)[0]) / (2 * eps)
+                   for e in np.eye(d + 1)])
+    np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-6)
+
+
+def test_evaluate_all_of_a_finite_set_does_not_sort_x(monkeypatch):
+    # the per-cell counts come from sorting each block of predictions, not a sorted copy of X
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(500, 3))
+    data = Dataset(X, rng.integers(0, 2, 500), rng.choice(["a", "b", "c"], 500))
+    W = rng.normal(size=(40, 4))
+    r = rates(FiniteSet(W), data)
+    seen = []
+    real = FiniteSet.iter_predictions
+
+    def spy(self, Xarg, chunk=None):
+        seen.append(Xarg is data.X)
+        return real(self, Xarg, chunk=7)
+
+    monkeypatch.setattr(FiniteSet, "iter_predictions", spy)
+    all_ = r.evaluate_all()
+    assert seen == [True]
+    loop = np.stack([r.evaluate(i) for i in range(len(W))])
+    np.testing.assert_allclose(all_, loop, rtol=0, atol=1e-15)

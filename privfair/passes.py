@@ -1,0 +1,261 @@
+"""Passes over the rows: a map over chunks with an exact merge.
+
+Everything privfair reads from the private rows is a sum over rows — group-label counts, the
+proxy statistic T = Σ aᵢuᵢ, XᵀWX and Xᵀy for the public score, a surrogate's gradient.  A
+*pass* computes such a sum as a map over chunks of rows followed by a merge that adds the
+partial results: the map sees one chunk (a few MB of rows, views of the data, never a copy of
+the whole), the merge is exact up to the order of the float additions.  Because sums over
+disjoint partitions merge exactly, the same pass runs
+
+* in memory (:class:`ArrayRows`: contiguous row slices of the arrays a Dataset already holds);
+* on a Dask cluster (``privfair.dask_data.DaskRows``: the map runs on the workers, one
+  partition at a time, and only the partial sums travel back to the client).
+
+Noise, when a sum is released, is added once, after the merge, on the client (the release
+plumbing of :mod:`privfair.privacy.release`); a pass never draws.
+
+A pass function has the signature ``fn(chunk, *params) -> partial`` where ``chunk`` is a
+:class:`Chunk` and ``params`` are public (coefficients, the schema): they are what travels to
+the workers together with the code.  A partial is a number, an array, or a tuple / dict of
+them (``None`` entries are skipped); :func:`merge` adds two partials leaf by leaf.
+
+Designs
+-------
+Linear models read rows through a *design* z(x): :data:`INTERCEPT` is z = [1, x] — handled
+blockwise (Zθ = θ₀ + Xθ₁, Zᵀv = [Σv, Xᵀv], ZᵀWZ = [[Σw, (Xᵀw)ᵀ], [Xᵀw, XᵀWX]]), so X is never
+copied to add a column —, :data:`PLAIN` is z = x, and :class:`Mapped` applies a public row map
+(e.g. the proxy's clipped features) to one chunk at a time.
+
+Examples
+--------
+>>> import numpy as np
+>>> from privfair import passes
+>>> X = np.arange(12.0).reshape(6, 2); y = np.array([0, 1, 1, 0, 1, 0])
+>>> rows = passes.ArrayRows(X, y, chunk_rows=4)            # chunks of 4 and 2 rows
+>>> rows.map_sum(passes.weighted_sum, passes.INTERCEPT, "y")   # Σ y_i [1, x_i]
+array([ 3., 14., 17.])
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import InvalidInputError
+
+__all__ = ["Chunk", "ArrayRows", "rows_of", "merge", "chunk_rows_for", "INTERCEPT", "PLAIN",
+           "Mapped", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid"]
+
+#: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
+#: the chunk-sized temporaries of a pass (a weighted copy of the chunk) stay in cache/RAM noise
+CHUNK_BYTES = 8 << 20
+
+
+def chunk_rows_for(n_features: int, chunk_bytes: int = CHUNK_BYTES) -> int:
+    """Rows per chunk so that one chunk of float64 features takes about ``chunk_bytes``."""
+    return max(256, int(chunk_bytes) // (8 * max(1, int(n_features) + 1)))
+
+
+def sigmoid(z):
+    """The logistic function, computed stably (the same formula as privfair.cells.sigmoid)."""
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=float)))
+
+
+class Chunk:
+    """One chunk of rows: ``X`` (k, d) float features, ``y`` (k,) label codes or None,
+    ``group`` (k,) group codes or None, ``start`` its first row's offset in its source (its
+    partition, on Dask), and ``extra``, a dict of other per-row arrays sliced alongside."""
+
+    __slots__ = ("X", "y", "group", "start", "extra")
+
+    def __init__(self, X, y=None, group=None, start=0, extra=None):
+        self.X, self.y, self.group, self.start = X, y, group, int(start)
+        self.extra = extra or {}
+
+    def __len__(self):
+        return int(self.X.shape[0])
+
+
+def merge(a, b):
+    """Add two partials leaf by leaf (numbers, arrays, tuples/lists, dicts; None is empty)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merge(out.get(k), v)
+        return out
+    if isinstance(a, (tuple, list)):
+        if len(a) != len(b):
+            raise ValueError("partials of different lengths cannot merge")
+        return type(a)(merge(x, v) for x, v in zip(a, b))
+    return a + b
+
+
+class ArrayRows:
+    """Rows held in memory, read in contiguous chunks (views: nothing is copied).
+
+    Parameters
+    ----------
+    X : (n, d) array;  y, group : (n,) arrays or None
+    extra : dict of (n, ...) arrays, sliced alongside (e.g. a per-row clipping scale)
+    chunk_rows : int, optional -- rows per chunk (default: about :data:`CHUNK_BYTES` of X)
+    """
+
+    def __init__(self, X, y=None, group=None, *, extra=None, chunk_rows=None):
+        self.X = np.asarray(X)
+        if self.X.ndim != 2:
+            raise InvalidInputError("X", f"shape {self.X.shape}", "pass a 2-D array of rows")
+        self.y, self.group, self.extra = y, group, dict(extra or {})
+        n = self.X.shape[0]
+        for name, a in [("y", y), ("group", group), *self.extra.items()]:
+            if a is not None and np.shape(a)[0] != n:
+                raise InvalidInputError(name, f"{np.shape(a)[0]} rows", f"pass one per row ({n})")
+        if chunk_rows is not None and (isinstance(chunk_rows, bool)
+                                       or not isinstance(chunk_rows, numbers.Integral)
+                                       or chunk_rows < 1):
+            raise InvalidInputError("chunk_rows", chunk_rows, "pass a positive integer")
+        self.chunk_rows = int(chunk_rows) if chunk_rows else chunk_rows_for(self.X.shape[1])
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    def chunks(self):
+        """Yield :class:`Chunk` views of consecutive row ranges."""
+        k = self.chunk_rows
+        for s in range(0, self.n, k):
+            e = min(self.n, s + k)
+            yield Chunk(self.X[s:e], None if self.y is None else self.y[s:e],
+                        None if self.group is None else self.group[s:e], s,
+                        {name: a[s:e] for name, a in self.extra.items()})
+
+    def map_sum(self, fn, *params):
+        """Σ over chunks of ``fn(chunk, *params)`` (merged with :func:`merge`)."""
+        total = None
+        for c in self.chunks():
+            total = merge(total, fn(c, *params))
+        return total
+
+
+def rows_of(data, chunk_rows=None):
+    """The row source of ``data``: its own ``rows()`` (a Dataset, a Dask dataset, a row
+    source), or an :class:`ArrayRows` of a bare array."""
+    if hasattr(data, "map_sum"):
+        return data
+    if hasattr(data, "rows"):
+        return data.rows(chunk_rows=chunk_rows)
+    return ArrayRows(np.asarray(data, dtype=float), chunk_rows=chunk_rows)
+
+
+# -- designs ------------------------------------------------------------------------------------
+class _Intercept:
+    """z = [1, x], without copying x."""
+
+    def dim(self, d):
+        return d + 1
+
+    def matrix(self, chunk):
+        return chunk.X
+
+    def dot(self, Z, theta):
+        return Z @ theta[1:] + theta[0]
+
+    def tdot(self, Z, v):
+        return np.concatenate([[v.sum()], Z.T @ v])
+
+    def gram(self, Z, w):
+        Xw = Z.T @ w
+        H = np.empty((Z.shape[1] + 1, Z.shape[1] + 1))
+        H[0, 0], H[0, 1:], H[1:, 0] = w.sum(), Xw, Xw
+        H[1:, 1:] = Z.T @ (Z * w[:, None])      # a chunk-sized temporary only
+        return H
+
+    def __repr__(self):
+        return "INTERCEPT"
+
+
+class _Plain(_Intercept):
+    """z = x."""
+
+    def dim(self, d):
+        return d
+
+    def dot(self, Z, theta):
+        return Z @ theta
+
+    def tdot(self, Z, v):
+        return Z.T @ v
+
+    def gram(self, Z, w):
+        return Z.T @ (Z * w[:, None])
+
+    def __repr__(self):
+        return "PLAIN"
+
+
+INTERCEPT = _Intercept()
+PLAIN = _Plain()
+
+
+class Mapped(_Plain):
+    """z = f(chunk): a public row map applied one chunk at a time (``f`` must be picklable to
+    run on Dask workers, e.g. a module-level function or a frozen dataclass' method)."""
+
+    def __init__(self, f, dim=None):
+        self.f, self._dim = f, dim
+
+    def dim(self, d):
+        return self._dim
+
+    def matrix(self, chunk):
+        return np.asarray(self.f(chunk), dtype=float)
+
+    def __repr__(self):
+        return f"Mapped({self.f!r})"
+
+
+def _weights(chunk, target):
+    """The per-row weights a pass sums against: ``"y"`` (the label codes as 0/1 floats),
+    ``("group", k)`` (1 for rows of group k), ``None`` (all ones), or an extra's name."""
+    if target is None:
+        return np.ones(len(chunk))
+    if target == "y":
+        return chunk.y.astype(float)
+    if isinstance(target, tuple) and target[0] == "group":
+        return (chunk.group == target[1]).astype(float)
+    return np.asarray(chunk.extra[target], dtype=float)
+
+
+# -- standard passes (module-level: they travel to Dask workers by reference) -----------------
+def group_label_counts(chunk, n_groups: int, n_labels: int) -> np.ndarray:
+    """Rows per (group, label), flattened group-major: (G·L,) int64 — exact in any order."""
+    return np.bincount(chunk.group * n_labels + chunk.y, minlength=n_groups * n_labels)
+
+
+def weighted_sum(chunk, design, target) -> np.ndarray:
+    """Σ_i t_i z_i: Zᵀy for the public score (``target="y"``), T = Σ aᵢuᵢ for the proxy
+    (``target=("group", 0)``); see :func:`_weights`."""
+    return design.tdot(design.matrix(chunk), _weights(chunk, target))
+
+
+def logistic_terms(chunk, design, theta, hessian: bool):
+    """One Newton pass of a logistic likelihood at θ: (Σ log(1 + e^{zᵢ·θ}), Σ σ(zᵢ·θ) zᵢ,
+    Σ σ(1 − σ) zᵢzᵢᵀ or None).  The labels do not enter: the fit reads them through T."""
+    Z = design.matrix(chunk)
+    z = design.dot(Z, theta)
+    p = sigmoid(z)
+    f = float(np.sum(np.logaddexp(0.0, z)))
+    return f, design.tdot(Z, p), (design.gram(Z, p * (1.0 - p)) if hessian else None)
+
+
+def logistic_value(chunk, design, theta) -> float:
+    """Σ log(1 + e^{zᵢ·θ}) only (a line-search probe)."""
+    return float(np.sum(np.logaddexp(0.0, design.dot(design.matrix(chunk), theta))))
