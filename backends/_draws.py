@@ -18,7 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["select", "laplace", "gaussian_noise"]
+__all__ = ["select", "laplace", "gaussian_noise", "whole_epsilon"]
+
+
+def whole_epsilon(events_at, privacy, spent=()) -> float:
+    """The ε of a plan's single release: the whole ``privacy.epsilon`` when nothing was spent
+    (one pure event composes to exactly its own ε — the closed form is exact), else the largest
+    that fits beside ``spent`` by :func:`privfair.privacy.calibrate`."""
+    from privfair.privacy import calibrate
+
+    if not spent:
+        return privacy.epsilon
+    return calibrate(events_at, privacy.epsilon, privacy.delta, spent=spent,
+                     hi=privacy.epsilon)
 
 
 def _multiplier(draws, name, scale) -> float:

@@ -118,9 +118,10 @@ class ExponentialBackend(Backend):
 
 
 def _schedule(analysis, privacy, m, spent):
-    """(Schedule, ε of the draw): the whole ε when nothing was spent (one pure event composes
-    to exactly its ε), else the largest ε that fits beside ``spent`` (``calibrate``)."""
-    from privfair.privacy import Schedule, Scheduled, calibrate, exponential_event
+    """(Schedule, ε of the draw): :func:`~._draws.whole_epsilon` of one exponential event."""
+    from privfair.privacy import Schedule, Scheduled, exponential_event
+
+    from ._draws import whole_epsilon
 
     norm = analysis.sensitivity_norm
 
@@ -129,8 +130,7 @@ def _schedule(analysis, privacy, m, spent):
             analysis.sensitivity_h, e, n_candidates=m, label="exponential sampling of the decision",
             sensitivity_source=(f"compiler: L_h({norm})·Δℓ({norm}) under "
                                 f"protect={privacy.protect!r}"))]
-    eps = privacy.epsilon if not spent else calibrate(events, privacy.epsilon, privacy.delta,
-                                                      spent=spent, hi=privacy.epsilon)
+    eps = whole_epsilon(events, privacy, spent)
     return (Schedule([Scheduled("decision", events(eps)[0])], privacy.epsilon, privacy.delta,
                      spent), eps)
 

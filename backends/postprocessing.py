@@ -48,7 +48,7 @@ from privfair._text import said_once
 from . import _jagielski as J
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
-_OPTIONS = ("base", "beta", "slack", "_noise_multiplier")
+_OPTIONS = ("base", "beta", "slack")
 
 
 def _options(options):
@@ -62,10 +62,6 @@ def _options(options):
     if o.get("slack", "paper") not in ("paper", "none"):
         raise InvalidInputError("slack", o["slack"], "choose 'paper' ([J] LP (1)) or 'none'")
     o.setdefault("slack", "paper")
-    m = o.get("_noise_multiplier", 1.0)
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
-        raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
-    o["_noise_multiplier"] = float(m)
     return o
 
 
@@ -130,7 +126,9 @@ class PostprocessingBackend(Backend):
                                   "or eta")
         return Verdict(True)
 
-    def plan(self, problem, analysis, privacy, options) -> Plan:
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """The LP's plan and its one release, scheduled (``spent``: events already recorded
+        against the same (ε, δ))."""
         o = _options(options)
         r = problem.rates
         ds = r.decisions
@@ -145,7 +143,9 @@ class PostprocessingBackend(Backend):
         q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * G * r.L)
         q_src = "declared group-mass bound" if declared is not None else \
             "schema guess 1/(2·|A|·2) (the private q̂ is never read)"
-        err, gap = J.thm31_bounds(G, n, privacy.epsilon, beta, q_min)
+        schedule = _schedule(G, privacy, spent) if privacy.is_private else None
+        eps = schedule["counts"].event.epsilon if schedule is not None else privacy.epsilon
+        err, gap = J.thm31_bounds(G, n, eps, beta, q_min)
         wmax = float(np.max(np.abs(w_joint))) if w_joint.size else 0.0
         smax = max((p.scale for p in pairs), default=0.0)
         Gpen = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
@@ -153,7 +153,7 @@ class PostprocessingBackend(Backend):
         if not privacy.is_private:
             risk = 0.0
         elif math.isfinite(gap):
-            risk = utility_bound(G, n, privacy.epsilon, beta, q_min, wmax, w_gap)
+            risk = utility_bound(G, n, eps, beta, q_min, wmax, w_gap)
         else:                          # q·m·ε ≤ 4 ln(4|A|/β): Thm 3.1 gives no gap bound
             risk = err * wmax if w_gap == 0 else math.inf
         params = {"groups": G, "gaps": len(pairs), "beta": beta, "slack": o["slack"],
@@ -173,16 +173,13 @@ class PostprocessingBackend(Backend):
                          "data (not on this dataset)")
         if privacy.is_private:
             budget = [(f"Laplace release of the {4 * G} cell counts N[ŷ, a, y] (‖ΔN‖₁ ≤ 2)",
-                       privacy.epsilon, 0.0)]
+                       schedule["counts"].event.epsilon, 0.0)]
         else:
             budget, risk = [], 0.0
-        if o["_noise_multiplier"] != 1.0:
-            params["_noise_multiplier"] = o["_noise_multiplier"]
-            notes.append(f"TEST ONLY: noise × {o['_noise_multiplier']:g} below what the certificate "
-                         "records — this run is NOT private")
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
         out.run_options = {k: options[k] for k in _OPTIONS if k in options}   # base= etc.
+        out.schedule = schedule
         out._shape = (pairs, knobs, w_joint)          # public: read from the problem only
         return out
 
@@ -212,8 +209,6 @@ class PostprocessingBackend(Backend):
         problem, privacy = plan.problem, plan.privacy
         o = _options(getattr(plan, "run_options", {}))
         rng = as_source(rng)
-        if o["_noise_multiplier"] != 1.0 and not rng.seeded:
-            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
         r = problem.rates
         ds, data = r.decisions, r.data
         base = as_base(o.get("base")) or ds.base
@@ -235,17 +230,17 @@ class PostprocessingBackend(Backend):
         info = ({"base_positive_rate": float(yhat.mean())}
                 if privacy.protect == "sensitive" or not privacy.is_private else {})
         if privacy.is_private:
-            Nr, scale = J.laplace_release(
-                N.ravel(), 2.0, privacy.epsilon, rng, accountant, mult=o["_noise_multiplier"],
-                source=(f"cell counts N[ŷ, a, y]: one row moves between two cells, ‖ΔN‖₁ ≤ 2 "
-                        f"(protect={privacy.protect!r}, base predictor public)"),
-                label="[J] Algorithm 1: noisy cell counts")
-            info["laplace_scale"] = scale
+            schedule = getattr(plan, "schedule", None)
+            if schedule is None:
+                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+            Nr = schedule.open(accountant, rng).laplace("counts", N.ravel())
+            info["laplace_scale"] = schedule["counts"].event.scale
+            eps = schedule["counts"].event.epsilon
         else:
-            Nr = N.ravel()
+            Nr, eps = N.ravel(), privacy.epsilon
         Nt = np.maximum(Nr.reshape(2, G, 2), 0.0)
         den = np.maximum(Nt.sum(axis=0), 1.0)
-        slacks = [J.thm31_slack(den[p.a, p.y], den[p.b, p.y], G, privacy.epsilon, o["beta"])
+        slacks = [J.thm31_slack(den[p.a, p.y], den[p.b, p.y], G, eps, o["beta"])
                   if o["slack"] == "paper" else 0.0 for p in pairs]
         p_tab, status = J.solve_lp(Nt, n, w_joint, pairs, slacks)
         rule = ds.rule(r.groups, p_tab, base=base)
@@ -254,6 +249,22 @@ class PostprocessingBackend(Backend):
         trace = [{"released_counts": Nr.tolist(), "slack": slacks, "lp_status": status,
                   "p": p_tab.tolist()}]
         return Result(self.name, [rule], [1.0], ds, plan=plan, trace=trace, info=info)
+
+
+def _schedule(G, privacy, spent=()):
+    """The plan's one release: Laplace(2/ε) on the 4|A| counts (exact sampler)."""
+    from privfair.privacy import Schedule, Scheduled, laplace_event, laplace_scale
+
+    from ._draws import whole_epsilon
+
+    def events(e):
+        return [laplace_event(2.0, e, scale=laplace_scale(2.0, e), dimension=4 * G,
+                              label="[J] Algorithm 1: noisy cell counts",
+                              sensitivity_source=(f"cell counts N[ŷ, a, y]: one row moves "
+                                                  f"between two cells, ‖ΔN‖₁ ≤ 2 (protect="
+                                                  f"{privacy.protect!r}, base predictor public)"))]
+    ev = events(whole_epsilon(events, privacy, spent))[0]
+    return Schedule([Scheduled("counts", ev, exact=True)], privacy.epsilon, privacy.delta, spent)
 
 
 from . import register  # noqa: E402

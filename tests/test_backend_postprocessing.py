@@ -137,17 +137,19 @@ def _pair():
 
 def _released(data, eps, runs, seed, mult=1.0, monkeypatch=None):
     """End-to-end runs of the backend's ``run`` (the LP is replaced by a stub: it is
-    post-processing, checked above) returning the released counts of every run."""
+    post-processing, checked above) returning the released counts of every run; ``mult`` < 1
+    runs them inside the audit's ``reduced_noise(mult)``."""
     from privfair.backends import get
+    from privfair.privacy import reduced_noise
     from privfair.privacy.randomness import as_source
 
     prob = eo_problem(data, level=0.05)
     b = get("postprocessing")
-    opts = {} if mult == 1.0 else {"_noise_multiplier": mult}
-    plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), opts)
+    plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), {})
     src = as_source(seed)
-    return np.array([b.run(plan, rng=src, accountant=None).info["released_counts"].ravel()
-                     for _ in range(runs)])
+    with reduced_noise(mult):
+        return np.array([b.run(plan, rng=src, accountant=None).info["released_counts"].ravel()
+                         for _ in range(runs)])
 
 
 def _llr(x, mu, mu_p, scale):
@@ -179,15 +181,18 @@ def test_neighbouring_datasets_pass_and_half_noise_is_refuted(monkeypatch):
     assert not check_dp(cx, cy, eps, bins=20).passed
 
 
-def test_negative_control_refuses_unseeded_runs():
-    from privfair.backends import get
-
+def test_the_release_is_scheduled_at_plan_time_and_no_noise_knob_remains():
+    """Issue #17: the plan carries the count release's event; the run records exactly it (its
+    scale is the info's laplace_scale); the test-only noise option is gone."""
     D, _ = _pair()
     prob = eo_problem(D, level=0.05)
-    b = get("postprocessing")
-    plan = b.plan(prob, prob.analyze(pf.DP(1.0)), pf.DP(1.0), {"_noise_multiplier": 0.5})
-    with pytest.raises(BackendRefusedError, match="seeded"):
-        b.run(plan, rng=None, accountant=None)
+    plan = prob.plan(pf.DP(1.0), backend="postprocessing").chosen
+    (ev,) = plan.schedule.events()
+    assert (ev.epsilon, ev.sensitivity, ev.scale, ev.dimension) == (1.0, 2.0, 2.0, 8)
+    res = prob.solve(pf.DP(1.0), backend="postprocessing", seed=0)
+    assert [e.scale for e in res.certificate.releases] == [res.info["laplace_scale"]] == [2.0]
+    with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
+        prob.plan(pf.DP(1.0), backend="postprocessing", _noise_multiplier=0.5)
 
 
 # --------------------------------------------------------------------------- refusals
