@@ -1,7 +1,8 @@
 """Building blocks of the two [J] backends (Jagielski et al. 2019): reading the problem's
 constraints as the algorithms' knobs, proven sensitivities of linear scores, the released
-quantities (with a test-only under-noised control), the post-processing LP, and the bounds of
-[J] Thm 3.1 and of the Thm 4.3/4.4 argument with this implementation's constants.
+cell counts, the post-processing LP, and the bounds of [J] Thm 3.1 and of the Thm 4.3/4.4
+argument with this implementation's constants.  (The releases themselves are scheduled by the
+backends and drawn through :mod:`privfair.privacy.release`.)
 
 See ``backends/postprocessing.py``, ``backends/oracle_learner.py`` and
 ``docs/published_algorithms.md`` for the theorems and the proofs' steps.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -346,34 +347,6 @@ def regression_sensitivity(rates, w, x1, group_mass_bound=None, constants=None):
                  + dR[g2, y] * c["l1"][g2, y] + wS[g] * cg["l1"][g] + wS[g2] * cg["l1"][g2])
             best = max(best, s)
     return float(x1 * best)
-
-
-# ----------------------------------------------------------------------------- releases
-def laplace_release(value, sensitivity, epsilon, rng, accountant, *, source, label, mult=1.0):
-    """value + Lap(Δ/ε) through privfair's exact mechanism.  ``mult`` < 1 is the test-only
-    negative control: the noise of sensitivity Δ·mult is drawn, the nominal event is recorded."""
-    from privfair.privacy import laplace_mechanism
-
-    acc = accountant if mult == 1.0 else None
-    rel = laplace_mechanism(np.asarray(value, dtype=float), sensitivity * mult, epsilon, rng,
-                            accountant=acc, sensitivity_source=source, label=label,
-                            return_event=True)
-    if mult != 1.0 and accountant is not None:
-        accountant.record(replace(rel.event, sensitivity=sensitivity, scale=rel.event.scale / mult))
-    return np.asarray(rel.value, dtype=float), rel.event.scale / mult
-
-
-def select(scores, sensitivity, epsilon, rng, accountant, *, source, label, mult=1.0):
-    """Exponential mechanism (maximizes ``scores``); ``mult`` as in :func:`laplace_release`."""
-    from privfair.privacy import exponential_event, exponential_mechanism
-
-    if mult == 1.0:
-        return int(exponential_mechanism(scores, sensitivity, epsilon, rng, accountant=accountant,
-                                          sensitivity_source=source, label=label))
-    if accountant is not None:
-        accountant.record(exponential_event(sensitivity, epsilon, n_candidates=len(scores),
-                                            sensitivity_source=source, label=label))
-    return int(exponential_mechanism(scores, sensitivity * mult, epsilon, rng))
 
 
 # ----------------------------------------------------------------------------- [J] Algorithm 1

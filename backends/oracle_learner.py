@@ -65,7 +65,7 @@ T_DEFAULT = 20            # private runs without a finite bound (regression orac
 T_NONPRIVATE = 1000       # ε = ∞ reference runs
 B_STEPS = 12              # B ∈ {G·2^-k : k < B_STEPS} ∪ {1} for the search
 RIDGE = 1e-3              # ρ = RIDGE·n in the least-squares oracle (post-processing)
-_OPTIONS = ("T", "B", "beta", "eta", "ridge", "_noise_multiplier")
+_OPTIONS = ("T", "B", "beta", "eta", "ridge")
 
 
 def _options(options):
@@ -82,10 +82,6 @@ def _options(options):
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 1:
         raise InvalidInputError("beta", beta, "pass a failure probability in (0, 1), e.g. 0.05")
     o["beta"] = float(beta)
-    m = o.get("_noise_multiplier", 1.0)
-    if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 < m <= 1:
-        raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
-    o["_noise_multiplier"] = float(m)
     return o
 
 
@@ -117,16 +113,55 @@ def _x1(data):
     return float(np.abs(data.X).sum(axis=1).max() + 1.0)
 
 
-def _calibrate(T, epsilon, delta):
-    """Per-mechanism ε' for T oracle calls and T − 1 releases (2T − 1 pure events)."""
-    from privfair.privacy import calibrate_optimal
+def _calibrate(s, T, privacy, spent=()):
+    """(ε', rule): the per-mechanism ε of T best responses and T − 1 auditor releases (2T − 1
+    pure events of equal ε'), by :func:`privfair.privacy.calibrate` against (ε, δ) and
+    ``spent``.  Nothing spent: the closed form is exact and is the whole answer — basic
+    composition ε/(2T − 1) at δ = 0, else the exact optimal composition (Kairouz, Oh &
+    Viswanath 2017), which ``calibrate`` checks with the accountant's rules."""
+    from privfair.privacy import calibrate, calibrate_optimal
 
-    k = 2 * T - 1
-    target = epsilon * (1 - 1e-6)
-    if delta == 0:
-        return target / k, "basic (= optimal for pure events at δ = 0)"
-    return calibrate_optimal(target, delta, k).epsilon, "optimal composition (Kairouz, Oh & " \
-                                                         "Viswanath 2017)"
+    k = 2 * T - 1 if len(s.terms) else T
+    target = privacy.epsilon * (1 - 1e-6)
+    if privacy.delta == 0:
+        hi, rule = target / k, "basic (= optimal for pure events at δ = 0)"
+    else:
+        hi = calibrate_optimal(target, privacy.delta, k).epsilon
+        rule = "optimal composition (Kairouz, Oh & Viswanath 2017)"
+    e = calibrate(lambda x: [r.event for r in _releases(s, T, x)], privacy.epsilon,
+                  privacy.delta, spent=spent, hi=hi, key=("oracle_learner", s.kind, T, k,
+                                                          s.S.size, s.dim))
+    return e, (rule if not spent else "accountant (beside the events already spent)")
+
+
+def _releases(s, T, eps_o, B=None):
+    """The plan's releases at ε' each: T best responses (the exponential mechanism over the
+    class, or the Laplace release of Σ c_i x̂_i) and T − 1 auditor releases of ℓ_S.  Their
+    sensitivities are the planned bounds (``B``: the learner's sup over Λ; a best response's
+    own Δ_t, of the public λ_t, is at most it and is what its draw uses)."""
+    from privfair.privacy import Scheduled, exponential_event, laplace_event, laplace_scale
+
+    sens = (s.s_learner(B) if B is not None else 0.0) or 1.0     # 0: never drawn (all free)
+    src = (f"sup over λ ∈ Λ of the best response's sensitivity, s_f + B·max_k s_k (each "
+           f"round's Δ_t, of the public λ_t, is at most it); protect={s.relation!r}")
+    if s.kind == "finite":
+        first = Scheduled("best responses", exponential_event(
+            sens, eps_o, count=T, n_candidates=len(s.rates.decisions), sensitivity_source=src,
+            label="[J] Subroutine 2 best responses"))
+    else:
+        first = Scheduled("best responses", laplace_event(
+            sens, eps_o, scale=laplace_scale(sens, eps_o), dimension=s.dim, count=T,
+            sensitivity_source="Σ_i c_i x̂_i, x̂ public: max‖x̂_i‖₁ × block bounds; " + src,
+            label="[J] least-squares oracle"), exact=True)
+    out = [first]
+    if T > 1 and len(s.terms) and s.delta_S > 0:
+        out.append(Scheduled("auditor", laplace_event(
+            s.delta_S, eps_o, scale=laplace_scale(s.delta_S, eps_o), dimension=int(s.S.size),
+            count=T - 1, label="[J] auditor releases of ℓ_S",
+            sensitivity_source=(f"rates ℓ_S of the played classifier: Δℓ₁(S) = {s.delta_S:.4g} "
+                                "(privfair.stats row influence, group-mass bound, protect="
+                                f"{s.relation!r})")), exact=True))
+    return out
 
 
 def _paper_epsilon(T, epsilon, delta):
@@ -150,6 +185,7 @@ class _Setup:
         rel = privacy.protect
         self.relation, self.private = rel, privacy.is_private
         self.x1 = _x1(r.data) if self.kind == "regression" else None
+        self.dim = int(r.data.X.shape[1]) + 1 if self.kind == "regression" else None
         self.delta_S, self.s_f, self.s_terms = 0.0, 0.0, [0.0] * len(self.terms)
         self.constants = J.block_constants_for(r, self.gm) if self.private else None
         self._L_all = None
@@ -226,7 +262,9 @@ class OracleLearnerBackend(Backend):
         return Verdict(False, why) if why else Verdict(True)
 
     # ------------------------------------------------------------------------------ planning
-    def plan(self, problem, analysis, privacy, options) -> Plan:
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """The game's T, B, η and its releases, scheduled (``spent``: events already recorded
+        against the same (ε, δ))."""
         o = _options(options)
         s = _Setup(problem, analysis, privacy)
         G = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
@@ -247,7 +285,7 @@ class OracleLearnerBackend(Backend):
             Bs = [1.0]
         best = None
         for T in Ts:
-            eps_o = _calibrate(T, privacy.epsilon, privacy.delta)[0] if privacy.is_private else math.inf
+            eps_o = _calibrate(s, T, privacy, spent)[0] if privacy.is_private else math.inf
             for B in Bs:
                 nu, eta = s.nu(T, B, eps_o, beta)
                 risk = J.penalty_excess(nu, B, G, s.range_f) if nterms else 2 * nu
@@ -259,7 +297,7 @@ class OracleLearnerBackend(Backend):
                 T = T_DEFAULT if privacy.is_private else 100
             if "B" not in o:
                 B = G if G > 0 else 1.0
-            eps_o = _calibrate(T, privacy.epsilon, privacy.delta)[0] if privacy.is_private else math.inf
+            eps_o = _calibrate(s, T, privacy, spent)[0] if privacy.is_private else math.inf
             nu, eta = s.nu(T, B, eps_o, beta)
             risk = math.inf
             notes.append("no proven bound: the least-squares cost regression is a heuristic "
@@ -274,9 +312,12 @@ class OracleLearnerBackend(Backend):
                   "beta": beta}
         if s.gm is not None:
             params["group_mass_bound"] = s.gm
-        budget = []
+        budget, schedule = [], None
         if privacy.is_private:
-            rule = _calibrate(T, privacy.epsilon, privacy.delta)[1]
+            from privfair.privacy import Schedule
+
+            rule = _calibrate(s, T, privacy, spent)[1]
+            schedule = Schedule(_releases(s, T, eps_o, B), privacy.epsilon, privacy.delta, spent)
             params.update(epsilon_per_mechanism=eps_o, composition=rule,
                           release_scale=(s.delta_S / eps_o if s.S.size else 0.0))
             what = ("exponential mechanism over the class" if s.kind == "finite"
@@ -295,15 +336,12 @@ class OracleLearnerBackend(Backend):
                                                if B < G else "")
                          + (" — relative to the γ-fair optimum (B > G)" if B > G and nterms
                             else ""))
-        if o["_noise_multiplier"] != 1.0:
-            params["_noise_multiplier"] = o["_noise_multiplier"]
-            notes.append(f"TEST ONLY: noise × {o['_noise_multiplier']:g} below what the certificate "
-                         "records — this run is NOT private")
         if "ridge" in o:
             params["ridge"] = float(o["ridge"])
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
         out._setup = s                    # public constants, reused by run
+        out.schedule = schedule
         return out
 
     def formula(self, plan):
@@ -334,21 +372,21 @@ class OracleLearnerBackend(Backend):
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """numpy on the CPU (``device`` is ignored: the work is one (|H|, K) matrix product per
         round, or one small least-squares solve)."""
-        from privfair.privacy.randomness import as_source
         from privfair.result import Result
 
+        from ._draws import laplace, select
+
         problem, privacy, p = plan.problem, plan.privacy, plan.params
-        src = as_source(rng)
-        mult = p.get("_noise_multiplier", 1.0)
-        if mult != 1.0 and not src.seeded:
-            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
         s = getattr(plan, "_setup", None) or _Setup(problem, plan.analysis, privacy)
         r, ds = s.rates, s.rates.decisions
         T, B, eta = p["T"], p["B"], p["eta"]
         private = privacy.is_private
         eps_o = p.get("epsilon_per_mechanism", math.inf)
-        if private and accountant is not None and accountant.limit is not None:
-            eps_o = _fit(eps_o, T, s.kind, accountant)
+        draws = None
+        if private:
+            if getattr(plan, "schedule", None) is None:
+                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+            draws = plan.schedule.open(accountant, rng)
         L_all = s.all_statistics() if s.kind == "finite" else None   # private; never released
         if s.kind == "regression":
             data = r.data
@@ -357,8 +395,6 @@ class OracleLearnerBackend(Backend):
             gram = Xh.T @ Xh + ridge * np.eye(Xh.shape[1])      # public under protect="sensitive"
         theta = np.zeros(len(s.terms))
         decisions, trace = [], []
-        rel_src = (f"rates ℓ_S of the played classifier: Δℓ₁(S) = {s.delta_S:.4g} "
-                   f"(privfair.stats row influence, group-mass bound, protect={privacy.protect!r})")
         for t in range(T):
             lam = J.eg_lambda(theta, B)
             w = s.w_f + lam @ s.A
@@ -367,10 +403,7 @@ class OracleLearnerBackend(Backend):
                 scores = -(L_all @ w)
                 sens = s.sensitivity(w)
                 if private and sens > 0:
-                    idx = J.select(scores, sens, eps_o, src, accountant, mult=mult,
-                                   source=("Hölder-free linear score: exact joint part + block "
-                                           f"bounds of the conditional rates, = {sens:.4g}"),
-                                   label=f"[J] Subroutine 2 best response, round {t + 1}")
+                    idx = select(draws, "best responses", scores, sens)
                 else:                  # ε = ∞, or a score identical on every neighbour
                     idx = int(np.argmax(scores))
                 dec = ds.decision(idx)
@@ -381,10 +414,7 @@ class OracleLearnerBackend(Backend):
                 v = Xh.T @ coef
                 sens = s.sensitivity(w)
                 if private and sens > 0:
-                    v, _ = J.laplace_release(
-                        v, sens, eps_o, src, accountant, mult=mult,
-                        source=f"Σ_i c_i x̂_i, x̂ public: max‖x̂_i‖₁ × block bounds = {sens:.4g}",
-                        label=f"[J] least-squares oracle, round {t + 1}")
+                    v = laplace(draws, "best responses", v, sens)
                 beta = np.linalg.solve(gram, data.n * v)
                 nb = float(np.linalg.norm(beta))
                 dec = (-beta * (ds.radius / nb)) if nb > 0 else np.zeros(ds.P)
@@ -393,9 +423,7 @@ class OracleLearnerBackend(Backend):
             decisions.append(dec)
             if t < T - 1 and len(s.terms):
                 if private:
-                    l_S, _ = J.laplace_release(l_S, s.delta_S, eps_o, src, accountant, mult=mult,
-                                               source=rel_src,
-                                               label=f"[J] auditor release, round {t + 1}")
+                    l_S = np.asarray(draws.laplace("auditor", l_S), dtype=float)
                     rec["released_rates"] = l_S.tolist()
                 gain = s.A[:, s.S] @ l_S - s.c
                 theta = theta + eta * gain
@@ -405,37 +433,6 @@ class OracleLearnerBackend(Backend):
                 "epsilon_per_mechanism": eps_o, "gamma": [k.gamma for k in s.knobs]}
         return Result(self.name, decisions, np.full(T, 1.0 / T), ds, plan=plan, trace=trace,
                       info=info)
-
-
-def _fit(eps_o, T, kind, accountant):
-    """The largest ε' ≤ the planned one whose 2T − 1 events fit the accountant's limit on top of
-    what it already holds (e.g. the private group-mass estimate) — checked before any draw, so a
-    run never stops half-way."""
-    from privfair.privacy import Accountant, exponential_event, laplace_event
-
-    eps_cap, delta_cap = accountant.limit
-
-    def fits(e):
-        acc = Accountant(delta=accountant.delta, relation=accountant.relation,
-                         limit=accountant.limit, rules=accountant.rules)
-        try:
-            acc.extend(accountant.events)
-            first = (exponential_event(1.0, e, count=T) if kind == "finite"
-                     else laplace_event(1.0, e, count=T))
-            acc.record(first)
-            if T > 1:
-                acc.record(laplace_event(1.0, e, count=T - 1))
-        except Exception:  # noqa: BLE001 - BudgetExceededError or a rule refusing: does not fit
-            return False
-        return True
-
-    if fits(eps_o):
-        return eps_o
-    lo, hi = 0.0, eps_o
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
 
 
 from . import register  # noqa: E402

@@ -207,8 +207,10 @@ def test_certificate_total_equals_accountant_and_stays_within_budget(fair_proble
     res = prob.solve(pf.DP(1.0, 1e-6), backend="oracle_learner", seed=1, T=5, budget=budget)
     cert = res.certificate
     T = res.plan.params["T"]
-    kinds = [ev.mechanism for ev in cert.releases]
-    assert kinds.count("laplace") == T - 1 and kinds.count("exponential") <= T
+    counts = {}
+    for ev in cert.releases:
+        counts[ev.mechanism] = counts.get(ev.mechanism, 0) + ev.count
+    assert counts.get("laplace") == T - 1 and counts.get("exponential", 0) <= T
     acc = pf.Accountant(delta=1e-6)
     acc.extend(cert.releases)
     assert acc.total().epsilon == pytest.approx(cert.epsilon)
@@ -245,21 +247,21 @@ def _problem(data, q):
 
 
 def _outputs(data, q, eps, runs, seed, mult=1.0):
-    """(h_1, h_2, released rates of round 1) of ``runs`` end-to-end runs of ``run``."""
+    """(h_1, h_2, released rates of round 1) of ``runs`` end-to-end runs of ``run``; ``mult``
+    < 1 runs them inside the audit's ``reduced_noise(mult)``."""
     from privfair.backends import get
+    from privfair.privacy import reduced_noise
     from privfair.privacy.randomness import as_source
 
     prob = _problem(data, q)
     b = get("oracle_learner")
-    opts = {"T": 2, "B": 1.0}
-    if mult != 1.0:
-        opts["_noise_multiplier"] = mult
-    plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), opts)
+    plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), {"T": 2, "B": 1.0})
     src = as_source(seed)
     out = []
-    for _ in range(runs):
-        tr = b.run(plan, rng=src, accountant=None).trace
-        out.append([tr[0]["chosen_index"], tr[1]["chosen_index"]] + tr[0]["released_rates"])
+    with reduced_noise(mult):
+        for _ in range(runs):
+            tr = b.run(plan, rng=src, accountant=None).trace
+            out.append([tr[0]["chosen_index"], tr[1]["chosen_index"]] + tr[0]["released_rates"])
     return np.array(out), plan
 
 
@@ -308,8 +310,15 @@ def test_first_best_response_is_free_and_recorded_events_match_the_plan():
     evs = res.certificate.releases
     # λ₁ = (B/3, B/3) on ±(fpr_a − fpr_b) cancels: w₁ = ∇error, whose score is group-free
     assert res.trace[0]["oracle_sensitivity"] == 0.0
-    assert [ev.mechanism for ev in evs] == ["laplace", "exponential", "laplace", "exponential"]
+    # each scheduled release is recorded once, at its first draw, for all its rounds: round
+    # 1's auditor release comes first (its best response drew nothing), then the best
+    # responses — the plan's events exactly
+    assert [(ev.mechanism, ev.count) for ev in evs] == [("laplace", 2), ("exponential", 3)]
+    assert [ev.scale for ev in evs] == [res.plan.schedule["auditor"].event.scale,
+                                        res.plan.schedule["best responses"].event.scale]
     assert all(ev.epsilon == pytest.approx(res.plan.params["epsilon_per_mechanism"]) for ev in evs)
+    with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
+        prob.plan(pf.DP(1.0), backend="oracle_learner", _noise_multiplier=0.5)
 
 
 # --------------------------------------------------------------------------- refusals
