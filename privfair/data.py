@@ -562,6 +562,57 @@ class Dataset:
         perm = np.random.default_rng(rng).permutation(self.n)
         return self.take(np.sort(perm[n_test:])), self.take(np.sort(perm[:n_test]))
 
+    @staticmethod
+    def from_parquet(path, *, label, sensitive, groups, labels=(0, 1), features=None,
+                     chunk_rows=None, scheduler=None, **read_kw):
+        """A dataset over Parquet files, read and reduced by Dask (``privfair[dask]``).
+
+        The rows stay on disk / on the workers: every pass over them (counts, the public
+        score's XᵀWX and Xᵀy, the proxy statistic) runs per partition on the Dask workers and
+        only the partial sums come back (docs/scale.md).  The schema is declared, never read
+        from the rows.
+
+        Parameters
+        ----------
+        path : str or list -- files or a directory, as ``dask.dataframe.read_parquet`` takes.
+        label : str -- the label column;  sensitive : str or list of str -- the sensitive
+            column(s) (several form intersectional groups ``"F|W"``).
+        groups : sequence -- the declared (public) groups: values of the sensitive column
+            (tuples for several columns).
+        labels : sequence, default (0, 1) -- the declared labels, ``[negative, positive]``.
+        features : list of str, optional -- feature columns (default: every other column).
+        chunk_rows : int, optional -- rows per chunk inside a partition.
+        scheduler : optional -- a ``distributed.Client`` or scheduler name; default: the
+            active client, else Dask's local scheduler.
+        **read_kw -- passed to ``dask.dataframe.read_parquet`` (e.g. ``storage_options``).
+
+        Returns
+        -------
+        privfair.dask_data.DaskDataset
+
+        Raises
+        ------
+        DataError
+            Non-numeric feature columns, non-finite features, labels or groups outside the
+            declared sets (one validation pass, which also counts the rows).
+        privfair.dask_data.DaskMissingError
+            Without the optional extra (``pip install 'privfair[dask]'``).
+        """
+        from .dask_data import from_parquet
+
+        return from_parquet(path, label=label, sensitive=sensitive, groups=groups,
+                            labels=labels, features=features, chunk_rows=chunk_rows,
+                            scheduler=scheduler, **read_kw)
+
+    @staticmethod
+    def from_dask(ddf, *, label, sensitive, groups, labels=(0, 1), features=None,
+                  chunk_rows=None, scheduler=None):
+        """A dataset over a Dask DataFrame; the parameters as in :meth:`from_parquet`."""
+        from .dask_data import from_dask
+
+        return from_dask(ddf, label=label, sensitive=sensitive, groups=groups, labels=labels,
+                         features=features, chunk_rows=chunk_rows, scheduler=scheduler)
+
     def rows(self, chunk_rows=None):
         """The rows as a chunked source for :mod:`privfair.passes` (views of X, y and group:
         nothing is copied).  Every sum privfair reads from the rows is a pass over it."""

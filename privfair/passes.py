@@ -45,7 +45,7 @@ import numpy as np
 from .errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "rows_of", "merge", "chunk_rows_for", "INTERCEPT", "PLAIN",
-           "Mapped", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid"]
+           "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
 #: the chunk-sized temporaries of a pass (a weighted copy of the chunk) stay in cache/RAM noise
@@ -220,6 +220,26 @@ class Mapped(_Plain):
 
     def __repr__(self):
         return f"Mapped({self.f!r})"
+
+
+class ProxyDesign:
+    """The proxy's rows u_i = [z(x_i), y_i] or [z, y·z] (:meth:`privfair.cells.ProxyFeatures.
+    design`) of one chunk: with :class:`Mapped`, the proxy statistic T = Σ aᵢuᵢ and the proxy's
+    Newton fit run as passes (on Dask workers too) without the n×dim matrix U."""
+
+    def __init__(self, features, interactions: bool):
+        self.features, self.interactions = features, bool(interactions)
+
+    @property
+    def dim(self) -> int:
+        return self.features.dim * (2 if self.interactions else 1) + (0 if self.interactions
+                                                                     else 1)
+
+    def __call__(self, chunk):
+        return self.features.design(chunk.X, chunk.y, interactions=self.interactions)
+
+    def __repr__(self):
+        return f"ProxyDesign(dim={self.dim}, interactions={self.interactions})"
 
 
 def _weights(chunk, target):

@@ -130,7 +130,8 @@ def estimate_group_mass_bound(data, epsilon, rng=None, beta=0.05, *, accountant=
 
     Parameters
     ----------
-    data : Dataset
+    data : Dataset, or a Dask dataset (``Dataset.from_parquet``): the counts are then a pass on
+        the workers, merged on the client, and the noise is drawn once, here.
     epsilon : float -- the share of the budget spent on the estimate.
     rng : None, int or numpy.random.Generator -- None draws from the OS CSPRNG.
     beta : float in (0, 1) -- failure probability of the bound (accuracy only, never privacy).
@@ -155,7 +156,7 @@ def estimate_group_mass_bound(data, epsilon, rng=None, beta=0.05, *, accountant=
     """
     from .privacy import laplace_mechanism  # the privacy core owns every noisy release
 
-    if not isinstance(data, Dataset):
+    if not isinstance(data, Dataset) and type(data).__name__ != "DaskDataset":
         raise InvalidInputError("data", type(data).__name__, "pass a privfair.data.Dataset")
     if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0 < beta < 1:
         raise InvalidInputError("beta", beta, "pass a failure probability in (0, 1), e.g. 0.05")

@@ -140,3 +140,23 @@ def test_with_row_builds_neighbours():
         d.with_row(0, x=[1.0])
     with pytest.raises(InvalidInputError):
         d.with_row(6, label=0)
+
+
+def test_from_parquet_without_dask_names_the_extra(monkeypatch):
+    # #19: the Dask engine is optional; without it the error says how to install it
+    import sys
+
+    from privfair.dask_data import DaskMissingError
+
+    monkeypatch.setitem(sys.modules, "dask", None)
+    monkeypatch.setitem(sys.modules, "dask.dataframe", None)
+    with pytest.raises(DaskMissingError, match=r"privfair\[dask\]"):
+        Dataset.from_parquet("rows.parquet", label="y", sensitive="a", groups=[0, 1])
+
+
+def test_rows_are_views_of_the_dataset():
+    d = Dataset(np.arange(20.0).reshape(10, 2), [0, 1] * 5, ["a", "b"] * 5)
+    chunks = list(d.rows(chunk_rows=4).chunks())
+    assert [len(c) for c in chunks] == [4, 4, 2]
+    assert all(np.shares_memory(c.X, d.X) for c in chunks)
+    assert np.concatenate([c.group for c in chunks]).tolist() == d.group.tolist()
