@@ -34,8 +34,10 @@ def _is_pandas(obj, kind):
     return mod.startswith("pandas") and type(obj).__name__ == kind
 
 
-def _as_features(X, feature_names):
-    """Return (float64 array (n, d), names) or raise DataError naming the bad column."""
+def _as_features(X, feature_names, copy=True):
+    """Return (float64 array (n, d), names) or raise DataError naming the bad column.
+
+    ``copy=False`` keeps a float64 array as it is (no second copy of X; #19)."""
     names = None
     if _is_pandas(X, "DataFrame"):
         names = [str(c) for c in X.columns]
@@ -56,16 +58,16 @@ def _as_features(X, feature_names):
         if arr.dtype.kind not in "biuf":
             raise DataError("X", f"dtype {arr.dtype}",
                             "features must be numeric; one-hot encode categorical columns first")
-        X = arr.astype(np.float64, copy=True)
+        X = arr.astype(np.float64, copy=bool(copy))
     if X.ndim != 2:
         raise DataError("X", f"shape {X.shape}",
                         "pass a 2-D array of shape (n_rows, n_features); reshape(-1, 1) for one feature")
-    bad = ~np.isfinite(X)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
+    bad = _first_nonfinite(X)
+    if bad is not None:
+        (i, j), total = bad
         col = names[j] if names else j
         raise DataError(f"X[:, {col!r}]", float(X[i, j]),
-                        f"{int(bad.sum())} NaN or infinite feature values (first at row {i}); "
+                        f"{total} NaN or infinite feature values (first at row {i}); "
                         "impute or drop them before building the Dataset")
     if feature_names is not None:
         names = [str(c) for c in feature_names]
@@ -75,6 +77,23 @@ def _as_features(X, feature_names):
     if names is None:
         names = [f"x{j}" for j in range(X.shape[1])]
     return X, names
+
+
+def _first_nonfinite(X):
+    """((row, column) of the first NaN/inf, how many) or None — checked chunk by chunk, so no
+    n×d boolean temporary is built."""
+    from .passes import chunk_rows_for
+
+    k = chunk_rows_for(X.shape[1]) if X.ndim == 2 else max(1, X.shape[0])
+    first, total = None, 0
+    for s in range(0, X.shape[0], k):
+        bad = ~np.isfinite(X[s:s + k])
+        if bad.any():
+            if first is None:
+                i, j = np.argwhere(bad)[0]
+                first = (s + int(i), int(j))
+            total += int(bad.sum())
+    return None if first is None else (first, total)
 
 
 def _plain(v):
@@ -312,6 +331,9 @@ class Dataset:
         declare the groups from public metadata.
     sensitive_names : sequence of str, optional
         Names of the sensitive attributes (default: DataFrame/Series names, else ``a0, a1``).
+    copy : bool, default True
+        Copy X.  ``copy=False`` keeps a float64 array as given (made read-only), so a large X
+        is held once, not twice; do not modify the array afterwards.
 
     Attributes
     ----------
@@ -339,8 +361,8 @@ class Dataset:
     """
 
     def __init__(self, X, y, sensitive, *, labels=None, feature_names=None, group_names=None,
-                 sensitive_names=None, pos_label=None):
-        X, fnames = _as_features(X, feature_names)
+                 sensitive_names=None, pos_label=None, copy=True):
+        X, fnames = _as_features(X, feature_names, copy)
         n = X.shape[0]
         if n == 0:
             raise DataError("X", "0 rows", "a dataset needs at least one row")

@@ -160,3 +160,14 @@ def test_rows_are_views_of_the_dataset():
     assert [len(c) for c in chunks] == [4, 4, 2]
     assert all(np.shares_memory(c.X, d.X) for c in chunks)
     assert np.concatenate([c.group for c in chunks]).tolist() == d.group.tolist()
+
+
+def test_copy_false_holds_x_once_and_still_validates():
+    X = np.arange(12.0).reshape(6, 2)
+    d = Dataset(X, [0, 1] * 3, ["a", "b"] * 3, copy=False)
+    assert np.shares_memory(d.X, X) and not X.flags.writeable
+    assert not np.shares_memory(Dataset(np.ones((2, 1)), [0, 1], ["a", "b"]).X, np.ones((2, 1)))
+    bad = np.ones((5000, 3))
+    bad[4100, 2] = np.nan          # the chunked check names the first bad row and column
+    with pytest.raises(DataError, match="row 4100"):
+        Dataset(bad, [0, 1] * 2500, ["a", "b"] * 2500, copy=False)
