@@ -2,18 +2,21 @@
 
 * :func:`fit_score` — the public score: ridge logistic regression of y on X (no release needed
   under the "sensitive" relation, where X and y are identical in neighbouring datasets).
-* **M1** :func:`release_proxy_statistic` — T = Σ_i a_i u_i (a_i = 1 for the first group, u_i the
+* **M1** :func:`proxy_event` — the event of T = Σ_i a_i u_i + noise (a_i = 1 for the first group, u_i the
   public design row of :meth:`privfair.cells.ProxyFeatures.design`).  The logistic likelihood of
   a given U depends on a only through T, so the proxy fitted from a noisy T
   (:func:`logistic_from_statistic`) is post-processing of one release.  Flipping a_i moves T by
   exactly ±u_i, so Δ₂ = max_i ‖u_i‖₂ (Δ₁ = max_i ‖u_i‖₁ for the pure-DP variant) — a function
   of (X, y), which the relation fixes: the bound holds for every pair of neighbours and is
   attained by the row of largest norm.
-* **M2** :func:`release_group_counts` — the first group's count in every released cell, one
-  count per (label, cell) or per cell.  Flipping a_i changes exactly one count by exactly 1, so
+* **M2** :func:`counts_event` — the event of the first group's count in every released cell,
+  one count per (label, cell) or per cell, + Laplace noise.  Flipping a_i changes exactly one count by exactly 1, so
   Δ₁ = 1 and Laplace(1/ε₂) gives ε₂-DP.
 * :func:`shrink` — empirical-Bayes shrinkage of the noisy counts toward the proxy's soft counts
   (post-processing).
+
+The two events are scheduled by the backend at plan time and drawn through
+:mod:`privfair.privacy.release` (``Draws.gaussian`` / ``Draws.laplace``, exact samplers).
 """
 
 from __future__ import annotations
@@ -22,8 +25,7 @@ import numpy as np
 
 
 __all__ = ["blas_single_thread", "logistic_from_statistic", "fit_score", "proxy_statistic",
-           "proxy_sensitivity",
-           "release_proxy_statistic", "group_counts", "release_group_counts", "shrink"]
+           "proxy_sensitivity", "proxy_event", "group_counts", "counts_event", "shrink"]
 
 
 from privfair.scores import fit_score, logistic_from_statistic  # noqa: E402,F401
@@ -57,36 +59,26 @@ def proxy_sensitivity(U, norm: str = "l2") -> float:
     return float(np.max(np.abs(U).sum(axis=1)))
 
 
-def release_proxy_statistic(U, in_group, epsilon, delta, rng, accountant=None, mult=1.0):
-    """M1: T + N(0, σ²I) (analytic Gaussian, (ε, δ)) — or T + Lap(Δ₁/ε) when δ = 0.  ``mult``:
-    the test-only noise multiplier (k× the noise, the nominal event recorded)."""
-    from privfair.privacy import gaussian_mechanism, laplace_mechanism
+def proxy_event(U, epsilon, delta):
+    """M1's event: T + N(0, σ²I), σ the analytic-Gaussian σ for Δ₂ = max_i ‖u_i‖₂ at (ε, δ)
+    (Balle & Wang 2018, Thm 8) — or T + Lap(Δ₁/ε), Δ₁ = max_i ‖u_i‖₁, when δ = 0.  ``U`` is
+    public under the "sensitive" relation (a function of X and y), so the event is fixed at
+    plan time."""
+    from privfair.privacy import (calibrate_gaussian_sigma, gaussian_event, laplace_event,
+                                  laplace_scale)
 
-    T = proxy_statistic(U, in_group)
+    dim = int(np.shape(U)[1])
     src = ("flipping one row's group moves T = Σ a_i u_i by exactly ±u_i (X, y fixed by the "
            "relation): max_i ‖u_i‖")
-    label = f"M1: proxy statistic T = Σ a_i u_i ({T.size} dims)"
+    label = f"M1: proxy statistic T = Σ a_i u_i ({dim} dims)"
     if delta > 0:
-        return _scaled(gaussian_mechanism, mult, accountant, T, proxy_sensitivity(U, "l2"),
-                       epsilon, delta, rng, sensitivity_source=src + "₂", label=label)
-    return _scaled(laplace_mechanism, mult, accountant, T, proxy_sensitivity(U, "l1"), epsilon,
-                   rng, sensitivity_source=src + "₁", label=label)
-
-
-def _scaled(mechanism, mult, accountant, value, sensitivity, *args, **kw):
-    """``mechanism(value, sensitivity, *args, ...)`` returning its Release; with a test-only
-    ``mult`` ≠ 1 the noise is drawn at mult× its scale and the accountant records the nominal
-    event, while the Release returned carries the scale actually drawn (the backend's
-    post-processing — the shrinkage — uses it, as a backend with this bug would)."""
-    from dataclasses import replace
-
-    if mult == 1.0:
-        return mechanism(value, sensitivity, *args, accountant=accountant, return_event=True, **kw)
-    out = mechanism(value, sensitivity * mult, *args, accountant=None, return_event=True, **kw)
-    if accountant is not None:
-        accountant.record(replace(out.event, sensitivity=sensitivity,
-                                  scale=out.event.scale / mult))
-    return out
+        sens = proxy_sensitivity(U, "l2")
+        return gaussian_event(sens, calibrate_gaussian_sigma(sens, epsilon, delta),
+                              epsilon=epsilon, delta=delta, dimension=dim,
+                              sensitivity_source=src + "₂", label=label)
+    sens = proxy_sensitivity(U, "l1")
+    return laplace_event(sens, epsilon, scale=laplace_scale(sens, epsilon), dimension=dim,
+                         sensitivity_source=src + "₁", label=label)
 
 
 def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:
@@ -96,16 +88,16 @@ def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:
     return np.bincount(key, weights=np.asarray(in_group, dtype=float), minlength=m)
 
 
-def release_group_counts(counts, epsilon, rng, accountant=None, mult=1.0):
-    """M2: counts + Lap(1/ε) per coordinate (ℓ1 sensitivity 1: one flip moves one count by 1).
-    ``mult``: the test-only noise multiplier (as in :func:`release_proxy_statistic`)."""
-    from privfair.privacy import laplace_mechanism
+def counts_event(n_counts: int, epsilon):
+    """M2's event: counts + Lap(1/ε) per coordinate (ℓ1 sensitivity 1: one flip moves one
+    count by 1)."""
+    from privfair.privacy import laplace_event, laplace_scale
 
-    return _scaled(laplace_mechanism, mult, accountant, np.asarray(counts, dtype=float), 1.0,
-                   epsilon, rng,
-                   sensitivity_source="one row's group flip changes exactly one "
-                                      "cell count by exactly 1: ‖Δ‖₁ = 1",
-                   label=f"M2: first group's count in {np.size(counts)} cells")
+    return laplace_event(1.0, epsilon, scale=laplace_scale(1.0, epsilon),
+                         dimension=int(n_counts),
+                         sensitivity_source="one row's group flip changes exactly one "
+                                            "cell count by exactly 1: ‖Δ‖₁ = 1",
+                         label=f"M2: first group's count in {int(n_counts)} cells")
 
 
 #: κ̂ at this floor means the method of moments found no signal above the noise (Σ r² ≤ m·v):

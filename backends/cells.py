@@ -40,9 +40,12 @@ Options (``problem.solve(..., margin_z=, proxy_share=, proxy_interactions=)``): 
 the tightening (default 1.645, one-sided 95%), M1's share of ε, and the interacted proxy design.
 The defaults (1.645; no interactions) were chosen among a few values (z ∈ {1, 1.28, 1.645, 2})
 after looking at Adult test results — see bench/README.md; no validation split was used.
-Test-only knob ``_noise_multiplier=k`` (k in (0, 1]): M1 and M2 draw k× their noise while their
-events keep the calibrated scales — **not private**, refused unless seeded (``privfair audit``'s
-negative controls).
+
+Releases: M1 and M2 are scheduled at plan time (``plan.schedule``; M1's sensitivity max_i ‖u_i‖
+reads X and y, public under this relation) and drawn in ``run`` through
+``schedule.open(accountant, rng)`` with the exact samplers.  The audit's negative control is
+``privfair.privacy.reduced_noise(k)`` around the solve; the shrinkage then still uses the
+scheduled (nominal) noise variance.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ import numpy as np
 
 from privfair.theorems import NUMERIC
 
-from .base import PUBLIC, RELEASED, Backend, Plan, Verdict, plan_noise_multiplier
+from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
 RHO = 0.05
@@ -238,7 +241,7 @@ class CellsBackend(Backend):
         "note_shrinkage": (RELEASED, "a statement about the released counts"),
         "note": (RELEASED, "a statement about the released solution"),
     }
-    option_names = ("proxy_share", "margin_z", "proxy_interactions", "_noise_multiplier")
+    option_names = ("proxy_share", "margin_z", "proxy_interactions")
     theorem = ("proxy cells: analytic Gaussian (Balle–Wang 2018) + Laplace (Dwork et al. 2006) "
                "+ post-processing (Dwork–Roth Prop 2.1)")
     needs_group_mass = False       # group sizes come from the noisy counts (post-processing)
@@ -276,20 +279,23 @@ class CellsBackend(Backend):
             return Verdict(False, f"an expression has no cvxpy form: {err}")
         return Verdict(True)
 
-    def plan(self, problem, analysis, privacy, options) -> Plan:
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """The split, the bound and the two releases, scheduled (``spent``: events already
+        recorded against the same (ε, δ))."""
         r = problem.rates
         ds = r.decisions
         split = needs_label_split(problem)
-        eps1, eps2 = budget_split(privacy.epsilon, split, options.get("proxy_share"))
-        z = float(options.get("margin_z", MARGIN_Z))
+        inter = bool(options.get("proxy_interactions", False))
         m = ds.n_cells * (2 if split else 1)
+        schedule, eps = None, privacy.epsilon
+        eps1, eps2 = budget_split(eps, split, options.get("proxy_share"))
+        z = float(options.get("margin_z", MARGIN_Z))
         params = {"score_bins": ds.score_bins, "proxy_bins": ds.proxy_bins, "cells": ds.n_cells,
                   "monotone": ds.monotone, "label_split": split, "released_counts": m,
-                  "interactions": bool(options.get("proxy_interactions", False)),
+                  "interactions": inter,
                   "epsilon_M1": eps1, "epsilon_M2": eps2, "margin_z": z,
                   "ridge": ds.ridge, "clip": ds.clip}
         notes = []
-        plan_noise_multiplier(options, params, notes)   # test-only: M1's and M2's noise × k
         if privacy.is_private:
             b2 = 1.0 / eps2 if eps2 > 0 else math.inf       # M2's Laplace scale (Δ = 1)
             if not math.isfinite(2.0 * b2 * b2):
@@ -297,14 +303,18 @@ class CellsBackend(Backend):
                             f"(scale 1/ε₂ = {b2:.3g}) has a variance beyond the float range, "
                             "so its effect on the constraints cannot be computed; the smallest "
                             "ε this backend plans is about 1e-153")
+            schedule, eps = _schedule(r, privacy, split, options.get("proxy_share"), inter, m,
+                                      spent)
+            eps1, eps2 = budget_split(eps, split, options.get("proxy_share"))
+            params.update(epsilon_M1=eps1, epsilon_M2=eps2)
             declared = getattr(r, "_q", None)
             # the declared bound, else the planner's schema-based guess (never data)
             q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * r.G * r.L)
             L = analysis.lipschitz.get("h", {}).get("linf")
-            share = 1.0 - eps2 / privacy.epsilon            # M1's share, as budget_split used
+            share = 1.0 - eps2 / eps                        # M1's share, as budget_split used
             params.update(bound_values={"q_min": q_min, "L_h": L, "share": share,
                                         "gamma_q": gamma_quantile(m)})
-            risk = (excess_bound(r.n, privacy.epsilon, **params["bound_values"])
+            risk = (excess_bound(r.n, eps, **params["bound_values"])
                     if L is not None else math.inf)
             m1 = "Gaussian" if privacy.delta > 0 else "Laplace"
             budget = [(f"M1: {m1} release of the proxy statistic T = Σ a_i u_i", eps1,
@@ -316,8 +326,10 @@ class CellsBackend(Backend):
                  "simulated effect on g_j at the untightened solution; risk bound: "
                  "2·L_h(ℓ∞)·sup_q‖ℓ̃(q) − ℓ(q)‖_∞ (Laplace tail, ρ = 0.05), relative to the best "
                  "rule on the fitted cells"]
-        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
-                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out.schedule = schedule
+        return out
 
     def formula(self, plan):
         """2·L_h·max(S/n, 2S/(n·q − S)), S = γ_q/((1 − share)·ε): :func:`excess_bound` in sympy."""
@@ -357,18 +369,16 @@ class CellsBackend(Backend):
         features = ds.features_for(X)
         inter = pp["interactions"]
         U = features.design(X, y, interactions=inter)
-        mult = pp.get("_noise_multiplier", 1.0)
-        if private and mult != 1.0:
-            from privfair.privacy.randomness import as_source
-
-            rng = as_source(rng)
-            if not rng.seeded:
-                self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
+        draws = None
         if private:
-            rel = _proxy.release_proxy_statistic(U, a, pp["epsilon_M1"], plan.privacy.delta, rng,
-                                                 accountant=accountant, mult=mult)
-            T = np.asarray(rel.value, dtype=float)
-            info["M1_sensitivity"], info["M1_scale"] = rel.event.sensitivity, rel.event.scale
+            schedule = getattr(plan, "schedule", None)
+            if schedule is None:
+                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+            draws = schedule.open(accountant, rng)
+            m1 = schedule["M1"].event
+            draw = draws.gaussian if m1.mechanism == "gaussian" else draws.laplace
+            T = np.asarray(draw("M1", _proxy.proxy_statistic(U, a)), dtype=float)
+            info["M1_sensitivity"], info["M1_scale"] = m1.sensitivity, m1.scale
         else:
             T = _proxy.proxy_statistic(U, a)
         proxy_coef = _proxy.logistic_from_statistic(U, T, ds.ridge)
@@ -385,11 +395,11 @@ class CellsBackend(Backend):
         counts = _proxy.group_counts(a, y, cell, C, split)
         tot, prior = (N.ravel(), soft.ravel()) if split else (N.sum(0), soft.sum(0))
         if private:
-            rel = _proxy.release_group_counts(counts, pp["epsilon_M2"], rng, accountant=accountant,
-                                              mult=mult)
-            v = 2.0 * float(rel.event.scale) * float(rel.event.scale)   # float ops: no raise
-            est, w, kappa = _proxy.shrink(rel.value, prior, tot, v)
-            info.update(M2_scale=rel.event.scale, shrinkage_kappa=kappa)
+            b2 = float(schedule["M2"].event.scale)
+            noisy = draws.laplace("M2", counts)
+            v = 2.0 * b2 * b2                                   # float ops: no raise
+            est, w, kappa = _proxy.shrink(noisy, prior, tot, v)
+            info.update(M2_scale=b2, shrinkage_kappa=kappa)
             if kappa <= _proxy.KAPPA_FLOOR:
                 # the noise dwarfs the counts, so the estimate is the proxy's and the shrunk
                 # noise effect (w ≈ 0) would give no margin at all while the proxy's bias is
@@ -429,7 +439,7 @@ class CellsBackend(Backend):
                             "a larger ε, fewer cells or a looser level")
         rule = ds.rule(score_coef, proxy_coef, features, inter, s_edges, p_edges, q)
         l_tilde = A @ rule.q + b
-        f_val, g_vals = problem.value(l_tilde)
+        f_val, g_vals = problem.evaluate(l_tilde)
         trace = [{"cells": C, "released_counts": counts.size if private else 0,
                   "objective_on_released": f_val, "constraints_on_released": g_vals,
                   "tightening": taus, "status": status}]
@@ -454,6 +464,27 @@ class CellsBackend(Backend):
             status = "phase1:" + _solve_any(prob)
         val = q.value if q.value is not None else np.full(C, 0.0)
         return np.clip(np.asarray(val, dtype=float), 0.0, 1.0), status
+
+
+def _schedule(rates, privacy, split, proxy_share, interactions, n_counts, spent=()):
+    """(Schedule of M1 and M2, the ε they share).  Nothing spent: basic composition of
+    (ε₁, δ) and (ε₂, 0) is exactly (ε, δ), the whole ε; else the largest ε whose split fits
+    beside ``spent`` (:func:`privfair.privacy.calibrate`).  M1's sensitivity reads X and y, which
+    the "sensitive" relation (the only one ``accepts`` takes) leaves public."""
+    from privfair.privacy import Schedule, Scheduled
+
+    from . import _proxy
+    from ._draws import whole_epsilon
+
+    ds, data = rates.decisions, rates.data
+    U = ds.features_for(data.X).design(data.X, data.y, interactions=interactions)
+
+    def releases(e):
+        e1, e2 = budget_split(e, split, proxy_share)
+        return [Scheduled("M1", _proxy.proxy_event(U, e1, privacy.delta), exact=True),
+                Scheduled("M2", _proxy.counts_event(n_counts, e2), exact=True)]
+    eps = whole_epsilon(lambda e: [r.event for r in releases(e)], privacy, spent)
+    return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps
 
 
 def _solve_any(prob) -> str:

@@ -86,13 +86,28 @@ def test_pure_dp_uses_laplace_for_the_proxy(adult):
     assert res.certificate.delta == 0.0 and res.certificate.epsilon <= 0.8 + 1e-9
 
 
+def test_releases_are_the_plans_schedule_and_no_noise_knob_remains(adult):
+    """Issue #17: M1 and M2 are fixed at plan time; the run records exactly those events."""
+    train, _ = adult
+    prob = dp_problem(train)
+    plan = prob.plan(pf.DP(1.0, 1e-6), backend="cells").chosen
+    planned = plan.schedule.events()
+    assert [e.label[:2] for e in planned] == ["M1", "M2"]
+    res = prob.solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False)
+    assert [(e.sensitivity, e.scale, e.epsilon) for e in res.certificate.releases] == \
+        [(e.sensitivity, e.scale, e.epsilon) for e in planned]
+    assert res.info["M1_scale"] == planned[0].scale and res.info["M2_scale"] == planned[1].scale
+    with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
+        prob.plan(pf.DP(1.0, 1e-6), backend="cells", _noise_multiplier=0.5)
+
+
 def test_non_private_run_is_exact_on_the_training_data(adult):
     train, _ = adult
     for prob in (dp_problem(train), eo_problem(train)):
         res = prob.solve(pf.DP(math.inf), progress=False)
         assert not res.certificate.is_private
         ell = prob.rates.evaluate(res.decision)                 # exact ℓ of the returned rule
-        f, g = prob.value(ell)
+        f, g = prob.evaluate(ell)
         assert f == pytest.approx(res.trace[0]["objective_on_released"], abs=1e-9)
         assert max(g) <= 1e-7 and res.trace[0]["tightening"] == [0.0]
 
@@ -156,11 +171,17 @@ def test_proxy_statistic_sensitivity_by_brute_force(interactions):
     assert _proxy.proxy_sensitivity(U, "l1") == pytest.approx(np.abs(U).sum(axis=1).max())
 
 
-def _count_samples(D, cell, coordinate, eps, n_samples, seed):
+def _count_samples(D, cell, coordinate, eps, n_samples, seed, mult=1.0):
+    """M2 drawn as the backend draws it: its scheduled event at ε, through Draws (inside the
+    audit's ``reduced_noise(mult)`` for ``mult`` < 1)."""
+    from privfair.privacy import Schedule, Scheduled, reduced_noise
+
     counts = _proxy.group_counts(D.group == 0, D.y, cell, 3, label_split=True)
+    sched = Schedule([Scheduled("M2", _proxy.counts_event(counts.size, eps), exact=True)], eps, 0)
     src = pf.privacy.as_source(seed)
-    return np.array([_proxy.release_group_counts(counts, eps, src).value[coordinate]
-                     for _ in range(n_samples)])
+    with reduced_noise(mult):
+        return np.array([sched.open(None, src).laplace("M2", counts)[coordinate]
+                         for _ in range(n_samples)])
 
 
 def test_cell_counts_release_passes_the_neighbour_tester_and_half_noise_is_refuted():
@@ -179,8 +200,8 @@ def test_cell_counts_release_passes_the_neighbour_tester_and_half_noise_is_refut
     eps, n = 0.5, 12000
     assert check_dp(_count_samples(D, cell, k, eps, n, 1), _count_samples(Dp, cell, k, eps, n, 2),
                     eps).passed
-    cheat = check_dp(_count_samples(D, cell, k, 2 * eps, n, 3),
-                     _count_samples(Dp, cell, k, 2 * eps, n, 4), eps)
+    cheat = check_dp(_count_samples(D, cell, k, eps, n, 3, mult=0.5),
+                     _count_samples(Dp, cell, k, eps, n, 4, mult=0.5), eps)
     assert not cheat.passed
 
 
