@@ -1,0 +1,350 @@
+"""Scaling benchmark (#19): time, peak memory and throughput of privfair's passes in n.
+
+In memory, for every n (each in its own process, so peak RSS is that n's own): synthetic
+Adult-like rows (``--d`` features: 6 standardized numerics, the rest one-hot blocks; a binary
+sensitive attribute correlated with them; a logistic label), held once (``Dataset(copy=False)``),
+and the stages
+
+* ``numpy``  — one logistic-gradient pass Xᵀ(σ(Xw) − y) in plain numpy: the hardware bound
+  every other number is measured against, in the same process;
+* ``pass``   — the same gradient through :mod:`privfair.passes` (chunked map + merge);
+  its throughput ratio = t_numpy / t_pass (the issue's target: ≥ 0.3);
+* ``score``  — ``pf.scores.fit_score(data)``: the public score's Newton fit (all its passes);
+* ``dense``  — the pre-#19 fit (Z = [1, X] and a weighted n×d copy per Newton step), the
+  "before" of ``score`` (skipped above ``--dense-max-n``);
+* ``rates``  — ``pf.rates(LinearClassifier, data, surrogate="logistic")`` and one gradient;
+* ``cells``  — a whole private ``cells`` solve (ProxyCells(20, 8), demographic parity ≤ 0.02,
+  ε = 1, δ = 1/n², protect="sensitive").
+
+For each stage: median wall time over ``--repeats`` (and min–max), rows/s, and its cost in
+numpy passes (t / t_numpy); per n the peak RSS and the size of X; over n the fitted growth
+exponent b of t ∝ n^b (least squares on log–log).
+
+With ``--dask ROWS``, a Parquet + Dask run: ROWS × ``--dask-features`` rows written to a
+temporary directory (removed afterwards) in ``--partition-rows`` files, read by
+``pf.Dataset.from_parquet`` on a LocalCluster of ``--workers`` processes (``--worker-memory``
+each): the validation pass, the group-label counts and the public score, with each worker's
+peak RSS, and a subsample check — the first partitions through Dask against the same rows in
+memory at ε = ∞ (max |Δ coefficient|, counts equal).
+
+Usage::
+
+    python bench/scale.py                          # n = 1e5, 3e5 (quick)
+    python bench/scale.py --n 1e5 1e6 1e7          # the issue's sizes (1e7 × 101: ~8 GB X)
+    python bench/scale.py --n 1e5 --dask 1e7 --dask-features 20
+    python bench/scale.py --stages numpy,pass,score,dense --n 1e5 1e6
+
+Runs BLAS single-threaded (``--threads``) so that numbers on a shared machine are stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+
+STAGES = ("numpy", "pass", "score", "dense", "rates", "cells")
+
+
+def _peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20   # KB on Linux
+
+
+def make_rows(n, d, seed=0, dtype="float64"):
+    """Adult-like synthetic rows, generated block by block (no temporaries of X's size)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n, d), dtype=dtype)
+    sex = (rng.random(n) < 0.33).astype(np.int64)
+    n_num = min(6, d)
+    step = 1 << 20
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        X[s:e, :n_num] = rng.standard_normal((e - s, n_num)) + 0.3 * sex[s:e, None]
+    j, b = n_num, 0
+    while j < d:                     # one-hot blocks of 2..15 categories
+        width = min(d - j, 2 + (b * 7) % 14)
+        for s in range(0, n, step):
+            e = min(n, s + step)
+            shift = (sex[s:e] * (b % 3)) % width
+            cat = (rng.integers(0, width, e - s) + shift * (rng.random(e - s) < 0.3)) % width
+            X[np.arange(s, e), j + cat] = 1.0
+        j, b = j + width, b + 1
+    w = np.random.default_rng(seed + 1).normal(size=d) / math.sqrt(d)
+    z = np.empty(n)
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        z[s:e] = X[s:e] @ w + 0.5 * sex[s:e] + rng.logistic(size=e - s) - 0.4
+    return X, (z > 0).astype(np.int64), sex
+
+
+def _dense_fit(X, y, ridge=1.0, iters=50, tol=1e-10):
+    """The pre-#19 fit_score: Z = [1, X] and (Z·w)ᵀZ, a weighted n×(d+1) copy per step."""
+    import numpy as np
+
+    Z = np.hstack([np.ones((X.shape[0], 1)), X])
+    T = Z.T @ y.astype(float)
+    theta = np.zeros(Z.shape[1])
+
+    def obj(t):
+        return float(np.sum(np.logaddexp(0.0, Z @ t)) - t @ T + 0.5 * ridge * t @ t)
+
+    f = obj(theta)
+    for _ in range(iters):
+        p = 0.5 * (1.0 + np.tanh(0.5 * (Z @ theta)))
+        g = Z.T @ p - T + ridge * theta
+        H = (Z * (p * (1.0 - p))[:, None]).T @ Z
+        H[np.diag_indices(Z.shape[1])] += ridge
+        step = np.linalg.solve(H, g)
+        dec = float(g @ step)
+        if dec / 2.0 < tol:
+            break
+        t = 1.0
+        while True:
+            f_new = obj(theta - t * step)
+            if f_new <= f - 0.25 * t * dec or t < 1e-10:
+                break
+            t *= 0.5
+        theta, f = theta - t * step, f_new
+    return theta
+
+
+def _timed(fn, repeats):
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return {"median": times[len(times) // 2], "min": times[0], "max": times[-1]}, out
+
+
+def child_memory(n, d, stages, repeats, dense_max_n):
+    """One n in this process: the stages' timings, peak RSS after each."""
+    import numpy as np
+
+    import privfair as pf
+    X, y, sex = make_rows(n, d)
+    out = {"n": n, "d": d, "x_gb": X.nbytes / 2 ** 30, "peak_gb": {}, "t": {}}
+    try:
+        data = pf.Dataset(X, y, sex, group_names=[0, 1], labels=[0, 1], copy=False)
+    except TypeError:     # a checkout before #19 (bench/scale.py --before): X is copied
+        data = pf.Dataset(X, y, sex, group_names=[0, 1], labels=[0, 1])
+    out["version"] = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    out["peak_gb"]["data"] = _peak_gb()
+    w = np.random.default_rng(2).normal(size=d) * 0.1
+
+    def numpy_pass():
+        return X.T @ (0.5 * (1.0 + np.tanh(0.5 * (X @ w))) - y)
+
+    def our_pass():
+        from privfair import passes
+
+        return data.rows().map_sum(passes.logistic_terms, passes.PLAIN, w, False)[1]
+
+    def cells():
+        r = pf.rates(pf.ProxyCells(20, 8), data)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection[0] - r.selection[1]) <= 0.02])
+        return prob.solve(pf.DP(1.0, 1.0 / n ** 2, protect="sensitive"), backend="cells",
+                          seed=0, progress=False)
+
+    def rates():
+        r = pf.rates(pf.LinearClassifier(d, radius=1.0), data, surrogate="logistic",
+                     group_mass_bound=0.01)
+        return r.weighted_value_and_grad(np.append(w, 0.0), np.ones(r.K))
+
+    run = {"numpy": numpy_pass, "pass": our_pass, "score": lambda: pf.scores.fit_score(data),
+           "dense": lambda: _dense_fit(X, y), "rates": rates, "cells": cells}
+    for stage in stages:
+        if stage == "dense" and n > dense_max_n:
+            continue
+        reps = repeats if stage in ("numpy", "pass") or n <= 1e6 else 1
+        try:
+            out["t"][stage], _ = _timed(run[stage], max(1, reps))
+        except Exception as exc:          # noqa: BLE001 - a stage's failure is a result too
+            out["t"][stage] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        out["peak_gb"][stage] = _peak_gb()
+    return out
+
+
+def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows):
+    """The Parquet + Dask run (data written to a temporary directory, removed afterwards)."""
+    import shutil
+    import tempfile
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from distributed import Client, LocalCluster
+
+    import privfair as pf
+    from privfair.scores import fit_score
+
+    path = tempfile.mkdtemp(prefix="privfair-scale-", dir=tmpdir)
+    out = {"rows": rows, "d": d, "partition_rows": partition_rows, "workers": workers}
+    cluster = client = None
+    try:
+        t0 = time.perf_counter()
+        parts = 0
+        for s in range(0, rows, partition_rows):
+            k = min(partition_rows, rows - s)
+            X, y, sex = make_rows(k, d, seed=1000 + parts)
+            cols = {f"x{j}": X[:, j] for j in range(d)}
+            cols.update(sex=sex, y=y)
+            pq.write_table(pa.table(cols), os.path.join(path, f"part-{parts:05d}.parquet"))
+            parts += 1
+        out["write_s"] = time.perf_counter() - t0
+        out["disk_gb"] = sum(os.path.getsize(os.path.join(path, f))
+                             for f in os.listdir(path)) / 2 ** 30
+        # the numpy bound over the same bytes: one gradient pass over a partition in memory,
+        # times the partitions, shared by the workers
+        X, y, _ = make_rows(min(partition_rows, rows), d, seed=1000)
+        w = np.random.default_rng(2).normal(size=d) * 0.1
+        tp, _ = _timed(lambda: X.T @ (0.5 * (1.0 + np.tanh(0.5 * (X @ w))) - y), 3)
+        out["numpy_bound_s"] = tp["median"] * parts / workers
+        del X, y
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               memory_limit=worker_memory, dashboard_address=None)
+        client = Client(cluster)
+        kw = dict(label="y", sensitive="sex", groups=[0, 1], labels=[0, 1])
+        t, data = _timed(lambda: pf.Dataset.from_parquet(path, **kw), 1)
+        out["validate_s"] = t["median"]
+        t, counts = _timed(data.counts, 1)
+        out["counts_s"] = t["median"]
+        t, coef = _timed(lambda: fit_score(data), 1)
+        out["score_s"] = t["median"]
+        out["worker_peak_gb"] = sorted(v / 2 ** 20 for v in client.run(
+            lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
+        # subsample check at ε = ∞: the first partitions through Dask and in memory
+        k = max(1, min(parts, int(math.ceil(check_rows / partition_rows))))
+        sub = pf.Dataset.from_dask(data.ddf.partitions[:k], **kw)
+        mem = sub.to_dataset(max_rows=check_rows + partition_rows)
+        out["check_rows"] = sub.n
+        out["check_max_abs_coef_diff"] = float(np.max(np.abs(fit_score(sub) - fit_score(mem))))
+        out["check_counts_equal"] = bool((sub.counts() == mem.counts()).all())
+        out["client_peak_gb"] = _peak_gb()
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def _exponent(ns, ts):
+    import numpy as np
+
+    ok = [(n, t) for n, t in zip(ns, ts) if t and t > 0]
+    if len(ok) < 2:
+        return None
+    ln = np.log([n for n, _ in ok])
+    lt = np.log([t for _, t in ok])
+    return float(np.polyfit(ln, lt, 1)[0])
+
+
+def report(results, dask):
+    lines = []
+    if results:
+        stages = [s for s in STAGES if any(s in r["t"] for r in results)]
+        lines.append(f"{'n':>10} {'d':>4} {'X GB':>6} {'peak GB':>8}  stage   "
+                     f"{'median s':>9} {'min-max s':>15} {'rows/s':>10} {'numpy passes':>12}")
+        for r in results:
+            tn = r["t"].get("numpy", {}).get("median")
+            for s in stages:
+                t = r["t"].get(s)
+                if t is None:
+                    continue
+                if "error" in t:
+                    lines.append(f"{r['n']:>10.0f} {r['d']:>4} {'':>6} {'':>8}  {s:<7} "
+                                 f"failed: {t['error']}")
+                    continue
+                ratio = t["median"] / tn if tn else float("nan")
+                lines.append(
+                    f"{r['n']:>10.0f} {r['d']:>4} {r['x_gb']:>6.2f} {r['peak_gb'][s]:>8.2f}  "
+                    f"{s:<7} {t['median']:>9.3f} {t['min']:>7.3f}-{t['max']:<7.3f} "
+                    f"{r['n'] / t['median']:>10.3g} {ratio:>12.1f}")
+            if tn and "pass" in r["t"] and "median" in r["t"]["pass"]:
+                lines.append(f"{'':>10} pass throughput / numpy bound = "
+                             f"{tn / r['t']['pass']['median']:.2f}")
+        ns = [r["n"] for r in results]
+        for s in stages:
+            b = _exponent(ns, [r["t"].get(s, {}).get("median") for r in results])
+            if b is not None:
+                lines.append(f"growth exponent of {s}: t ∝ n^{b:.2f}")
+    if dask:
+        lines.append(json.dumps(dask, indent=1))
+        if dask.get("score_s"):
+            lines.append(f"dask: {dask['rows'] / dask['score_s']:.3g} rows/s per score fit; "
+                         f"validation pass {dask['validate_s']:.1f} s vs numpy bound "
+                         f"{dask['numpy_bound_s']:.1f} s per pass")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=float, nargs="*", default=[1e5, 3e5])
+    ap.add_argument("--d", type=int, default=101)
+    ap.add_argument("--stages", default="numpy,pass,score,dense,rates,cells")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dense-max-n", type=float, default=3e6)
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads")
+    ap.add_argument("--dask", type=float, default=0, help="rows of the Parquet + Dask run")
+    ap.add_argument("--dask-features", type=int, default=20)
+    ap.add_argument("--partition-rows", type=float, default=1e6)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--worker-memory", default="4GB")
+    ap.add_argument("--check-rows", type=float, default=1e6)
+    ap.add_argument("--tmpdir", default=None)
+    ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        spec = json.loads(a.child)
+        fn = child_dask if spec.pop("kind") == "dask" else child_memory
+        print("RESULT " + json.dumps(fn(**spec)))
+        return 0
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads),
+               MKL_NUM_THREADS=str(a.threads))
+
+    def spawn(spec):
+        p = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], env=env,
+                           capture_output=True, text=True)
+        for line in p.stdout.splitlines():
+            if line.startswith("RESULT "):
+                return json.loads(line[7:])
+        sys.stderr.write(p.stderr[-3000:])
+        return None
+
+    stages = [s for s in a.stages.split(",") if s]
+    results = []
+    for n in a.n:
+        r = spawn({"kind": "memory", "n": int(n), "d": a.d, "stages": stages,
+                   "repeats": a.repeats, "dense_max_n": a.dense_max_n})
+        if r is None:
+            print(f"n = {n:.0f}: the run failed (out of memory?)", file=sys.stderr)
+            continue
+        results.append(r)
+        print(report([r], None), flush=True)
+    dask = None
+    if a.dask:
+        dask = spawn({"kind": "dask", "rows": int(a.dask), "d": a.dask_features,
+                      "partition_rows": int(a.partition_rows), "workers": a.workers,
+                      "worker_memory": a.worker_memory, "tmpdir": a.tmpdir,
+                      "check_rows": int(a.check_rows)})
+    print("\n" + report(results, dask))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"memory": results, "dask": dask}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
