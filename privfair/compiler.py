@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import theorems
+from . import formulas
 from ._text import group_culprits, wrap
 from .errors import InvalidInputError, InvalidPrivacyError
 from .privacy.spec import DP
@@ -475,13 +475,13 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
     Ks = max(len(support), 1)
     iterations = {}
     if gs and math.isfinite(G):
-        iterations["lopt_tau"] = theorems.a55_tau(Ks, G, alpha)
-        iterations["lopt_T"] = math.ceil(theorems.a55_T(Ks, G, alpha))
+        iterations["lopt_tau"] = formulas.a55_tau(Ks, G, alpha)
+        iterations["lopt_T"] = math.ceil(formulas.a55_T(Ks, G, alpha))
     bh = smoothness["h_smooth"].get("l2")
     if bh is not None and bh > 0:
         c = 2 * Ks * bh / alpha
         # below c = e the formula's log < 1; one more step costs nothing and keeps T ≥ c
-        iterations["frank_wolfe_T"] = math.ceil(max(theorems.cor_b5_iterations(Ks, bh, alpha), c))
+        iterations["frank_wolfe_T"] = math.ceil(max(float(formulas.ab5_T(Ks, bh, alpha)), c))
     elif bh == 0:
         iterations["frank_wolfe_T"] = 1
 

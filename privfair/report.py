@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import formulas as F
 from .errors import InvalidInputError, InvalidPrivacyError
 from .privacy.spec import DP
 
@@ -65,34 +66,9 @@ def bound_at(problem, privacy, backend, alpha, n=None):
 
 
 def n_needed(fn, alpha, n0, rel=0.02):
-    """Smallest n (to ``rel``) with fn(n) ≤ α, for a non-increasing fn; inf if none ≤ N_MAX."""
-    lo, hi = None, None
-    if fn(n0) <= alpha:
-        hi, n = n0, n0
-        while n > 1:
-            n = max(1, n // 2)
-            if fn(n) > alpha:
-                lo = n
-                break
-            hi = n
-        if lo is None:
-            return 1.0
-    else:
-        lo, n = n0, n0
-        while True:
-            n = n * 8
-            if n > N_MAX:
-                return math.inf
-            if fn(n) <= alpha:
-                hi = n
-                break
-            lo = n
-    while hi / lo > 1 + rel:
-        mid = int(math.ceil(math.sqrt(lo * hi)))
-        if mid in (lo, hi):
-            break
-        lo, hi = (lo, mid) if fn(mid) <= alpha else (mid, hi)
-    return float(hi)
+    """Smallest n (to ``rel``) with fn(n) ≤ α, for a non-increasing fn; inf if none ≤ N_MAX
+    (:func:`privfair.formulas.n_for_alpha`)."""
+    return F.n_for_alpha(fn, alpha, n0, rel=rel, n_max=N_MAX)
 
 
 # ------------------------------------------------------------------------------ the report
@@ -408,21 +384,23 @@ def _built(build, data):
 
 
 def lower_bounds(K, privacy, alpha):
-    """[A] Thm 6.1 and 6.2 as orders with the constant 1 (n ≥ K/(εα), n ≥ √K/(εα))."""
+    """[A] Thm 6.1 and 6.2 as orders with the constant 1 (n ≥ K/(εα), n ≥ √K/(εα));
+    the formulas are ``privfair.formulas.a61_n0`` / ``a62_n0``."""
     import sympy as sp
 
     n, Ks, e, a = sp.symbols("n K epsilon alpha", positive=True)
+    sym = F.symbolic()
     eps = privacy.epsilon
-    pure = LowerBound("pure ε", "[A] Thm 6.1", K / (eps * alpha), privacy.delta == 0,
-                      sp.GreaterThan(n, Ks / (e * a)))
-    approx = LowerBound("(ε, δ), δ = o(1/n)", "[A] Thm 6.2", math.sqrt(K) / (eps * alpha),
-                        privacy.delta > 0, sp.GreaterThan(n, sp.sqrt(Ks) / (e * a)))
+    pure = LowerBound("pure ε", "[A] Thm 6.1", float(F.a61_n0(K, eps, alpha)), privacy.delta == 0,
+                      sp.GreaterThan(n, F.a61_n0(Ks, e, a, ops=sym)))
+    approx = LowerBound("(ε, δ), δ = o(1/n)", "[A] Thm 6.2", float(F.a62_n0(K, eps, alpha)),
+                        privacy.delta > 0, sp.GreaterThan(n, F.a62_n0(Ks, e, a, ops=sym)))
     return [pure, approx]
 
 
 def eo_comparison(problem, privacy, alpha):
     """[A] Cor 8.9 against [A] Cor C.2 ([J] Thm 4.4) for equalized odds: orders with constant 1
-    (Õ hides logs); the formulas are ``privfair.theorems.a89_n0`` / ``ac2_n0`` (one home).
+    (Õ hides logs); the formulas are ``privfair.formulas.a89_n0`` / ``ac2_n0`` (one home).
 
     VC: the decision set's ``vc_dimension``, else ⌈log₂|C|⌉ for a finite set; r from the declared
     (public) group-mass bound q: min q = α^{(1+r)/2}, r = max(0, 2 ln q/ln α − 1); r = 0 when no
@@ -434,20 +412,20 @@ def eo_comparison(problem, privacy, alpha):
 
     ctx = th.Context(problem, None, privacy, alpha, 0.05)
     ds = problem.rates.decisions
-    A, vc, r, q = th._eo_values(ctx)
+    A, vc, r, q = th.eo_values(ctx)
     if vc is None:
         return None
     vc_src = (f"{type(ds).__name__}.vc_dimension" if getattr(ds, "vc_dimension", None) is not None
               else "finite set: VC ≤ ⌈log₂|C|⌉")
     eps = privacy.epsilon
     a_s, v_s, e_s, al, r_s = sp.symbols("A VC epsilon alpha r", positive=True)
-    sym = th.symbolic()
+    sym = F.symbolic()
     return {"A": A, "VC": vc, "vc_source": vc_src, "q_min": q, "r": r,
-            "agarwal": th.a89_n0(A, vc, eps, alpha),
-            "agarwal_corrected": th.a89_n0(A, vc, eps, alpha, power=4),
-            "jagielski": th.ac2_n0(A, vc, r, eps, alpha),
-            "formula_A": th.a89_n0(a_s, v_s, e_s, al, ops=sym),
-            "formula_J": th.ac2_n0(a_s, v_s, r_s, e_s, al, ops=sym),
+            "agarwal": F.a89_n0(A, vc, eps, alpha),
+            "agarwal_corrected": F.a89_n0(A, vc, eps, alpha, power=4),
+            "jagielski": F.ac2_n0(A, vc, r, eps, alpha),
+            "formula_A": F.a89_n0(a_s, v_s, e_s, al, ops=sym),
+            "formula_J": F.ac2_n0(a_s, v_s, r_s, e_s, al, ops=sym),
             "note": "orders with constant 1; [J] needs min q_ay ≤ α^{(1+r)/2}; [A]'s α³ as "
                     "printed (α⁴ with Thm 5.5's explicit T)"}
 

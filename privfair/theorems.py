@@ -1,89 +1,32 @@
-"""Theorems as report entries, and the two namespaces their pure formulas are evaluated in.
+"""Theorems as report entries: preconditions checked against a problem, constants read from it.
 
 :data:`REGISTRY` maps a citation ("[A] Thm 5.5") to a builder ``fn(Context) -> TheoremEntry``;
-:func:`entries` evaluates them all for a report.
+:func:`entries` evaluates them all for a report.  The formulas themselves — one pure function
+per theorem, evaluated on floats or turned into sympy — live in :mod:`privfair.formulas`; an
+entry names its formula (``TheoremEntry.home``), evaluates it at the problem's constants
+(``value``, ``n_needed``) and prints it (``formula``).
 
-Namespaces: numbers (numpy) and sympy formulas.
-
-A theorem's bound is written once, as a function of its constants and an ``ops`` namespace;
-``NUMERIC`` evaluates it (plans, reports) and :func:`symbolic` turns the same function into a
-sympy expression (``Backend.formula``, report entries).  Sums over an iteration index are written
-``ops.sum(lambda t: ..., lo, hi)``: a vectorized numpy sum, or a ``sympy.Sum``.
+This module imports only :mod:`privfair.formulas`: it reads the problem, its Analysis and the
+plans it is given through their public attributes, and never imports a backend or the report.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
 import math
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-
-def _sum(f, lo, hi):
-    t = np.arange(lo, hi + 1, dtype=float)
-    return float(np.sum(f(t))) if t.size else 0.0
-
-
-NUMERIC = SimpleNamespace(
-    log=np.log, sqrt=np.sqrt, pi=math.pi, inf=math.inf, ceil=math.ceil,
-    min=lambda *a: functools.reduce(np.minimum, a),
-    max=lambda *a: functools.reduce(np.maximum, a),
-    sum=_sum,
-    where=lambda cond, a, b: a if cond else b,
-    symbolic=False)
-
-
-@functools.lru_cache(maxsize=1)
-def symbolic():
-    """The sympy namespace (imported lazily: sympy is slow to import)."""
-    import sympy as sp
-
-    t = sp.Symbol("t", integer=True, positive=True)
-    return SimpleNamespace(
-        log=sp.log, sqrt=sp.sqrt, pi=sp.pi, inf=sp.oo, ceil=sp.ceiling, min=sp.Min, max=sp.Max,
-        sum=lambda f, lo, hi: sp.Sum(f(t), (t, lo, hi)),
-        where=lambda cond, a, b: sp.Piecewise((a, cond), (b, True)),
-        symbolic=True)
-
-
-def formula(fn, values, standard=(), lhs="excess", integers=("T",), **fixed):
-    """``(sympy.Eq(lhs, fn(symbols)), values)``: ``fn(**kwargs, ops=...)`` with one positive
-    symbol per key of ``values`` and per name in ``standard`` (ε, δ, n, α, β: filled from the
-    plan or the report), and ``fixed`` passed through as Python values (structural choices)."""
-    import sympy as sp
-
-    syms = {k: sp.Symbol(k, integer=True, positive=True) if k in integers
-            else sp.Symbol(k, positive=True) for k in list(values) + list(standard)}
-    expr = fn(**syms, **fixed, ops=symbolic())
-    return sp.Eq(sp.Symbol(lhs), expr, evaluate=False), dict(values)
-
-
-def evaluate(eq, values, **standard) -> float:
-    """Substitute ``values`` and ``standard`` into a formula's right-hand side; a float."""
-    import sympy as sp
-
-    expr = eq.rhs if isinstance(eq, sp.Eq) else eq
-    subs = {**values, **standard}
-    free = sorted(expr.free_symbols, key=lambda s: s.name)
-    missing = [s.name for s in free if s.name not in subs]
-    if missing:
-        raise KeyError(f"no value for {missing}")
-    fn = sp.lambdify(free, expr, modules=["math", "mpmath"])
-    args = [int(subs[s.name]) if s.is_integer else float(subs[s.name]) for s in free]
-    return float(fn(*args))
-
+from . import formulas as F
+# re-exported for the backends that import them from here (their home is privfair.formulas)
+from .formulas import NUMERIC, evaluate, formula, symbolic  # noqa: F401
 
 # ================================================================================ theorem entries
-# Report entries for theorems whose bound is not the one a backend's plan evaluates.  Each entry
-# states its constants honestly: "explicit" where the proof gives them, "order, constant 1"
-# where the paper states O(·)/Õ(·) only.  Preconditions are checked against the Analysis
-# (applies / does not apply, with the reason).  Backend-implemented theorems keep their formula
-# with the backend (``backends.output_perturbation.
-# thm1_bound``, ``backends.dual_frank_wolfe.thm4_bound``); the others live here, each one pure
-# function used both numerically and by sympy.
-
-from dataclasses import dataclass, field  # noqa: E402
+# Report entries, one per theorem.  Each states its constants honestly: "explicit" where the
+# proof gives them, "order, constant 1" where the paper states O(·)/Õ(·) only.  Preconditions
+# are checked against the Analysis (applies / does not apply, with the reason).  The formula an
+# entry evaluates is the one in privfair.formulas (``home``), used both numerically and by sympy.
 
 EXPLICIT = "explicit (from the proof)"
 ORDER = "order, constant 1"
@@ -172,16 +115,12 @@ def _why(pairs):
 
 
 def _value(fn, values, std, **fixed):
-    import inspect
-
     names = inspect.signature(fn).parameters
     kw = {k: v for k, v in std.items() if k in names}
     return float(fn(**values, **kw, **fixed, ops=NUMERIC))
 
 
 def _entry_formula(fn, values, lhs, **fixed):
-    import inspect
-
     names = [k for k in inspect.signature(fn).parameters
              if k in ("epsilon", "delta", "n", "alpha", "beta")]
     return formula(fn, values, standard=names, lhs=lhs, **fixed)
@@ -201,99 +140,6 @@ def register(cite):
 def entries(ctx) -> list:
     """Every registered theorem's entry for this context, in registry order."""
     return [build(ctx) for build in REGISTRY.values()]
-
-
-# -------------------------------------------------------------------------- pure formulas
-def a52_n0(K, P, epsilon, alpha, ops=NUMERIC):
-    """[A] Thm 5.2: n₀ = O(K·P/(εα²)) (or Õ(K·VC/(εα²)) with P → VC); constant 1."""
-    return K * P / (epsilon * alpha ** 2)
-
-
-def a53_bound(D_1, P, n, epsilon, beta, ops=NUMERIC):
-    """[A] Cor 5.3 with θ = log(1/β) and Δ = D₁/n: 8Δ/ε·((P+1)·log 3 + θ), w.p. ≥ 1 − β."""
-    return 8 * D_1 / (n * epsilon) * ((P + 1) * ops.log(3) + ops.log(1 / beta))
-
-
-def a53_n0(D_1, P, epsilon, alpha, beta, ops=NUMERIC):
-    """n with :func:`a53_bound` = α."""
-    return 8 * D_1 / (alpha * epsilon) * ((P + 1) * ops.log(3) + ops.log(1 / beta))
-
-
-def a55_tau(K, G, alpha, ops=NUMERIC):
-    """[A] Thm 5.5: the oracle's additive error τ = α/(6K(1+G))."""
-    return alpha / (6 * K * (1 + G))
-
-
-def a55_T(K, G, alpha, ops=NUMERIC):
-    """[A] Thm 5.5: T ≥ 36(1+K)K²(1+G)²(3+α)²/α² oracle calls (before rounding up)."""
-    return 36 * (1 + K) * K ** 2 * (1 + G) ** 2 * (3 + alpha) ** 2 / alpha ** 2
-
-
-def a55_bound(K, G, T, alpha, ops=NUMERIC):
-    """[A] Thm 5.5: E h(ĉ) − h* ≤ 3K(1+G)((3+τ)√((1+K)/T) + τ), τ = :func:`a55_tau`."""
-    tau = a55_tau(K, G, alpha, ops)
-    return 3 * K * (1 + G) * ((3 + tau) * ops.sqrt((1 + K) / T) + tau)
-
-
-def cor_b5_iterations(K, beta_h, alpha, log=math.log):
-    """[A] Cor B.5: T ≥ (2Kβ_h/α)·log(2Kβ_h/α) makes Frank–Wolfe's bound ≤ α (before rounding up).
-
-    Here rather than with ``backends.frank_wolfe``: the compiler prescribes this T in
-    ``Analysis.iterations`` (core code does not import backends)."""
-    c = 2 * K * beta_h / alpha
-    return c * log(c)
-
-
-def a58_epsilon(T, epsilon, delta, ops=NUMERIC):
-    """[A] Lemma 5.8 (pure oracle, advanced composition): ε' = ε/(2√(2T·log(1/δ)))."""
-    return epsilon / (2 * ops.sqrt(2 * T * ops.log(1 / delta)))
-
-
-def a510_n0(K, P, tau, epsilon, theta, ops=NUMERIC):
-    """[A] Thm 5.10 (convex ℓ, non-negative weights): n₀ = 8√K/(ετ)·((P+1)·log 3 + log(1/θ))."""
-    return 8 * ops.sqrt(K) / (epsilon * tau) * ((P + 1) * ops.log(3) + ops.log(1 / theta))
-
-
-def a510_order(K, VC, tau, epsilon, theta, ops=NUMERIC):
-    """[A] Thm 5.10, other cases: Õ(√K/(ετ)·(VC + log(1/θ))), constant 1."""
-    return ops.sqrt(K) / (epsilon * tau) * (VC + ops.log(1 / theta))
-
-
-def a511_n0(K, P, G, T, epsilon, delta, alpha, ops=NUMERIC):
-    """[A] Cor 5.11 assembled from its proof's explicit pieces: Thm 5.10's n₀ per call at
-    ε' = :func:`a58_epsilon`, τ = :func:`a55_tau`, θ = 1/(10T) (union bound: 9/10 overall)."""
-    return a510_n0(K, P, a55_tau(K, G, alpha, ops), a58_epsilon(T, epsilon, delta, ops),
-                   1 / (10 * T), ops)
-
-
-def a511_order(K, VC, epsilon, alpha, ops=NUMERIC):
-    """[A] Cor 5.11 (non-convex case), with the corrected power of α: Õ(K⁴·VC/(εα⁴))."""
-    return K ** 4 * VC / (epsilon * alpha ** 4)
-
-
-def a89_n0(A, VC, epsilon, alpha, power=3, ops=NUMERIC):
-    """[A] Cor 8.9: Õ(|A|⁴·VC/(εα³)) as printed (``power`` = 4: with Thm 5.5's explicit T)."""
-    return A ** 4 * VC / (epsilon * alpha ** power)
-
-
-def ac2_n0(A, VC, r, epsilon, alpha, ops=NUMERIC):
-    """[A] Cor C.2 (from [J] Thm 4.4 with B = |A|, min q_ay = α^{(1+r)/2}): Õ(|A|³·VC/(εα^{3+r}))."""
-    return A ** 3 * VC / (epsilon * alpha ** (3 + r))
-
-
-def l34_bound(d_theta, k, l, n, epsilon, delta, ops=NUMERIC):
-    """[L] Thm 3.4: E‖∇FERMI(θ̂_T)‖² = O(√(max(d_θ, k·l)·ln(1/δ))/(εn)), constant 1."""
-    return ops.sqrt(ops.max(d_theta, k * l) * ops.log(1 / delta)) / (epsilon * n)
-
-
-def l34_n0(d_theta, k, l, epsilon, delta, alpha, ops=NUMERIC):
-    """n with :func:`l34_bound` = α."""
-    return ops.sqrt(ops.max(d_theta, k * l) * ops.log(1 / delta)) / (epsilon * alpha)
-
-
-def k1_n0(L, R_2, G_F, epsilon, delta, alpha, ops=NUMERIC):
-    """n with [K] Thm 1's L·R₂·G·√(log(1/δ)+ε)/(ε√n) = α."""
-    return (L * R_2 * G_F * ops.sqrt(ops.log(1 / delta) + epsilon) / (epsilon * alpha)) ** 2
 
 
 # -------------------------------------------------------------------------- entry builders
@@ -334,11 +180,11 @@ def _a52(ctx):
                      not reason, reason or ("convex ℓ, non-decreasing f, g: n₀ = O(K·P/(εα²))"
                                             if convex_branch else
                                             "general case: n₀ = Õ(K·VC/(εα²)) (P → VC)"),
-                     quantity="n₀", home="privfair.theorems.a52_n0")
+                     quantity="n₀", home="privfair.formulas.a52_n0")
     if size is not None and ctx.privacy.is_private:
         v = {"K": ctx.K, "P": size}
-        e.value = e.n_needed = _value(a52_n0, v, ctx.std)
-        e.formula = _entry_formula(a52_n0, v, "n_0")
+        e.value = e.n_needed = _value(F.a52_n0, v, ctx.std)
+        e.formula = _entry_formula(F.a52_n0, v, "n_0")
     return e
 
 
@@ -355,14 +201,14 @@ def _a53(ctx):
                      "(Bassily et al. 2014), excess of h w.p. ≥ 1 − β", EXPLICIT, not reason,
                      reason or "convex C_P, convex ℓ, convex non-decreasing h; Δ = Δh = D₁/n "
                      "(the compiler's bound), θ = log(1/β)",
-                     quantity="excess of h", home="privfair.theorems.a53_bound",
+                     quantity="excess of h", home="privfair.formulas.a53_bound",
                      correction="no privfair backend: an exact log-concave sampler is impractical "
                                 "for P ≫ 3 ([A] §5.1 uses Bassily et al.'s sampler)")
     if not reason and ctx.privacy.is_private:
         v = {"D_1": an.sensitivity_h * ctx.n, "P": ctx.decisions.P}
-        e.value = _value(a53_bound, v, ctx.std)
-        e.n_needed = _value(a53_n0, v, ctx.std)
-        e.formula = _entry_formula(a53_bound, v, "excess")
+        e.value = _value(F.a53_bound, v, ctx.std)
+        e.n_needed = _value(F.a53_n0, v, ctx.std)
+        e.formula = _entry_formula(F.a53_bound, v, "excess")
     return e
 
 
@@ -374,13 +220,13 @@ def _a55(ctx):
     e = TheoremEntry("[A] Thm 5.5", "LOPT reduction without privacy (Kakade et al. 2009): "
                      "E h − h* ≤ 3K(1+G)((3+τ)√((1+K)/T) + τ) ≤ α", EXPLICIT, not reason,
                      reason or "f, g convex and 1-Lipschitz; exact LOPT with additive error τ",
-                     quantity="T (oracle calls) for α", home="privfair.theorems.a55_T",
+                     quantity="T (oracle calls) for α", home="privfair.formulas.a55_T",
                      correction=ALPHA_POWER_NOTE)
     if math.isfinite(G):
         v = {"K": ctx.K, "G": G}
-        e.value = _value(a55_T, v, ctx.std)
+        e.value = _value(F.a55_T, v, ctx.std)
         e.T_needed = math.ceil(e.value)
-        e.formula = _entry_formula(a55_T, v, "T_0")
+        e.formula = _entry_formula(F.a55_T, v, "T_0")
     return e
 
 
@@ -395,13 +241,13 @@ def _a59(ctx):
                       "the oracle (Thm 5.10, Cor 5.11)")
                      + "; the privacy proof needs the weights r_t released, not read from the "
                        "data (docs/traps.md #4; backend 'lopt' does so)",
-                     quantity="ε' per oracle call", home="privfair.theorems.a58_epsilon",
+                     quantity="ε' per oracle call", home="privfair.formulas.a58_epsilon",
                      correction=ALPHA_POWER_NOTE)
     if math.isfinite(G) and ctx.privacy.delta > 0 and ctx.privacy.is_private:
-        T = math.ceil(a55_T(ctx.K, G, ctx.alpha))
+        T = math.ceil(F.a55_T(ctx.K, G, ctx.alpha))
         e.T_needed = T
-        e.value = _value(a58_epsilon, {"T": T}, ctx.std)
-        e.formula = _entry_formula(a58_epsilon, {"T": T}, "epsilon_prime")
+        e.value = _value(F.a58_epsilon, {"T": T}, ctx.std)
+        e.formula = _entry_formula(F.a58_epsilon, {"T": T}, "epsilon_prime")
     return e
 
 
@@ -418,11 +264,11 @@ def _a510(ctx):
                      reason or ("convex ℓ, non-negative weights (f, g non-decreasing)" if explicit
                                 else "general case: Õ(√K/(ετ)(VC + log 1/θ)) (constant 1)"),
                      quantity="n₀ for one oracle call",
-                     home="privfair.theorems.a510_n0" if explicit else
-                          "privfair.theorems.a510_order")
+                     home="privfair.formulas.a510_n0" if explicit else
+                          "privfair.formulas.a510_order")
     if not reason and ctx.privacy.is_private:
-        v = {"K": ctx.K, "tau": a55_tau(ctx.K, G, ctx.alpha), "theta": ctx.beta}
-        fn = a510_n0 if explicit else a510_order
+        v = {"K": ctx.K, "tau": F.a55_tau(ctx.K, G, ctx.alpha), "theta": ctx.beta}
+        fn = F.a510_n0 if explicit else F.a510_order
         v.update({"P": ctx.decisions.P} if explicit else {"VC": vc})
         e.value = e.n_needed = _value(fn, v, ctx.std)
         e.formula = _entry_formula(fn, v, "n_0")
@@ -444,15 +290,15 @@ def _a511(ctx):
                          "(Thm 5.5), θ = 1/(10T)" if explicit else
                          "general case, order Õ(K⁴·VC/(εα⁴)) with constant 1"),
                      quantity="n₀", correction=ALPHA_POWER_NOTE,
-                     home="privfair.theorems.a511_n0" if explicit else
-                          "privfair.theorems.a511_order")
+                     home="privfair.formulas.a511_n0" if explicit else
+                          "privfair.formulas.a511_order")
     if math.isfinite(G) and ctx.privacy.delta > 0 and ctx.privacy.is_private and (explicit or vc):
         if explicit:
-            T = math.ceil(a55_T(ctx.K, G, ctx.alpha))
-            v, fn = {"K": ctx.K, "P": ctx.decisions.P, "G": G, "T": T}, a511_n0
+            T = math.ceil(F.a55_T(ctx.K, G, ctx.alpha))
+            v, fn = {"K": ctx.K, "P": ctx.decisions.P, "G": G, "T": T}, F.a511_n0
             e.T_needed = T
         else:
-            v, fn = {"K": ctx.K, "VC": vc}, a511_order
+            v, fn = {"K": ctx.K, "VC": vc}, F.a511_order
         e.value = e.n_needed = _value(fn, v, ctx.std)
         e.formula = _entry_formula(fn, v, "n_0")
     return e
@@ -465,23 +311,19 @@ def _ab5(ctx):
     e = TheoremEntry("[A] Cor B.5", "Frank–Wolfe with an exact LMO (no privacy): E h − h* ≤ "
                      "2Kβ_h·log T/T", EXPLICIT, not reason,
                      reason or "f, g convex and smooth; exact linear optimization oracle",
-                     quantity="T for α", home="privfair.theorems.cor_b5_iterations",
+                     quantity="T for α", home="privfair.formulas.ab5_T",
                      correction="β_h of the softplus-smoothed penalty h_smooth in place of "
                                 "β_f + G·β_g: max(0, g) is not smooth (docs/traps.md #6); "
                                 "backend 'frank_wolfe' uses the tighter (★) of its docstring")
     if beta_h is not None and beta_h > 0:
         v = {"K": ctx.K, "beta_h": beta_h}
-
-        def T0(K, beta_h, alpha, ops):
-            return cor_b5_iterations(K, beta_h, alpha, log=ops.log)
-
-        e.value = _value(T0, v, ctx.std)
+        e.value = _value(F.ab5_T, v, ctx.std)
         e.T_needed = math.ceil(e.value)
-        e.formula = _entry_formula(T0, v, "T_0")
+        e.formula = _entry_formula(F.ab5_T, v, "T_0")
     return e
 
 
-def _eo_values(ctx):
+def eo_values(ctx):
     """(|A|, VC, r, q) for the equalized-odds orders; r from the public group-mass bound."""
     rates = ctx.problem.rates
     q = rates.group_mass_bound
@@ -492,43 +334,41 @@ def _eo_values(ctx):
 
 @register("[A] Cor 8.9")
 def _a89(ctx):
-    A, vc, _, _ = _eo_values(ctx)
+    A, vc, _, _ = eo_values(ctx)
     L = getattr(ctx.problem.rates, "L", 2)
     reason = _why([(vc is not None, "the decision set declares no VC dimension"),
                    (L == 2, f"needs binary labels (got {L})")])
     e = TheoremEntry("[A] Cor 8.9", "equalized odds via LOPT (K = 3|A|), n₀ as printed", ORDER,
                      not reason, reason or "binary labels, finite VC; privfair does not check "
                      "that g is the smoothed equalized-odds constraint", quantity="n₀",
-                     home="privfair.theorems.a89_n0",
+                     home="privfair.formulas.a89_n0",
                      correction="with Thm 5.5's explicit T the power of α is 4, not 3: "
                                 "Õ(|A|⁴·VC/(εα⁴))")
     if vc is not None and ctx.privacy.is_private:
         v = {"A": A, "VC": vc}
-        e.value = e.n_needed = _value(a89_n0, v, ctx.std)
-        e.formula = _entry_formula(a89_n0, v, "n_0")
+        e.value = e.n_needed = _value(F.a89_n0, v, ctx.std)
+        e.formula = _entry_formula(F.a89_n0, v, "n_0")
     return e
 
 
 @register("[A] Cor C.2")
 def _ac2(ctx):
-    A, vc, r, q = _eo_values(ctx)
+    A, vc, r, q = eo_values(ctx)
     reason = _why([_approx(ctx), (vc is not None, "the decision set declares no VC dimension"),
                    (q is not None, "needs a public bound on min q_ay (r = 0 used)")])
     e = TheoremEntry("[A] Cor C.2", "[J] Thm 4.4 (DP-oracle-learner, B = |A|) solved for n with "
                      "min q_ay = α^{(1+r)/2}", ORDER, not reason,
                      reason or f"r = {r:.3g} from the declared q = {q:.3g}", quantity="n₀",
-                     home="privfair.theorems.ac2_n0")
+                     home="privfair.formulas.ac2_n0")
     if vc is not None and ctx.privacy.is_private:
         v = {"A": A, "VC": vc, "r": r}
-        e.value = e.n_needed = _value(ac2_n0, v, ctx.std)
-        e.formula = _entry_formula(ac2_n0, v, "n_0")
+        e.value = e.n_needed = _value(F.ac2_n0, v, ctx.std)
+        e.formula = _entry_formula(F.ac2_n0, v, "n_0")
     return e
 
 
 @register("[K] Thm 1")
 def _k1(ctx):
-    from privfair.backends.output_perturbation import thm1_bound
-
     plan = ctx.plans.get("output_perturbation")
     v = plan.params.get("thm1_values") if plan is not None else None
     reason = _why([_approx(ctx), (plan is not None, "backend 'output_perturbation' refuses: "
@@ -536,20 +376,18 @@ def _k1(ctx):
                    (plan is None or v is not None, "the plan has no unconstrained ERM bound")])
     e = TheoremEntry("[K] Thm 1", "output perturbation with a sparsity norm at λ = L·R₂·√n/G",
                      ORDER, not reason, reason or "ζ = ω·L·‖u‖ for L·R₂; G = G_|P|(F)",
-                     quantity="excess of J", home="backends.output_perturbation.thm1_bound",
+                     quantity="excess of J", home="privfair.formulas.k1_bound",
                      correction="the plan's own bound is [K] Lemma 1 with explicit constants "
                                 "and an explicit ℓ2 term Λ (the trap of [K] Thm 1)")
     if not reason:
-        e.value = _value(thm1_bound, v, ctx.std)
-        e.n_needed = _value(k1_n0, v, ctx.std)
-        e.formula = _entry_formula(thm1_bound, v, "excess")
+        e.value = _value(F.k1_bound, v, ctx.std)
+        e.n_needed = _value(F.k1_n0, v, ctx.std)
+        e.formula = _entry_formula(F.k1_bound, v, "excess")
     return e
 
 
 @register("[K] Thm 4")
 def _k4(ctx):
-    from privfair.backends.dual_frank_wolfe import thm4_bound
-
     plan = ctx.plans.get("dual_frank_wolfe")
     v = plan.params.get("thm4_values") if plan is not None else None
     reason = _why([_approx(ctx), (plan is not None, "backend 'dual_frank_wolfe' refuses: "
@@ -558,16 +396,13 @@ def _k4(ctx):
     e = TheoremEntry("[K] Thm 4", "private dual Frank–Wolfe at T = Γ^{4/3}(nε)^{2/3}/(L·G_K)^{2/3}, "
                      "all of ε on the selections", ORDER, not reason,
                      reason or "L = r₂, Γ = λ'·diam, G_K = λ'·G_|P|(F)", quantity="excess of the dual",
-                     home="backends.dual_frank_wolfe.thm4_bound")
+                     home="privfair.formulas.k4_bound")
     if not reason:
         v = {k: x for k, x in v.items() if k != "delta_K"}
-
-        def k4(L, Gamma, G_K, log_S, n, epsilon, delta, ops):
-            return thm4_bound(L, Gamma, G_K, n, epsilon, delta, log_S, ops)
-
-        e.value = _value(k4, v, ctx.std)
-        e.formula = _entry_formula(k4, v, "excess")
-        e.n_needed = _bisect(lambda m: _value(k4, v, {**ctx.std, "n": m}), ctx.alpha, ctx.n)
+        e.value = _value(F.k4_bound, v, ctx.std)
+        e.formula = _entry_formula(F.k4_bound, v, "excess")
+        e.n_needed = F.n_for_alpha(lambda m: _value(F.k4_bound, v, {**ctx.std, "n": m}),
+                                   ctx.alpha, ctx.n)
     return e
 
 
@@ -583,13 +418,13 @@ def _l34(ctx):
                      "excess risk)", ORDER, not reason,
                      reason or "smooth Lipschitz loss and F; W a large enough ball; D, λ, ρ, "
                                "Lipschitz and smoothness constants treated as constants",
-                     quantity="E‖∇FERMI‖²", home="privfair.theorems.l34_bound")
+                     quantity="E‖∇FERMI‖²", home="privfair.formulas.l34_bound")
     P = getattr(ctx.decisions, "P", None)
     if P is not None and ctx.privacy.delta > 0 and ctx.privacy.is_private:
         v = {"d_theta": P, "k": len(rates.groups), "l": rates.L}
-        e.value = _value(l34_bound, v, ctx.std)
-        e.n_needed = _value(l34_n0, v, ctx.std)
-        e.formula = _entry_formula(l34_bound, v, "grad_sq")
+        e.value = _value(F.l34_bound, v, ctx.std)
+        e.n_needed = _value(F.l34_n0, v, ctx.std)
+        e.formula = _entry_formula(F.l34_bound, v, "grad_sq")
     return e
 
 
@@ -611,9 +446,3 @@ def _tied(cite, backend, what):
 _tied("[A] Thm 3.6", "exponential", "exponential mechanism over a finite C (McSherry–Talwar)")
 _tied("[J] Thm 3.1", "postprocessing", "DP post-processing (Laplace counts + Hardt et al.'s LP)")
 _tied("[J] Thm 4.4", "oracle_learner", "DP-oracle-learner (private Lagrangian game)")
-
-
-def _bisect(fn, alpha, n0):
-    from privfair.report import n_needed
-
-    return n_needed(fn, alpha, n0)
