@@ -27,6 +27,10 @@ __all__ = [
     "BackendRefusedError",
     "BudgetExceededError",
     "PrivateFailureError",
+    "ResultStatusWarning",
+    "UncertifiedConstraintWarning",
+    "FallbackWarning",
+    "UncheckedResultWarning",
 ]
 
 
@@ -104,3 +108,25 @@ class PrivateFailureError(PrivfairError, RuntimeError):
     because it may carry values computed from the private rows.  The original exception's type
     is named; set the environment variable ``PRIVFAIR_UNSAFE_DEBUG=1`` to chain the original
     exception for debugging — its message is then *not* covered by the certificate."""
+
+
+class ResultStatusWarning(UserWarning):
+    """Base of the warnings about a solve's ``Result.status`` (anything but ``"certified"``):
+    filter this class to silence them all (docs/trust.md)."""
+
+
+class UncertifiedConstraintWarning(ResultStatusWarning):
+    """A constraint is not certified on the held-out rows: its upper confidence bound exceeds
+    the level plus the tolerance (``Result.status`` names the level, ``Result.holdout`` the
+    estimate and the bound).  The rule may still meet it; the held-out data cannot show it."""
+
+
+class FallbackWarning(ResultStatusWarning):
+    """The held-out comparison found the trained rule worse than the best constant rule, so the
+    constant rule was returned instead (``Result.status == "fallback: constant rule"``; the
+    trained rule is ``Result.holdout.trained``)."""
+
+
+class UncheckedResultWarning(ResultStatusWarning):
+    """No held-out check was made (``holdout=0``, or too few rows to hold out): nothing says
+    whether the constraints hold on new data or whether the rule beats a constant."""

@@ -200,19 +200,84 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
 
     ``progress``: True (a bar on long steps when stderr is a terminal), "always" or False —
     :mod:`privfair._progress`."""
+    from .holdout import HoldoutOptions
+
     if device not in ("cpu", "cuda", "torch"):
         raise InvalidInputError("device", device, "choose 'cpu' (numpy), 'cuda' (torch on GPU) or "
                                 "'torch' (torch on CPU)")
     progress = check_progress(progress)
+    options = dict(options)
+    holdout = HoldoutOptions.from_options(options)     # typed refusals before anything is drawn
+    warn = options.pop("_warn_status", True)           # the estimator re-emits them itself
     with default_progress(progress):       # plan-time work (Gaussian widths) reads it too
-        return _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options)
+        result = _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options,
+                        holdout)
+    if warn:
+        warn_status(result, stacklevel=3)
+    return result
 
 
-def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options):
+def warn_status(result, stacklevel: int = 2) -> None:
+    """The warning of ``result.status`` (none when it is "certified"): see docs/trust.md."""
+    import warnings
+
+    from .errors import FallbackWarning, UncertifiedConstraintWarning, UncheckedResultWarning
+
+    status = getattr(result, "status", "certified")
+    if status == "certified":
+        return
+    if status.startswith("fallback"):
+        chk = result.holdout
+        cls, msg = FallbackWarning, (
+            f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's error "
+            f"(estimated {chk.error:.3f}) exceeds the best constant rule's ({chk.constant_error:.3f}"
+            f", always {chk.constant_label!r}), so the constant rule is returned; the trained "
+            "rule is result.holdout.trained")
+    elif status.startswith("not checked"):
+        cls, msg = UncheckedResultWarning, (
+            f"privfair: {status}; nothing says whether the constraints hold on new data (pass "
+            "holdout=0.2 with enough rows, or check result.metrics on held-out data)")
+    else:
+        bad = [c for c in result.holdout.constraints if not c.certified]
+        detail = "; ".join(f"{c.constraint}: held-out estimate {c.estimate:.4f}, "
+                           f"{result.holdout.confidence:.0%} upper bound {c.upper:.4f} > "
+                           f"{c.level:g} + tolerance {result.holdout.tolerance:g}" for c in bad)
+        cls, msg = UncertifiedConstraintWarning, f"privfair: {status} ({detail})"
+    warnings.warn(msg, cls, stacklevel=stacklevel + 1)
+
+
+def _training_part(problem, data):
+    """``problem`` with ℓ on ``data`` (the training rows): the same decision set, surrogate and
+    group-mass bound; the expressions keep their coordinates (ℓ's layout depends on the schema
+    only), as :meth:`privfair.Problem.with_group_mass` does."""
+    import copy
+
+    from .stats import Rates
+
+    r = problem.rates
+    new = copy.copy(problem)
+    new.rates = Rates(r.decisions, data, r.surrogate, r.group_mass_bound,
+                      feature_bound=r.feature_bound, group_mass_source=r.group_mass_source)
+    return new
+
+
+def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options,
+           holdout=None):
     from privfair.backends import get
 
+    from .holdout import HoldoutOptions, split
     from .privacy import Accountant, BudgetFilter, Certificate
     from .privacy.randomness import as_source
+
+    holdout = HoldoutOptions() if holdout is None else holdout
+    rng = as_source(seed)
+    data = problem.rates.data
+    # the partition depends on n and the options (public) and on the run's randomness only
+    m, why = holdout.held_out_rows(data.n)
+    held = None
+    if m:
+        train_rows, held_rows = split(data.n, m, rng)
+        problem, held = _training_part(problem, data.take(train_rows)), data.take(held_rows)
 
     plans = plan(problem, privacy, backend=backend, alpha=alpha, **options)
     if plans.chosen is None:
@@ -220,14 +285,13 @@ def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, opt
         raise BackendRefusedError("backend", backend, f"no backend accepts this problem — {reasons}")
     chosen = plans.chosen
     b = get(chosen.backend)
-    rng = as_source(seed)
 
     if not privacy.is_private:
         ref = _note_unused(_plan_one(b, problem, plans.analysis, privacy,
                                      _options_for(b, options)), b, options)
         result = b.run(ref, rng=rng, accountant=None, device=device, progress=progress)
         result.certificate = Certificate.non_private(privacy.protect)
-        return result
+        return _checked(problem, result, held, privacy, holdout, rng, why)
 
     if budget is None:
         budget = BudgetFilter(privacy.epsilon, privacy.delta, name="this solve")
@@ -242,7 +306,55 @@ def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, opt
     except Exception as err:  # noqa: BLE001 - an untyped failure: charged, its message withheld
         raise _withheld(err, chosen.backend, privacy) from (
             err if os.environ.get("PRIVFAIR_UNSAFE_DEBUG") == "1" else None)
+    try:
+        return _checked(problem, result, held, privacy, holdout, rng, why)
+    except PrivfairError:
+        raise
+    except Exception as err:  # noqa: BLE001 - after releases: its message may carry private values
+        raise _withheld(err, chosen.backend, privacy) from (
+            err if os.environ.get("PRIVFAIR_UNSAFE_DEBUG") == "1" else None)
+
+
+def _checked(problem, result, held, privacy, holdout, rng, why):
+    """The held-out check (:mod:`privfair.holdout`): set ``result.status`` and
+    ``result.holdout``, replace the rule by the best constant one when it is worse, and state
+    the parallel composition on the certificate."""
+    from dataclasses import replace as _replace
+
+    from .holdout import check, constant_result, status_of
+
+    if held is None:
+        result.status, result.holdout = f"not checked: {why}", None
+        return result
+    cert = result.certificate
+    eps = cert.epsilon if privacy.is_private else float("inf")
+    if privacy.is_private and not eps > 0:
+        result.status, result.holdout = "not checked: the training released nothing", None
+        return result
+    chk = check(problem, result, held, epsilon=eps, options=holdout, rng=rng,
+                relation=privacy.protect, n_train=problem.rates.data.n)
+    n, m = problem.rates.data.n + held.n, held.n
+    if privacy.is_private:
+        note = (f"held-out check: {m} of {n} rows ({m / n:.0%}, a public random partition drawn "
+                "independently of the data) were held out from training; on them one release — "
+                f"Laplace(b = 2/ε_c) on the {chk.certificate.releases[0].dimension} soft "
+                f"confusion counts, ℓ1 sensitivity 2 — is (ε_c = {_fmt(chk.epsilon)}, 0)-DP "
+                "(result.holdout.certificate).  A row is in exactly one part, so by parallel "
+                "composition the whole output is (max(ε, ε_c), δ) = the (ε, δ) above "
+                "(docs/trust.md)")
+    else:
+        note = f"held-out check: {m} of {n} rows held out from training, measured exactly"
+    result.certificate = _replace(cert, notes=tuple(cert.notes) + (note,))
+    if chk.fallback:
+        chk.trained = result
+        result = constant_result(result, chk._constant_code)
+        result.certificate = chk.trained.certificate
+    result.holdout, result.status = chk, status_of(chk)
     return result
+
+
+def _fmt(x) -> str:
+    return f"{x:.4g}"
 
 
 def _withheld(err, backend, privacy):

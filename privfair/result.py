@@ -13,9 +13,21 @@ class Result:
 
     A result is a *randomized classifier*: decisions c_1..c_m of the problem's decision set
     with mixture weights w (a single decision has weight 1).  ``predict_proba`` is the expected
-    prediction Σ w_j c_j(x) (the probability of the positive class, ``labels[1]``); ``predict``
-    thresholds it at 1/2; ``sample`` draws one decision per row, as the randomized classifier
-    the theorems speak of.
+    prediction Σ w_j c_j(x) (the probability of the positive class, ``labels[1]``); ``sample``
+    draws one decision per row afresh from ``rng``, as the randomized classifier the theorems
+    speak of.
+
+    ``predict`` draws from the randomized classifier (as fairlearn's reductions do): row x gets
+    the positive class when u(x) < P(ŷ = 1 | x), where u(x) ∈ [0, 1) is a pseudo-random function
+    of a key and of x's features — one realization of the randomized rule, so the same row gets
+    the same prediction in every call, batch and order (``random_state=`` picks the key; by
+    default one drawn once per result).  The fairness constraints speak of this randomized
+    rule; ``predict(X, randomized=False)`` thresholds the expected prediction at 1/2 instead,
+    which can violate them (issue #18: EO 0.13–0.18 where 0.03 was asked).
+
+    ``status`` says what the held-out check found (``"certified"``, ``"constraint not
+    certified at level c"``, ``"fallback: constant rule"`` or ``"not checked: <why>"``) and
+    ``holdout`` holds its numbers (:class:`privfair.holdout.HoldoutCheck`; docs/trust.md).
 
     ``predict`` and ``sample`` return the training data's own labels (``labels``: the
     Dataset's ``label_values``, e.g. ``"approved"``/``"denied"`` or ``1``/``2``);
@@ -44,6 +56,11 @@ class Result:
     labels : list
         The label value of every code 0..L−1 (public schema: the declared labels of the data
         the problem was solved on; codes ``0..L−1`` themselves when unknown).
+    status : str
+        What the held-out check found (see above); ``"not checked: ..."`` for a result built
+        outside a solve.
+    holdout : privfair.holdout.HoldoutCheck or None
+        The held-out check's estimates, bounds and certificate (None when none was made).
     """
 
     def __init__(self, backend, decisions, weights, decision_set, *, certificate=None, plan=None,
@@ -61,6 +78,8 @@ class Result:
         self.trace = list(trace or [])
         self.info = dict(info or {})
         self._labels = None if labels is None else list(labels)
+        self.status = "not checked: built outside a solve"
+        self.holdout = None
 
     def _known_labels(self):
         """The training data's labels (code order), or None when this result does not know
@@ -144,19 +163,53 @@ class Result:
         # that a certain prediction reads as a probability
         return np.clip(out, 0.0, 1.0)
 
-    def predict(self, X, sensitive=None) -> np.ndarray:
-        """Deterministic prediction, as the data's labels (``labels``): the positive class
-        ``labels[1]`` where the expected prediction is ≥ 1/2, else ``labels[0]`` (multi-class:
-        the most probable class).  :meth:`predict_codes` gives the codes 0..L−1."""
-        return self._to_labels(self.predict_codes(X, sensitive))
+    def predict(self, X, sensitive=None, *, random_state=None, randomized=True) -> np.ndarray:
+        """Predictions of the randomized classifier, as the data's labels (``labels``).
 
-    def predict_codes(self, X, sensitive=None) -> np.ndarray:
-        """Deterministic prediction as label codes 0..L−1 (as ``Dataset.y``): 1 where the
-        expected prediction is ≥ 1/2 (multi-class: the most probable class)."""
+        Parameters
+        ----------
+        X : array of shape (n, d)
+        sensitive : array, optional
+            The sensitive attribute, for rules that read it (``PostProcessed``).
+        random_state : None, int or numpy.random.Generator
+            The key of the pseudo-random coins u(x): each row's prediction is the positive
+            class when u(x) < P(ŷ = 1 | x) (multi-class: the class whose cumulative
+            probability first exceeds u(x)).  None: this result's own key, drawn once from the
+            operating system, so repeated calls agree.  Coins depend on the key and the row
+            only, so a prediction does not change with the batch or the order of the rows.
+        randomized : bool, default True
+            False: the deterministic threshold of the expected prediction at 1/2 (multi-class:
+            the most probable class).  **This voids the fairness guarantee**: the constraints
+            hold for the randomized rule, and its thresholded version can violate them by far
+            (issue #18 measured EO 0.13–0.18 where 0.03 was asked).
+
+        :meth:`predict_codes` gives the codes 0..L−1."""
+        return self._to_labels(self.predict_codes(X, sensitive, random_state=random_state,
+                                                  randomized=randomized))
+
+    def predict_codes(self, X, sensitive=None, *, random_state=None,
+                      randomized=True) -> np.ndarray:
+        """:meth:`predict` as label codes 0..L−1 (as ``Dataset.y``)."""
         p = self.predict_proba(X, sensitive)
+        if not randomized:
+            if p.ndim == 2:
+                return np.argmax(p, axis=1).astype(np.int64)
+            return (p >= 0.5).astype(np.int64)
+        u = row_coins(self._check_X(X), self._coin_key(random_state))
         if p.ndim == 2:
-            return np.argmax(p, axis=1).astype(np.int64)
-        return (p >= 0.5).astype(np.int64)
+            return np.minimum((np.cumsum(p, axis=1) <= u[:, None]).sum(axis=1),
+                              p.shape[1] - 1).astype(np.int64)
+        return (u < p).astype(np.int64)
+
+    def _coin_key(self, random_state) -> int:
+        if random_state is None:
+            key = getattr(self, "_predict_key", None)
+            if key is None:
+                import secrets
+
+                key = self._predict_key = secrets.randbits(64)
+            return key
+        return coin_key(random_state)
 
     def sample(self, X, rng=None, sensitive=None) -> np.ndarray:
         """Randomized prediction, as the data's labels: each row draws its own decision (and
@@ -232,7 +285,42 @@ class Result:
     def __repr__(self):
         eps = getattr(self.certificate, "epsilon", None)
         return (f"Result(backend={self.backend!r}, {len(self.decisions)} decision(s), "
-                f"ε={eps})")
+                f"ε={eps}, status={getattr(self, 'status', None)!r})")
+
+
+def coin_key(random_state) -> int:
+    """A 64-bit key from an int seed or a numpy Generator (typed error otherwise)."""
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63))
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool) \
+            and random_state >= 0:
+        return int(np.random.SeedSequence(int(random_state)).generate_state(1, np.uint64)[0])
+    raise InvalidInputError("random_state", random_state, "pass None, a non-negative int seed "
+                            "or a numpy.random.Generator")
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z):
+    """splitmix64's finalizer on a uint64 array (a bijection with good avalanche)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def row_coins(X, key: int) -> np.ndarray:
+    """u(x) ∈ [0, 1) per row: a pseudo-random function of ``key`` and the row's float64 bits
+    (splitmix64 chained over the columns), so a row gets the same coin in any batch."""
+    rows = np.ascontiguousarray(X, dtype=np.float64)
+    rows = np.where(rows == 0.0, 0.0, rows)           # -0.0 and 0.0 are the same feature
+    words = rows.view(np.uint64).reshape(rows.shape)
+    with np.errstate(over="ignore"):
+        h = np.full(len(rows), np.uint64(key), dtype=np.uint64)
+        h = _mix(h + _GOLDEN)
+        for j in range(rows.shape[1]):
+            h = _mix(h + _GOLDEN + words[:, j])
+    return (h >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 def _check_dataset(data):
