@@ -319,6 +319,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         est = float(g.value(ell))
         dev = np.maximum(ell - lo, hi - ell)
         upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
+        upper = min(upper, float(g.range()[1]))        # g's own range on the box is sound too
         checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
                                       upper <= options.tolerance))
 

@@ -60,9 +60,18 @@ Design
   under ``protect="row"`` it is private at ``epsilon``.  The fallback exists so that the estimator
   works in generic scikit-learn tooling (``check_estimator``, pipelines that cannot route
   ``sensitive_features``); it is not a fair fit.
-* The fitted classifier is randomized (a mixture of rules): ``predict_proba[:, 1]`` is its
-  expected prediction, ``predict`` thresholds it at 1/2; ``result_.sample`` draws the randomized
-  predictions the fairness guarantees speak of.
+* The fitted classifier is randomized (a mixture of rules): ``predict_proba`` gives its
+  expected prediction, and ``predict`` draws from it — the randomized predictions the fairness
+  guarantees speak of (as fairlearn's reductions do), with per-row pseudo-random coins keyed by
+  ``random_state`` (default: ``seed``), so a row gets the same prediction in every call and
+  batch.  ``predict(X, randomized=False)`` thresholds the expected prediction at 1/2, which
+  voids the fairness guarantee.
+* Every fit is checked out of sample (docs/trust.md): ``holdout`` of the rows are held out of
+  training and, privately, the released rule's error and constraint are estimated on them with
+  a confidence bound; ``status_`` is ``"certified"``, ``"constraint not certified at level c"``,
+  ``"fallback: constant rule"`` (the rule was worse than always predicting one class, which is
+  then returned) or ``"not checked: <why>"``, and ``fit`` warns (a
+  :class:`privfair.errors.ResultStatusWarning`) unless it is ``"certified"``.
 """
 
 from __future__ import annotations
@@ -268,6 +277,14 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         ``classes[1]``); every y must be one of them, and y may hold only one of them.
         ``None``: ``np.unique(y)``, which must have two values (warns under ``protect="row"``
         with a finite ε, where y is private: :class:`UndeclaredClassesWarning`).
+    pos_label : label or None, default None
+        The positive class (the one fpr, tpr and selection rates count, and
+        ``predict_proba[:, list(classes_).index(pos_label)]``): one of ``classes`` (or of the
+        labels in y).  ``None``: ``classes[1]``, or the larger of ``np.unique(y)``.  It maps to
+        :class:`privfair.Dataset`'s ``pos_label``; ``classes_`` keeps its order.
+    holdout : float, default 0.2
+        The fraction of rows held out of training for the out-of-sample check
+        (:mod:`privfair.holdout`; 0 turns it off; fewer than 200 held-out rows: no check).
     budget : privfair.BudgetFilter or None, default None
         The running budget of the training rows, shared by every fit on them: each private fit
         reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
@@ -291,14 +308,19 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     result_ : privfair.Result -- the fitted (randomized) decision
     certificate_ : privfair.privacy.Certificate -- the privacy proof of the fit
     backend_ : str -- the backend that ran
+    pos_label_ : the positive class
+    status_ : str -- the held-out check's verdict (``result_.status``; docs/trust.md)
     """
 
     def __init__(self, constraint="equalized_odds", level=0.03, epsilon=1.0, delta=None,
                  protect="sensitive", backend="auto", decision_set="cells", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
-                 seed=None, groups=None, classes=None, budget=None):
+                 seed=None, groups=None, classes=None, budget=None, pos_label=None,
+                 holdout=0.2):
         self.groups = groups
         self.classes = classes
+        self.pos_label = pos_label
+        self.holdout = holdout
         self.budget = budget
         self.constraint = constraint
         self.level = level
@@ -347,6 +369,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 "spend from the original, so it may not fit; fit in the process that holds the "
                 "budget (n_jobs=None, or joblib.parallel_backend('threading')), or "
                 "set_params(budget=...) again")
+        if (isinstance(self.holdout, bool) or not isinstance(self.holdout, (int, float))
+                or not 0 <= self.holdout < 1):
+            raise InvalidInputError("holdout", self.holdout, "pass the fraction of rows held out "
+                                    "for the out-of-sample check, in [0, 1), e.g. 0.2")
         if self.budget is not None and not callable(getattr(self.budget, "reserve", None)):
             raise InvalidInputError("budget", self.budget, "pass a pf.BudgetFilter(total_epsilon, "
                                     "total_delta) shared by every fit on these rows, or None")
@@ -477,10 +503,20 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                               f"{classes.tolist()!r})", UndeclaredClassesWarning,
                               stacklevel=2)
         self.classes_ = classes
-        y01 = (y == classes[1]).astype(np.int64)
-        # the dataset's labels are the classes (code 1 = classes_[1]), so result_.predict and
-        # result_.sample speak them too
-        labels = list(classes)
+        if self.pos_label is None:
+            pos_index = 1
+        else:
+            hits = [i for i, c in enumerate(classes.tolist()) if c == self.pos_label]
+            if not hits:
+                raise InvalidInputError("pos_label", self.pos_label,
+                                        f"choose one of the classes {classes.tolist()}")
+            pos_index = hits[0]
+        self._pos_index = pos_index
+        self.pos_label_ = classes[pos_index]
+        y01 = (y == classes[pos_index]).astype(np.int64)
+        # the dataset's labels are [negative, positive] (code 1 = the positive class), so
+        # result_.predict and result_.sample speak them too
+        labels = [classes[1 - pos_index], classes[pos_index]]
         y_lab = np.empty(len(y01), dtype=object)
         y_lab[:] = [labels[k] for k in y01]
         names = getattr(self, "feature_names_in_", None)
@@ -495,12 +531,13 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                           "sensitive_features=... for a private fair fit",
                           NoSensitiveFeaturesWarning, stacklevel=2)
             data = pf.Dataset(X, y_lab, np.full(n, "all", dtype=object), labels=labels,
-                              feature_names=names, group_names=["all"])
+                              pos_label=labels[1], feature_names=names, group_names=["all"])
         else:
             declared = None if self.groups is None else list(self.groups)
             try:
                 data = pf.Dataset(X, y_lab, sensitive_features, labels=labels,
-                                  feature_names=names, group_names=declared)
+                                  pos_label=labels[1], feature_names=names,
+                                  group_names=declared)
             except DataError as err:
                 if declared is None or err.field != "sensitive":
                     raise
@@ -574,7 +611,13 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 "(earlier fits on these rows — e.g. a GridSearchCV's candidates and folds — "
                 "used the rest)")
         result = problem.solve(privacy, backend=self.backend, seed=self.seed, progress=False,
-                               alpha=float(self.alpha), budget=budget)
+                               alpha=float(self.alpha), budget=budget,
+                               holdout=float(self.holdout), _warn_status=False)
+        # the status warning points at the caller's fit (the solve's own would point here,
+        # and Python's default filter would show it once per process)
+        from privfair.planner import warn_status
+
+        warn_status(result, stacklevel=2)
         if result.info.get("note") and "constant rule" in result.info["note"]:
             # a constant classifier scores the base rate: say so where a user looks, not only in
             # result_.info (cross-validation would otherwise average it in silently)
@@ -583,6 +626,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         self.result_ = result
         self.certificate_ = result.certificate
         self.backend_ = result.backend
+        self.status_ = result.status
         return self
 
     # ------------------------------------------------------------------ predict
@@ -594,9 +638,34 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """``[P(ŷ = classes_[0]), P(ŷ = classes_[1])]`` of the randomized classifier, (n, 2)."""
         p = self._expected(X)
-        return np.column_stack([1.0 - p, p])
+        out = np.column_stack([1.0 - p, p])
+        return out if self._positive() == 1 else out[:, ::-1]
 
-    def predict(self, X):
-        """``classes_[1]`` where the expected prediction is ≥ 1/2, else ``classes_[0]``."""
-        p = self._expected(X)
-        return self.classes_[(p >= 0.5).astype(np.int64)]
+    def _positive(self) -> int:
+        return getattr(self, "_pos_index", 1)       # (an estimator pickled before pos_label)
+
+    def predict(self, X, random_state=None, randomized=True):
+        """Predictions drawn from the randomized classifier (what its fairness guarantee
+        speaks of).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        random_state : None, int or numpy.random.Generator
+            Key of the per-row pseudo-random coins (:meth:`privfair.Result.predict`): a row
+            gets the positive class when its coin is below its expected prediction.  None:
+            ``seed`` when set (reproducible), else the fitted result's own key — either way the
+            same row gets the same prediction in every call and batch.
+        randomized : bool, default True
+            False: ``pos_label_`` where the expected prediction is ≥ 1/2.  **This voids the
+            fairness guarantee** (the thresholded rule can violate the constraint by far).
+        """
+        check_is_fitted(self, "result_")
+        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        if random_state is None and self.seed is not None:
+            random_state = self.seed
+        codes = self.result_.predict_codes(X, random_state=random_state,
+                                           randomized=randomized)
+        ip = self._positive()
+        pair = self.classes_[[1 - ip, ip]]          # code 0 = negative, 1 = positive
+        return pair[codes]
