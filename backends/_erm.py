@@ -1,15 +1,18 @@
 """Shared machinery of the row-private ERM backends (output perturbation, objective perturbation,
-dual Frank–Wolfe): the ERM object, a certified solver, the Problem → ERM reduction, budget fitting
-and the private Lagrangian search for one fairness constraint.
+dual Frank–Wolfe): a certified solver, the Problem → ERM reduction, the plan-time release
+schedule (:class:`ERMRelease`: typed budgets fitted by :func:`privfair.privacy.release.calibrate`,
+drawn at run time through :class:`privfair.privacy.release.Draws`) and the private Lagrangian
+search for one fairness constraint.  The ERM object itself is :class:`privfair.sparse.ERM`.
 
 The ERM (mean form).  For θ = (w, b) in C = {Ω(w) ≤ ρ, |b| ≤ ρ_b} (a :class:`SparseLinear`)::
 
     J_D(θ) = Σ_i w_i · l(θᵀu_i, y_i) + (Λ/2)‖θ‖²,     u_i = (x̃_i, 1), ‖x̃_i‖₂ ≤ R (clipped)
 
 with per-row weights w_i ≥ 0 that depend on row i's own (group, label) only (*row-local*) and are
-≤ ω/n for a public ω.  Replacing one row moves ∇J_D by at most 2ζ/n in ℓ2 at every θ, where
-ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|), and the row's Hessian by a rank-one PSD matrix of norm
-≤ β_H = ω·sup l''·‖u‖²_max (sum form).  Every constant is public: it comes from the decision set,
+≤ ω/n for a public ω.  Replacing one row moves ∇J_D by at most Δ_g ≤ 2ζ/n in ℓ2 at every θ ∈ C,
+where ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|) — :meth:`privfair.sparse.ERM.gradient_sensitivity`
+proves the tight Δ_g per loss and neighbouring relation — and the row's Hessian by a rank-one PSD
+matrix of norm ≤ β_H = ω·sup l''·‖u‖²_max (sum form).  Every constant is public: it comes from the decision set,
 the declared feature bound, n and the (public) problem weights — never from the data.
 
 From a fairness problem.  With r = ∇f (f affine in ℓ) plus ν·d for a constraint direction d, the
@@ -29,111 +32,18 @@ from __future__ import annotations
 
 import contextvars
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+
+from privfair.privacy.release import Schedule, Scheduled, calibrate
+from privfair.sparse import ERM  # noqa: F401  (re-exported: the ERM object lives with the losses)
 
 from .base import PUBLIC, RELEASED
 
 #: default certified distance to the exact minimizer, relative to the ℓ2 radius of C
 TAU_REL = 1e-9
 MAX_ITER = 40000
-
-
-# ------------------------------------------------------------------------------------ the ERM
-@dataclass
-class ERM:
-    """A weighted GLM ERM over a :class:`privfair.SparseLinear` set (see the module docstring)."""
-
-    U: np.ndarray
-    y: np.ndarray
-    w: np.ndarray
-    loss: object
-    decisions: object
-    row_weight_bound: float
-    feature_norm_bound: float
-    label_bound: float = 1.0
-    notes: list = field(default_factory=list)
-    meta: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_arrays(cls, X, y, decisions, loss, *, weights, row_weight_bound, label_bound=1.0):
-        from privfair.sparse import clip_rows
-
-        R = decisions.feature_bound
-        Xc = clip_rows(X, R)
-        U = np.hstack([Xc, np.ones((Xc.shape[0], 1))])
-        ub = math.inf if R is None else math.sqrt(R * R + 1.0)
-        return cls(U, np.asarray(y, float), np.asarray(weights, float), loss, decisions,
-                   float(row_weight_bound), ub, float(label_bound))
-
-    # -- public constants ---------------------------------------------------------------------
-    @property
-    def n(self):
-        return self.U.shape[0]
-
-    @property
-    def P(self):
-        return self.U.shape[1]
-
-    @property
-    def l2(self):
-        return self.decisions.l2
-
-    @property
-    def margin_bound(self):
-        return self.decisions.radius * self.feature_norm_bound
-
-    @property
-    def zeta(self):
-        """Per-row gradient bound (sum form): ω · sup|l'| · ‖u‖_max."""
-        return (self.row_weight_bound * self.loss.lipschitz(self.margin_bound, self.label_bound)
-                * self.feature_norm_bound)
-
-    @property
-    def beta_H(self):
-        """Per-row Hessian bound (sum form, rank one): ω · sup l'' · ‖u‖²_max."""
-        return self.row_weight_bound * self.loss.curvature * self.feature_norm_bound ** 2
-
-    @property
-    def grad_sensitivity(self):
-        """sup_θ ‖∇J_D(θ) − ∇J_D'(θ)‖₂ over row replacements (mean form): 2ζ/n."""
-        return 2.0 * self.zeta / self.n
-
-    @property
-    def total_weight_bound(self):
-        """A public bound on Σ_i w_i (= ω, since every w_i ≤ ω/n)."""
-        return self.row_weight_bound
-
-    # -- evaluation ---------------------------------------------------------------------------
-    def value_and_grad(self, theta, lin=None, ridge=0.0):
-        z = self.U @ theta
-        val, der = self.loss.value_and_deriv(z, self.y)
-        mu = self.l2 + ridge
-        f = float(self.w @ val) + 0.5 * mu * float(theta @ theta)
-        g = self.U.T @ (self.w * der) + mu * theta
-        if lin is not None:
-            f += float(lin @ theta)
-            g = g + lin
-        return f, g
-
-    def grad(self, theta, lin=None, ridge=0.0):
-        """∇ of the objective of :meth:`value_and_grad` (no loss values: cheaper)."""
-        der = self.loss.deriv(self.U @ theta, self.y)
-        g = self.U.T @ (self.w * der) + (self.l2 + ridge) * theta
-        return g if lin is None else g + lin
-
-    def objective(self, theta):
-        """J_D(θ) (without any perturbation)."""
-        return self.value_and_grad(np.asarray(theta, float))[0]
-
-    def smoothness(self, ridge=0.0):
-        """β ≥ the Lipschitz constant of ∇J: sup l'' · λ_max(Uᵀ diag(w) U) + Λ + ridge (computed
-        from the data, used only by the solver; the certificate stays valid for any β ≥ true)."""
-        if "lam_max" not in self.meta:
-            M = (self.U * self.w[:, None]).T @ self.U
-            self.meta["lam_max"] = float(np.linalg.eigvalsh(M)[-1]) * (1 + 1e-9) + 1e-300
-        return self.loss.curvature * self.meta["lam_max"] + self.l2 + ridge
 
 
 # ------------------------------------------------------------------------------------ solver
@@ -526,8 +436,10 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
     reduction's linear-classifier oracle ([A] §5.2, oracle (b)) under ``protect="row"``.
 
     ``rates`` must come from ``pf.rates(pf.SparseLinear(...), data, surrogate=...)``; the weights
-    must make the weighted surrogate error convex (non-negative on errors).  Records the
-    backend's event(s) in ``accountant`` before drawing; returns θ.  ``epsilon=inf``: exact."""
+    must make the weighted surrogate error convex (non-negative on errors).  The mechanism's
+    releases are scheduled for (``epsilon``, ``delta``) — the caller's per-call budget, fitted
+    at its plan time — and drawn through the schedule, which records their event(s) in
+    ``accountant`` before the first draw; returns θ.  ``epsilon=inf``: exact."""
     from privfair.privacy.randomness import as_source
 
     from . import get
@@ -538,9 +450,12 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
     why = b.erm_reason(erm, None)
     if why:
         b.refuse(why)
-    spec = None if not math.isfinite(epsilon) else {"epsilon": epsilon, "delta": delta}
-    return b.private_erm(erm, spec, rng=as_source(rng), accountant=accountant, label=label,
-                         options=dict(options or {}))
+    opts = dict(options or {})
+    if not math.isfinite(epsilon):
+        return b.private_erm(erm, None, draws=None, options=opts)
+    rel = schedule_for(b, erm, ERMBudget(float(epsilon), float(delta)), "row", opts, label)
+    return b.private_erm(erm, rel.budget, draws=rel.schedule.open(accountant, as_source(rng)),
+                         relation="row", options=opts)
 
 
 def erm_from_rates(rates, r, denominators="public"):
@@ -574,50 +489,84 @@ def uses_conditional(problem, r):
     return bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
 
 
-# ------------------------------------------------------------------------------------ budgets
-FAST_RULES = ("basic", "advanced", "optimal", "gdp")
+# ------------------------------------------------------------------------------------ releases
+@dataclass(frozen=True)
+class ERMBudget:
+    """The (ε, δ) of one private ERM (all of its releases together)."""
+
+    epsilon: float
+    delta: float
 
 
-def fit_scale(make_events, eps_cap, delta_cap, existing=(), hi=None, rules=None, lo=None,
-              steps=26):
-    """The largest x in (0, hi] with total(existing + make_events(x)) ≤ (eps_cap, delta_cap),
-    by bisection on log x (monotone: more x, more privacy loss); ``lo`` (known to fit) skips
-    the bracketing."""
-    from privfair.privacy import Accountant
+@dataclass(frozen=True)
+class LagrangeBudget:
+    """The constraint form's split: the probe ERM (None without a probe), the final ERM, and the
+    ε of each of the two Laplace releases of the constraint statistic u."""
 
-    def fits(x):
-        acc = Accountant(delta=delta_cap or None, rules=rules)
-        acc.extend(list(existing) + list(make_events(x)))
-        try:
-            return acc.total(delta_cap or None).epsilon <= eps_cap * (1 - 1e-9)
-        except Exception:  # noqa: BLE001 - no rule proves it: does not fit
-            return False
-    hi = eps_cap if hi is None else hi
-    if fits(hi):
-        return hi
-    if lo is None:
-        lo = hi
-        while not fits(lo):
-            lo /= 4
-            if lo < 1e-12 * hi:
-                raise RuntimeError("no positive budget fits the accountant's limit")
-    a, b = math.log(lo), math.log(hi)
-    for _ in range(steps):
-        m = 0.5 * (a + b)
-        a, b = (m, b) if fits(math.exp(m)) else (a, m)
-    return math.exp(a)
+    probe: ERMBudget | None
+    final: ERMBudget
+    release_epsilon: float
 
 
-def existing_events(accountant):
-    return [] if accountant is None else list(accountant.events)
+@dataclass(frozen=True)
+class ERMRelease:
+    """A private plan's releases, fixed at plan time: the :class:`Schedule` every noise of the
+    run is drawn through, the budget split it was fitted from, and the neighbouring relation
+    the sensitivities refer to.  ``run`` reads it and never re-calibrates."""
+
+    schedule: Schedule
+    budget: ERMBudget | LagrangeBudget
+    relation: str
+
+    def __repr__(self):
+        b = self.budget
+        if isinstance(b, LagrangeBudget):
+            what = (f"final ERM ε={b.final.epsilon:.4g}, δ={b.final.delta:.3g}"
+                    + (f", probe ε={b.probe.epsilon:.4g}" if b.probe else "")
+                    + f", u releases ε={b.release_epsilon:.4g} each")
+        else:
+            what = f"ε={b.epsilon:.4g}, δ={b.delta:.3g}"
+        return f"{len(self.schedule.releases)} scheduled release(s): {what} ({self.relation})"
 
 
-def remaining_cap(accountant, privacy):
-    """(ε cap, δ cap) for this backend's releases: the accountant's limit (which already counts
-    earlier releases through ``existing``) or the privacy spec."""
-    if accountant is not None and accountant.limit is not None:
-        return accountant.limit
-    return privacy.epsilon, privacy.delta
+def spent_before(analysis) -> bool:
+    """True when the solve spent budget before this plan: the group-mass bound was estimated
+    privately (planner: a pure Laplace release, already in the accountant).  The plan then
+    sees only the remaining (ε, δ); it fits its releases by basic composition, so that they
+    compose with what was spent to at most the solve's (ε, δ) by the same rule — the guarantee
+    the run-time fit against the accountant's limit and its events gave before (issue #17)."""
+    gm = getattr(analysis, "group_mass", None) or {}
+    return gm.get("source") == "private" and gm.get("bound") is not None
+
+
+def fit_rules(analysis):
+    """The composition rules a plan may fit its schedule with (:func:`spent_before`)."""
+    return ("basic",) if spent_before(analysis) else None
+
+
+def gradient_sensitivity(erm, relation="row"):
+    """(Δ_g, source): :meth:`privfair.sparse.ERM.gradient_sensitivity` with the text the
+    events cite."""
+    dg = erm.gradient_sensitivity(relation)
+    rho, B, planar = erm.sensitivity_geometry()
+    if relation == "sensitive":
+        how = (f"(ω/n)·ρ·sup|l'| = {erm.row_weight_bound:.4g}/{erm.n}·{rho:.4g}·"
+               f"{erm.loss.deriv_bound(B, erm.label_bound):.4g} (one row's weight changes, its x "
+               "and y do not)")
+    else:
+        how = (f"(ω/n)·ρ·κ = {erm.row_weight_bound:.4g}/{erm.n}·{rho:.4g}·"
+               f"{dg * erm.n / (erm.row_weight_bound * rho):.4g} (κ: the {erm.loss.name} loss's "
+               f"gradient diameter at margins ≤ {B:.4g}{'' if planar else ', one dimension'}; "
+               "privfair.sparse.ERM.gradient_sensitivity; one row replaced)")
+    return dg, how
+
+
+def schedule_for(backend, erm, budget, relation, options, label, rules=None):
+    """The :class:`ERMRelease` of one private ERM at ``budget`` with nothing spent before (the
+    direct paths: :func:`fit_erm`, :func:`private_weighted_erm`)."""
+    rel = backend.releases(erm, budget, relation=relation, options=options, label=label,
+                           rules=rules)
+    return ERMRelease(Schedule(rel, budget.epsilon, budget.delta), budget, relation)
 
 
 # ------------------------------------------------------------------------------------ results
@@ -780,52 +729,71 @@ def lagrange_setup(problem, analysis, probe_share=PROBE_SHARE, empirical=False):
 LAGRANGE_CALLS = 2
 
 
-def lagrange_budget(backend, erm0, setup, eps_cap, delta_cap, existing=(),
+def lagrange_budget(backend, erm0, setup, epsilon, delta, *, relation="row", rules=None,
                     release_share=RELEASE_SHARE):
-    """Budgets of the constraint form's releases, fitted to the cap by the accountant: the final
-    ERM at ε = x, the probe at probe_share·x, each of the two Laplace releases of u at
-    release_share·x (pure ε: the scalar has a tiny ℓ1 sensitivity, δ would only cost)."""
+    """The constraint form's :class:`LagrangeBudget`, fitted at plan time by
+    :func:`privfair.privacy.release.calibrate`: the final ERM at ε = x, the probe at
+    probe_share·x, each of the two Laplace releases of u at release_share·x (pure ε: the scalar
+    has a tiny ℓ1 sensitivity, δ would only cost); δ/8 to the probe when there is one."""
     from privfair.privacy import laplace_event
 
-    dc = delta_cap / 8 if delta_cap > 0 else 0.0
+    dc = delta / 8 if delta > 0 else 0.0
     ps, rs = setup.probe_share, release_share
+    d_final = delta - dc if ps > 0 else delta
 
     def events(x):      # in recording order, one event per release (as the run records them)
         out = []
         if ps > 0:
-            out += backend.planned_events(erm0, {"epsilon": ps * x, "delta": dc}, count=1)
+            out += backend.planned_events(erm0, ERMBudget(ps * x, dc), relation=relation)
         out += [laplace_event(1.0, rs * x)]
-        out += backend.planned_events(erm0, {"epsilon": x, "delta": delta_cap - dc if ps > 0
-                                              else delta_cap}, count=1)
+        out += backend.planned_events(erm0, ERMBudget(x, d_final), relation=relation)
         return out + [laplace_event(1.0, rs * x)]
-    x = fit_cached((backend.name, "lagrange2", ps, rs), events, eps_cap, delta_cap, existing,
-                   eps_cap)
-    return {"probe": {"epsilon": ps * x, "delta": dc} if ps > 0 else None,
-            "final": {"epsilon": x, "delta": delta_cap - dc if ps > 0 else delta_cap},
-            "release": {"epsilon": rs * x}}
+    x = calibrate(events, epsilon, delta, hi=epsilon, rules=rules,
+                  key=(backend.name, "lagrange2", ps, rs))
+    return LagrangeBudget(ERMBudget(ps * x, dc) if ps > 0 else None, ERMBudget(x, d_final),
+                          rs * x)
 
 
-_BUDGETS: dict = {}
+#: names of the constraint form's scheduled releases
+PROBE, FINAL = "probe ERM: ", "final ERM: "
+U_PROBE, U_FINAL = "constraint statistic u₀", "constraint statistic u₁"
+
+
+def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label, rules=None):
+    """The constraint form's scheduled releases at ``budget`` (:class:`LagrangeBudget`)."""
+    from privfair.privacy import laplace_event
+
+    def u_release(name, what):
+        return Scheduled(name, laplace_event(
+            setup.delta_u, budget.release_epsilon, label=f"{label}: {name} ({what})",
+            sensitivity_source=("‖d_S‖∞·Δℓ₁(S) of the 0-1 statistics g reads (compiler, "
+                                "protect='row'; Hölder)")), exact=True)
+    out = []
+    if budget.probe is not None:
+        out += backend.releases(erm0, budget.probe, relation=relation, options=options,
+                                label=f"{label}: probe ERM at ν = 0", rules=rules, prefix=PROBE)
+    out.append(u_release(U_PROBE, "the probe" if budget.probe is not None
+                         else "the labels, the rule ŷ = y"))
+    out += backend.releases(erm0, budget.final, relation=relation, options=options,
+                            label=f"{label}: final ERM", rules=rules, prefix=FINAL)
+    out.append(u_release(U_FINAL, "the final ERM"))
+    return out
 
 
 def fit_cached(tag, events, eps_cap, delta_cap, existing, hi):
-    """:func:`fit_scale` with the fast rules, then a short bisection with every rule (PLD, RDP)
-    above that answer; cached by (tag, caps, existing events) — all public."""
-    key = (tag, eps_cap, delta_cap, tuple(existing), hi)
-    if key not in _BUDGETS:
-        x = fit_scale(events, eps_cap, delta_cap, existing, hi=hi, rules=FAST_RULES)
-        _BUDGETS[key] = fit_scale(events, eps_cap, delta_cap, existing, hi=min(hi, 1.6 * x),
-                                  lo=x, steps=8)
-    return _BUDGETS[key]
+    """:func:`privfair.privacy.release.calibrate` (fast rules, then every rule) with the public
+    cache key ``tag`` — kept for ``backends/_oracles.calibrate_row`` until it calls
+    ``calibrate`` itself; no fitting of its own."""
+    return calibrate(events, eps_cap, delta_cap, spent=tuple(existing), hi=hi, key=tag)
 
 
 def release_margin(setup, release, lipschitz_phi, rho=RHO):
-    """A bound on |noise| of a convex combination of the (at most two) released u's, holding
+    """``release``: the ε of each Laplace release of u (None: not private).  A bound on |noise| of a convex combination of the (at most two) released u's, holding
     with probability ≥ 1 − ρ, times φ's Lipschitz constant: L_φ·b·log(2/ρ) for Laplace(b)
     noises — each |Lap(b)| > b·log(2/ρ) w.p. ρ/2, and |p·e₀ + (1 − p)·e₁| ≤ max(|e₀|, |e₁|)."""
     if release is None:
         return 0.0
-    b = setup.delta_u / release["epsilon"]
+    b = setup.delta_u / release
     return lipschitz_phi * b * math.log(2 / rho)
 
 
@@ -847,7 +815,7 @@ def repair_weights(phi, u_main, partners, margin):
     return best
 
 
-def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, private, label,
+def lagrange_run(backend, problem, analysis, setup, budget, *, draws, relation="row",
                  slack=None, options=None):
     """The constraint form (docs/sparsity.md §4): probe, interpolated multiplier, final ERM and
     a fair repair.  Returns (decisions, weights, trace, margin).
@@ -865,9 +833,10 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
        the partner being the constant rule ŷ = 0 (whose u is public, e.g. 0 for selection-rate
        gaps) or θ₀; u is linear in mixtures, so the mixture's u is the same mixture of ũ's.
     m (``slack``) is the release margin (:func:`release_margin`), so the constraint holds on the
-    training data with probability ≥ 1 − ρ for the returned mixture.  Every ERM and release is
-    a recorded mechanism; ν₁ and the mixture weights are post-processing."""
-    from privfair.privacy import laplace_mechanism
+    training data with probability ≥ 1 − ρ for the returned mixture.  ``budget`` is the plan's
+    :class:`LagrangeBudget` (None: ε = ∞, nothing released) and every noise is drawn through
+    ``draws`` (the plan's schedule, :func:`lagrange_releases`); ν₁ and the mixture weights are
+    post-processing."""
     from privfair.stats import Rates
 
     rates, g = problem.rates, problem.g[0]
@@ -875,7 +844,8 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
     hard = Rates(ds, rates.data, None, rates.group_mass_bound, feature_bound=rates.feature_bound,
                  group_mass_source=rates.group_mass_source)
     S, d, trace = setup.support, setup.d, []
-    rel = budget["release"] if private else None
+    private = budget is not None
+    rel = budget.release_epsilon if private else None
     base = np.full(problem.variable.size, 0.5)
     dd = float(d @ d)
     ell_at = lambda u: base + (u - float(d @ base)) * d / dd       # noqa: E731 - ℓ with d·ℓ = u
@@ -885,12 +855,12 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
     if slack is None:
         slack = release_margin(setup, rel, Lphi) if private else 0.0
 
-    def erm_at(nu, spec, what):
+    def erm_at(nu, spec, prefix):
         erm = erm_from_problem(problem, setup.r_f + nu * d, setup.empirical)
-        return backend.private_erm(erm, spec, rng=rng, accountant=accountant,
-                                   label=f"{label}: {what} ERM at ν={nu:.4g}", options=options or {})
+        return backend.private_erm(erm, spec, draws=draws, relation=relation, prefix=prefix,
+                                   options=options or {})
 
-    def release(theta, what):
+    def release(theta, name):
         if theta is None:     # ŷ = y: counts C[g, y, ŷ] with all of a cell's rows at ŷ = y
             C = np.zeros((hard.G, 2, 2))
             for y in (0, 1):
@@ -900,20 +870,16 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
             ell = hard.evaluate(theta)
         u = float(d[S] @ ell[S])
         if private:
-            u = float(laplace_mechanism(
-                u, setup.delta_u, rel["epsilon"], rng, accountant=accountant,
-                sensitivity_source=("‖d_S‖∞·Δℓ₁(S) of the 0-1 statistics g reads (compiler, "
-                                    "protect='row'; Hölder)"),
-                label=f"{label}: constraint statistic u = d·ℓ of the {what}"))
+            u = float(draws.laplace(name, u))
         return u
 
     th0 = None
     if setup.probe_share > 0:
-        th0 = erm_at(0.0, budget["probe"] if private else None, "probe")
-        u0 = release(th0, "probe")
+        th0 = erm_at(0.0, budget.probe if private else None, PROBE)
+        u0 = release(th0, U_PROBE)
         trace.append({"nu": 0.0, "released_u": u0, "released_g": phi(u0)})
     else:               # the rule ŷ = y: its u is the labels' own statistic (e.g. base rates)
-        u0 = release(None, "labels (the rule ŷ = y)")
+        u0 = release(None, U_PROBE)
         trace.append({"labels": True, "released_u": u0, "released_g": phi(u0)})
     if phi(u0) <= -slack:
         nu1 = 0.0
@@ -935,8 +901,8 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, rng, accountant, 
                     mid = 0.5 * (lo_u + hi_u)
                     lo_u, hi_u = (mid, hi_u) if phi(mid) <= -slack else (lo_u, mid)
                 nu1 = float(np.clip(nu_z * (1 - lo_u / u0), min(0.0, nu_side), max(0.0, nu_side)))
-    th1 = erm_at(nu1, budget["final"] if private else None, "final")
-    u1 = release(th1, "final ERM")
+    th1 = erm_at(nu1, budget.final if private else None, FINAL)
+    u1 = release(th1, U_FINAL)
     trace.append({"nu": nu1, "released_u": u1, "released_g": phi(u1), "final": True})
     const = np.zeros(ds.P)      # the constant rule ŷ = 0 as a decision: θ = (w, b) = 0
     # Without a probe (probe_share = 0) ũ₀ is the statistic of the rule ŷ = y, which reads the
@@ -971,8 +937,11 @@ class ERMBackend:
         "params": (PUBLIC, "the planned constants"),
     }
     """Mixin of the three row-private ERM backends: the Problem-level ``accepts``/``plan``/``run``
-    around a backend's ``private_erm`` (one private ERM for a budget spec), ``planned_events``
-    (its events, for budget fitting) and ``predicted`` (its theorem's excess risk)."""
+    around a backend's ``releases`` (the scheduled releases of one private ERM at an
+    :class:`ERMBudget`, plan time), ``private_erm`` (that ERM, its noise drawn through a
+    :class:`~privfair.privacy.release.Draws`, run time), ``planned_events`` (cheap events with
+    the same privacy claim, for budget fitting) and ``predicted`` (its theorem's excess
+    risk)."""
 
     need_strong = True
     need_c2 = False
@@ -1015,12 +984,18 @@ class ERMBackend:
         return Verdict(False, why) if why else Verdict(True)
 
     def plan(self, problem, analysis, privacy, options):
+        """Constants, predicted risk and — for a private plan — the :class:`ERMRelease`: every
+        release of the run scheduled and fitted here, once, to ``privacy`` (the budget left to
+        this backend), by basic composition when the solve spent budget before this plan
+        (:func:`spent_before`).  Everything read here is public: n, the schema, the declared
+        bounds and the problem's weights."""
         from .base import Plan
 
         opts = self._opts(options)
         r_f = objective_gradient(problem)
+        private = privacy.is_private
         try:
-            erm0 = erm_from_problem(problem, r_f, empirical=not privacy.is_private)
+            erm0 = erm_from_problem(problem, r_f, empirical=not private)
         except _NeedsMass:
             erm0 = None
         if erm0 is not None:        # public: refused here, identically on every neighbour
@@ -1037,10 +1012,15 @@ class ERMBackend:
             notes.append("conditional rates are weighted with the public denominators n·q (q the "
                          "group-mass bound), not the clamped empirical ones, so that each row's "
                          "weight is its own (row-local)")
-        risk, budget = math.inf, []
+        relation, rules = privacy.protect, fit_rules(analysis)
+        if private and rules:
+            notes.append("the releases are fitted to the budget left after the private "
+                         "group-mass estimate by basic composition, so that they compose with it "
+                         "to the solve's (ε, δ)")
+        risk, budget, release = math.inf, [], None
         if problem.g:
             setup = lagrange_setup(problem, analysis, opts.get("probe_share", PROBE_SHARE),
-                                   empirical=not privacy.is_private)
+                                   empirical=not private)
             notes.append("constraint: private ERM at ν = 0 (probe), its 0-1 constraint statistic "
                          "released (Laplace); the final ERM at the multiplier interpolated "
                          f"between the probe and the a-priori zero crossing ({ZERO_FRACTION:g} "
@@ -1054,24 +1034,31 @@ class ERMBackend:
             else:
                 params.update(nu_range=tuple(float(v) for v in setup.nu_range),
                               erm_calls=LAGRANGE_CALLS if setup.probe_share > 0 else 1)
-                if privacy.is_private and erm0 is not None:
+                if private and erm0 is not None:
                     b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
+                                        relation=relation, rules=rules,
                                         release_share=opts.get("release_share", RELEASE_SHARE))
-                    budget = []
-                    if b["probe"] is not None:
-                        budget.append(("the probe ERM at ν = 0", b["probe"]["epsilon"],
-                                       b["probe"]["delta"]))
+                    rel = lagrange_releases(self, erm0, setup, b, relation=relation,
+                                            options=opts, label=self.name, rules=rules)
+                    release = ERMRelease(Schedule(rel, privacy.epsilon, privacy.delta), b,
+                                         relation)
+                    if b.probe is not None:
+                        budget.append(("the probe ERM at ν = 0", b.probe.epsilon, b.probe.delta))
                     budget += [("each constraint-statistic release (Laplace)",
-                                b["release"]["epsilon"], 0.0),
-                               ("the final ERM", b["final"]["epsilon"], b["final"]["delta"])]
+                                b.release_epsilon, 0.0),
+                               ("the final ERM", b.final.epsilon, b.final.delta)]
         elif erm0 is not None:
-            spec = ({"epsilon": privacy.epsilon, "delta": privacy.delta}
-                    if privacy.is_private else None)
-            risk, more, extra = self.predicted(erm0, spec, opts)
+            spec = ERMBudget(privacy.epsilon, privacy.delta) if private else None
+            risk, more, extra = self.predicted(erm0, spec, opts, relation=relation)
             params.update(more)
             notes += extra
             if spec is not None:
+                release = ERMRelease(Schedule(self.releases(
+                    erm0, spec, relation=relation, options=opts, label=self.name, rules=rules),
+                    privacy.epsilon, privacy.delta), spec, relation)
                 budget = [(f"one {self.name} release", privacy.epsilon, privacy.delta)]
+        if release is not None:
+            params["release"] = release
         return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                     predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
 
@@ -1079,40 +1066,48 @@ class ERMBackend:
         return []
 
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        """Draw the plan's releases (``plan.params["release"]``) through its schedule; nothing
+        is calibrated here."""
         from privfair.privacy.randomness import as_source
 
         problem, an = plan.problem, plan.analysis
         src = as_source(rng)
         private = plan.privacy.is_private
         opts = dict(plan.params.get("options", {}))
+        release = plan.params.get("release")
+        if private and release is None:     # a bug: the planner runs only a final plan
+            raise RuntimeError(f"internal error: {self.name}'s private plan has no release "
+                               "schedule (planned before the group-mass bound was known?)")
+        draws = release.schedule.open(accountant, src) if private else None
+        relation = release.relation if private else plan.privacy.protect
         r_f = objective_gradient(problem)
         ds = problem.rates.decisions
         if problem.g:
             setup = lagrange_setup(problem, an, opts.get("probe_share", PROBE_SHARE),
                                    empirical=not private)
-            budget = None
-            if private:
-                erm0 = erm_from_problem(problem, r_f)
-                cap = remaining_cap(accountant, plan.privacy)
-                budget = lagrange_budget(self, erm0, setup, cap[0], cap[1],
-                                         existing_events(accountant),
-                                         release_share=opts.get("release_share", RELEASE_SHARE))
+            budget = release.budget if private else None
             decisions, weights, trace, slack = lagrange_run(
-                self, problem, an, setup, budget, rng=src, accountant=accountant,
-                private=private, label=self.name, slack=opts.get("slack"), options=opts)
+                self, problem, an, setup, budget, draws=draws, relation=relation,
+                slack=opts.get("slack"), options=opts)
             info = {"lagrange": trace, "slack": slack, "budget": budget, "notes": plan.notes}
             return make_result(self.name, decisions, ds, plan, trace, info, weights)
         erm = erm_from_problem(problem, r_f, empirical=not private)
-        spec = {"epsilon": plan.privacy.epsilon, "delta": plan.privacy.delta} if private else None
-        theta = self.private_erm(erm, spec, rng=src, accountant=accountant, label=self.name,
-                                 options=opts)
+        theta = self.private_erm(erm, release.budget if private else None, draws=draws,
+                                 relation=relation, options=opts)
         return make_result(self.name, theta, ds, plan, [{"erm": self.name}], {"notes": plan.notes})
 
     def run_erm(self, erm, privacy, *, rng, accountant, options):
+        """Plan and run one private ERM on a direct :func:`privfair.sparse.glm` problem (no
+        Problem, nothing spent before): the schedule is fitted to ``privacy``, then drawn.
+        The sensitivities are the row relation's (valid for every relation: a glm has no
+        sensitive column, so its features may carry it)."""
         opts = self._opts(options)
-        spec = {"epsilon": privacy.epsilon, "delta": privacy.delta} if privacy.is_private else None
-        theta = self.private_erm(erm, spec, rng=rng, accountant=accountant, label=self.name,
-                                 options=opts)
-        risk, params, notes = self.predicted(erm, spec, opts)
+        spec = ERMBudget(privacy.epsilon, privacy.delta) if privacy.is_private else None
+        draws = None
+        if spec is not None:
+            rel = schedule_for(self, erm, spec, "row", opts, self.name)
+            draws = rel.schedule.open(accountant, rng)
+        theta = self.private_erm(erm, spec, draws=draws, relation="row", options=opts)
+        risk, params, notes = self.predicted(erm, spec, opts, relation="row")
         return make_result(self.name, theta, erm.decisions, None, [],
                            {"predicted_excess_risk": risk, "params": params, "notes": notes})

@@ -6,8 +6,10 @@ Dual: max_{s∈K} D(s), K = λ'·(dual ball of Ω), D(s) = min_{θ∈C} J_D(θ) 
 s_t = (1 − ρ_t)s_{t−1} + ρ_t v_t with v_t ≈ argmax_{v ∈ vertices(K)} ⟨w(s_{t−1}), v⟩.
 
 Privacy.  s_{t−1} is public (a function of earlier releases); by the strong-convexity argument of
-:mod:`backends.output_perturbation`, ‖θ_D(s) − θ_D'(s)‖ ≤ 2ζ/(nΛ) + 2τ for every s, so the score
-⟨w(s), v⟩ of every vertex moves by at most Δ = λ'·max_v‖v‖₂·(2ζ/(nΛ) + 2τ) between neighbours.
+:mod:`backends.output_perturbation`, ‖θ_D(s) − θ_D'(s)‖ ≤ Δ_g/Λ + 2τ for every s (Δ_g =
+:meth:`privfair.sparse.ERM.gradient_sensitivity`: 2ζ/n for the hinge losses, less for the
+logistic loss), so the score ⟨w(s), v⟩ of every vertex moves by at most
+Δ = λ'·max_v‖v‖₂·(Δ_g/Λ + 2τ) between neighbours.
 Report-noisy-max over the vertices is the exponential mechanism ([K] Algorithm 2 uses Laplace
 noise; its privacy follows Talwar, Thakurta & Zhang 2014).  The vertex set is exponential (2^p for
 the ℓ∞ ball, the dual of ℓ1 — trap): when the dual ball is a product of small vertex sets (ℓ1, ℓ∞,
@@ -18,16 +20,16 @@ one dyadic grid g, integer joint sensitivity ⌊Δ/g⌋ + #blocks, exact Bernoul
 (overlapping groups, graph TV, generic Lovász) are refused.
 Primal recovery (trap): [K] Algorithm 2 releases only ŝ; turning it into a classifier,
 θ = argmin_{θ∈C} J_D(θ) + ⟨ŝ, w⟩, reads the data again, so privfair releases it by output
-perturbation (analytic Gaussian, sensitivity 2ζ/(nΛ) + 2τ).  T selections and that release
-compose in the accountant.
+perturbation (analytic Gaussian, sensitivity Δ_g/Λ + 2τ).  T selections and that release
+compose in the accountant: the selections' ε is fitted at plan time by
+:func:`privfair.privacy.release.calibrate` (the recovery keeps (1 − share)·ε), both are
+scheduled releases, and every draw goes through :class:`privfair.privacy.release.Draws`.
 
 Utility: [K] Thm 4 (O-form, with G_K = λ'·G_{|P|(F)}, Γ_K = λ'·diam, L = r₂) plus the final release
 term; T defaults to Thm 4's T = Γ^{4/3}(nε)^{2/3}/(L G)^{2/3}, capped at ``T_MAX``.
 
-Test-only knob: ``options={"_noise_multiplier": k}``, k in (0, 1], draws the selections and the
-primal-recovery noise with k× their calibrated scales while the events still claim ε — **not
-private** for k < 1; it builds the negative controls of ``privfair audit`` and is refused unless
-the run is seeded.
+The audit's ``reduced_noise(m)`` reaches both releases through the draws: the selections sample
+at m× the score sensitivity, the recovery at m× σ.
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ from privfair.theorems import NUMERIC
 
 from . import _erm as E
 from .base import Backend
-from .output_perturbation import test_multiplier, test_notes
 
 THEOREM = ("[K] Algorithm 2, Thm 3–4 (dual Frank–Wolfe; exponential-mechanism selection, Talwar, "
            "Thakurta & Zhang 2014) + output-perturbation primal recovery")
 T_MAX = 30
 T_MIN = 5
 SELECTION_SHARE = 0.5
+#: names of the two scheduled releases
+SELECTIONS, RECOVERY = "vertex selections", "primal recovery θ(ŝ)"
 
 
 def _pad(s):
@@ -77,7 +80,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
     theorem = THEOREM
     need_strong = True
     allow_constraint = False
-    OPTIONS = ("project", "T", "penalty", "selection_share", "_noise_multiplier")
+    OPTIONS = ("project", "T", "penalty", "selection_share")
     option_names = OPTIONS
 
     def extra_reason(self, problem, analysis):
@@ -96,17 +99,17 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         return super().erm_reason(erm, privacy) or self._norm_reason(erm.decisions)
 
     # -- constants ------------------------------------------------------------------------------
-    def constants(self, erm, spec, options):
+    def constants(self, erm, spec, options, relation="row"):
         ds = erm.decisions
         zeta, n = erm.zeta, erm.n
         G = E.dual_width(ds)
         lam = options.get("penalty", zeta / (math.sqrt(n) * max(G.value, 1e-12)))
         tau = E.tau_target(erm)
-        theta_sens = erm.grad_sensitivity / erm.l2 + 2 * tau
+        theta_sens = erm.gradient_sensitivity(relation) / erm.l2 + 2 * tau
         vmax = ds.norm.lipschitz_l2
         score_sens = lam * vmax * theta_sens
         L, Gam, GK = ds.radius, lam * 2 * vmax, lam * G.value
-        eps = spec["epsilon"] if spec else 1.0
+        eps = spec.epsilon if spec else 1.0
         T = options.get("T")
         if T is None:
             T_thm = Gam ** (4 / 3) * (n * eps) ** (2 / 3) / max(L * GK, 1e-300) ** (2 / 3)
@@ -114,55 +117,69 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         return {"penalty": lam, "T": int(T), "theta_sens": theta_sens, "score_sens": score_sens,
                 "tau": tau, "width": G, "L": L, "diameter": Gam, "GK": GK}
 
-    def planned_events(self, erm, spec, count=1):
+    def planned_events(self, erm, spec, count=1, relation="row"):
         from privfair.privacy import approximate_event, pure_event
 
-        if spec["delta"] > 0:
-            return [approximate_event(spec["epsilon"], spec["delta"], theorem=THEOREM, count=count)]
-        return [pure_event(spec["epsilon"], theorem=THEOREM, count=count)]
+        if spec.delta > 0:
+            return [approximate_event(spec.epsilon, spec.delta, theorem=THEOREM, count=count)]
+        return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
 
-    def _split(self, c, spec, share, accountant):
-        """(ε per selection, (ε, δ) of the final release), fitted by the accountant."""
-        from privfair.privacy import (calibrate_gaussian_sigma, exponential_event, gaussian_event,
-                                      pure_event)
+    def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
+                 prefix=""):
+        """T vertex selections (one exponential-mechanism event, count T) at the largest ε per
+        selection that composes with the recovery at (1 − share)·ε to ``spec`` — fitted here,
+        at plan time, by :func:`privfair.privacy.release.calibrate` — and the recovery."""
+        from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma,
+                                      exponential_event, gaussian_event, pure_event)
 
-        eps, delta, T = spec["epsilon"], spec["delta"], c["T"]
+        options = options or {}
+        c = self.constants(erm, spec, options, relation)
+        eps, delta, T = spec.epsilon, spec.delta, c["T"]
+        share = options.get("selection_share", SELECTION_SHARE)
         ef = (1 - share) * eps
         if delta > 0:
-            fin = gaussian_event(1.0, calibrate_gaussian_sigma(1.0, ef, delta), epsilon=ef,
-                                 delta=delta)
+            unit = gaussian_event(1.0, calibrate_gaussian_sigma(1.0, ef, delta), epsilon=ef,
+                                  delta=delta)
         else:
-            fin = pure_event(ef, theorem="output perturbation")
-        cap = E.remaining_cap(accountant, None) if accountant is not None and accountant.limit \
-            else (eps, delta)
-        existing = E.existing_events(accountant)
-        x = E.fit_cached((self.name, T, share, ef), lambda x: [exponential_event(1.0, x, count=T),
-                                                               fin],
-                         cap[0], cap[1], existing, share * eps)
-        return x, ef
+            unit = pure_event(ef, theorem="output perturbation")
+        x = calibrate(lambda x: [exponential_event(1.0, x, count=T), unit], eps, delta,
+                      hi=share * eps, rules=rules, key=(self.name, T, share, ef))
+        blocks = erm.decisions.norm.blocks()
+        dg = E.gradient_sensitivity(erm, relation)[1]
+        sel = exponential_event(
+            c["score_sens"], x, count=T, label=f"{label}: dual Frank–Wolfe vertex selections",
+            sensitivity_source=(f"|⟨w_D(s) − w_D'(s), v⟩| ≤ λ'·max‖v‖₂·(Δ_g/Λ + 2τ) = "
+                                f"{c['score_sens']:.4g}, Δ_g = {dg} (strong convexity)"),
+            sampler=(f"exact product sampler over {len(blocks)} blocks (common dyadic grid, "
+                     "integer joint sensitivity ⌊Δ/g⌋ + #blocks, Bernoulli(exp(−γ)))"))
+        src = f"Δ_g/Λ + 2τ = {c['theta_sens']:.4g}, Δ_g = {dg} (primal recovery)"
+        if delta > 0:
+            rec = Scheduled(prefix + RECOVERY, gaussian_event(
+                c["theta_sens"], calibrate_gaussian_sigma(c["theta_sens"], ef, delta),
+                epsilon=ef, delta=delta, sensitivity_source=src, dimension=erm.P,
+                label=f"{label}: primal recovery θ(ŝ)"), exact=True)
+        else:       # pure ε: the release is an event too (privfair audit caught its absence)
+            rec = Scheduled(prefix + RECOVERY, pure_event(
+                ef, theorem="output perturbation with density ∝ exp(−ε‖b‖₂/Δ₂) is ε-DP "
+                "(Chaudhuri et al. 2011, Thm 6)", sensitivity=c["theta_sens"], norm="l2",
+                scale=c["theta_sens"] / ef, label=f"{label}: primal recovery θ(ŝ)",
+                idealized=True, sensitivity_source=src,
+                sampler="κ·Gamma(P, 1)·uniform direction from float Gaussians"))
+        return [Scheduled(prefix + SELECTIONS, sel), rec]
 
     # -- the mechanism --------------------------------------------------------------------------
-    def private_erm(self, erm, spec, *, rng, accountant, label, options):
-        from privfair.privacy import (calibrate_gaussian_sigma, exponential_event, gaussian_event,
-                                      gaussian_mechanism, pure_event)
-
+    def private_erm(self, erm, spec, *, draws, relation="row", prefix="", options):
+        """T Frank–Wolfe steps on the dual, each vertex drawn through the scheduled selections,
+        then the recovered θ(ŝ) released through the scheduled recovery (``spec`` None: exact,
+        nothing drawn)."""
         ds = erm.decisions
-        c = self.constants(erm, spec, options)
+        c = self.constants(erm, spec, options, relation)
         lam, T = c["penalty"], c["T"]
         blocks = ds.norm.blocks()
         private = spec is not None
-        k = test_multiplier(self, options, rng) if private else 1.0
         if private:
-            share = options.get("selection_share", SELECTION_SHARE)
-            eps_sel, eps_fin = self._split(c, spec, share, accountant)
-            src = (f"|⟨w_D(s) − w_D'(s), v⟩| ≤ λ'·max‖v‖₂·(2ζ/(nΛ) + 2τ) = {c['score_sens']:.4g} "
-                   "(strong convexity; one row replaced)")
-            if accountant is not None:
-                accountant.record(exponential_event(
-                    c["score_sens"], eps_sel, count=T, sensitivity_source=src,
-                    label=f"{label}: dual Frank–Wolfe vertex selections",
-                    sampler=(f"exact product sampler over {len(blocks)} blocks (common dyadic grid, "
-                             "integer joint sensitivity ⌊Δ/g⌋ + #blocks, Bernoulli(exp(−γ)))")))
+            sel = draws.schedule[prefix + SELECTIONS].event
+            eps_sel, temp = sel.epsilon, sel.scale
         s = np.zeros(ds.n_features)
         theta = None
         for t in range(1, T + 1):
@@ -170,35 +187,22 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
                    else E.solve(erm, lin=_pad(s), theta0=theta))
             theta = sol.theta
             w = theta[:-1]
-            v = (self._select(blocks, w, lam, c, eps_sel, rng, ds, k) if private
-                 else lam * ds.norm.greedy(w))
+            if private:     # k = 1, or the audit's reduced_noise multiplier (scale / the event's)
+                v = draws.custom(prefix + SELECTIONS, lambda src, scale, w=w: self._select(
+                    blocks, w, lam, c, eps_sel, src, ds, scale / temp))
+            else:
+                v = lam * ds.norm.greedy(w)
             rho = 2.0 / (t + 2)
             s = (1 - rho) * s + rho * v
         sol = (E.solve_certified(erm, lin=_pad(s), theta0=theta) if private
                else E.solve(erm, lin=_pad(s), theta0=theta))
         theta = sol.theta
-        if private and spec["delta"] > 0:
-            if k != 1.0 and accountant is not None:       # negative control: nominal event
-                accountant.record(gaussian_event(
-                    c["theta_sens"], calibrate_gaussian_sigma(c["theta_sens"], eps_fin,
-                                                              spec["delta"]),
-                    epsilon=eps_fin, delta=spec["delta"], label=f"{label}: primal recovery θ(ŝ)",
-                    sensitivity_source=f"2ζ/(nΛ) + 2τ [TEST-ONLY noise ×{k:g}]"))
-            theta = gaussian_mechanism(
-                theta, k * c["theta_sens"], eps_fin, spec["delta"], rng,
-                accountant=accountant if k == 1.0 else None,
-                sensitivity_source=f"2ζ/(nΛ) + 2τ = {c['theta_sens']:.4g} (primal recovery)",
-                label=f"{label}: primal recovery θ(ŝ)")
-        elif private:      # pure ε: the release is an event too (privfair audit caught its absence)
-            kappa = c["theta_sens"] / eps_fin
-            if accountant is not None:
-                accountant.record(pure_event(
-                    eps_fin, theorem="output perturbation with density ∝ exp(−ε‖b‖₂/Δ₂) is ε-DP "
-                    "(Chaudhuri et al. 2011, Thm 6)", sensitivity=c["theta_sens"], norm="l2",
-                    scale=kappa, label=f"{label}: primal recovery θ(ŝ)", idealized=True,
-                    sensitivity_source=f"2ζ/(nΛ) + 2τ = {c['theta_sens']:.4g} (primal recovery)",
-                    sampler="κ·Gamma(P, 1)·uniform direction from float Gaussians"))
-            theta = theta + E.gamma_norm_noise(erm.P, k * kappa, rng)
+        if private and spec.delta > 0:
+            theta = draws.gaussian(prefix + RECOVERY, theta)
+        elif private:
+            P = erm.P
+            theta = theta + draws.custom(prefix + RECOVERY,
+                                         lambda src, kappa: E.gamma_norm_noise(P, kappa, src))
         if options.get("project", True):
             theta = ds.project(theta)
         return theta
@@ -206,7 +210,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
     def _select(self, blocks, w, lam, c, eps, rng, ds, k=1.0):
         """One exact exponential-mechanism draw over the product of the blocks' vertex sets
         (maximizing ⟨w, v⟩), block by block on a common grid (see the module docstring).  ``k``:
-        the test-only noise multiplier (the draw uses k× the score sensitivity)."""
+        1, or the audit's ``reduced_noise`` multiplier (the draw uses k× the score sensitivity)."""
         from fractions import Fraction
 
         from privfair.privacy._exact import exponential_mechanism_index
@@ -229,14 +233,14 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
             v[idx] = lam * V[j]
         return v
 
-    def predicted(self, erm, spec, opts):
+    def predicted(self, erm, spec, opts, relation="row"):
         from privfair.privacy import calibrate_gaussian_sigma
 
-        c = self.constants(erm, spec, opts)
+        c = self.constants(erm, spec, opts, relation)
         params = {"T": c["T"], "penalty": c["penalty"], "score_sensitivity": c["score_sens"]}
         if spec is None:
             return 0.0, params, []
-        eps, delta = spec["epsilon"], spec["delta"]
+        eps, delta = spec.epsilon, spec.delta
         share = opts.get("selection_share", SELECTION_SHARE)
         logS = sum(math.log(len(V)) for _, V in erm.decisions.norm.blocks())
         sig = (calibrate_gaussian_sigma(c["theta_sens"], (1 - share) * eps, delta) if delta > 0
@@ -248,7 +252,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         params.update(bound_values=values, thm4_values=thm4)
         k4 = thm4_bound(c["L"], c["diameter"], c["GK"], erm.n, share * eps, thm4["delta_K"], logS)
         rec = (erm.zeta + erm.l2 * erm.decisions.radius) * sig * math.sqrt(erm.P)
-        notes = test_notes(opts) + [f"predicted: [K] Thm 4 (O-form, constants 1) = {k4:.4g} with G_K = λ'·G_|P|(F) = "
+        notes = [f"predicted: [K] Thm 4 (O-form, constants 1) = {k4:.4g} with G_K = λ'·G_|P|(F) = "
                  f"{c['GK']:.4g}, log|S| = {logS:.4g}, plus the primal-recovery release "
                  f"{rec:.4g}"]
         if delta == 0:
