@@ -140,6 +140,7 @@ class HoldoutCheck:
     constraints: list = field(default_factory=list)
     fallback: bool = False
     certificate: object = None     # the check's own Certificate (None at ε = ∞)
+    counts: object = None          # the released (noisy) soft confusion counts C̃[g, y, ŷ]
     trained: object = None         # the trained rule, when a constant replaced it
 
     def summary(self) -> str:
@@ -284,7 +285,8 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         eps_c = calibrate(events, epsilon, 0.0, key=("held-out check", C.size))
         schedule = Schedule([Scheduled("held-out counts", events(eps_c)[0], exact=True)],
                             epsilon, 0.0)
-        acc = Accountant(relation=relation, limit=(epsilon, 0.0), source=rng)
+        # one pure-ε release: basic composition is exact (and the other rules cost time)
+        acc = Accountant(relation=relation, limit=(epsilon, 0.0), rules=("basic",), source=rng)
         C = np.asarray(schedule.open(acc, rng).laplace("held-out counts", C.ravel()),
                        dtype=float).reshape(G, L, L)
         cert = acc.certificate(notes=("held-out check: computed on rows disjoint from the "
@@ -339,7 +341,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        confidence=options.confidence, error=error, error_interval=interval,
                        constant_error=float(min(max(best_err, 0.0), 1.0)),
                        constant_label=None if best_k is None else labels[best_k],
-                       constraints=checks, certificate=cert)
+                       constraints=checks, certificate=cert, counts=C)
     out.fallback = best_k is not None and error > best_err
     out._constant_code = best_k
     return out
