@@ -1,13 +1,17 @@
 """The LOPT backend's building blocks: private oracles, their sensitivities, the budget split
 and the terms of the predicted bound.  See :mod:`backends.lopt` for the algorithm and proofs.
 
+* :func:`score_sensitivity` — the one home of the linear score's sensitivity
+  min_q ‖r_S‖_{q*}·Δℓ_q (Hölder, public weights), shared by LOPT and Frank–Wolfe.
 * :func:`finite_oracle` — the exponential mechanism over a finite C with score −r·ℓ(c, D)
-  ([A] Thm 5.10, finite case); sensitivity min_q ‖r_S‖_{q*}·Δℓ_q from the public weights.
+  ([A] Thm 5.10, finite case).
 * :func:`erm_oracle` — noisy projected full-batch gradient descent on θ ↦ Σ_k r_k ℓ_k(θ, D)
   over the ℓ2 ball (Bassily, Smith & Thakurta 2014), gradient sensitivity from
   :func:`erm_terms`; :func:`erm_exact` — the ε = ∞ reference (scipy SLSQP).
-* :func:`calibrate` — per-call budgets for T oracle calls and T − 1 loss releases, by the
-  accountant's rules (exact: basic, optimal, GDP; bisection on RDP/PLD otherwise).
+* :class:`LoptBudget` / :func:`calibrate_lopt` — the per-call budget of T oracle calls and
+  T − 1 loss releases, fitted once at plan time by :func:`privfair.privacy.calibrate` (exact
+  closed forms — basic, optimal, GDP — as its starting point), and :func:`lopt_releases`, the
+  plan's :class:`~privfair.privacy.Scheduled` releases ("oracle", "release") at that budget.
 * :func:`surrogate_gap` — a proven bound on sup(e_s − e) for the compiler's smooth rewrites;
   :func:`geometry` — public diameters of the set of loss vectors; :class:`Bound` — the
   predicted excess risk the planner ranks by.
@@ -15,8 +19,8 @@ and the terms of the predicted bound.  See :mod:`backends.lopt` for the algorith
 
 from __future__ import annotations
 
-import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,73 +29,53 @@ from .exponential import RHO
 
 DUAL_ORD = {"l1": np.inf, "l2": 2, "linf": 1}
 GD_STEPS = 100           # cap on noisy-GD steps per linear-classifier oracle call
-CALIBRATE_SHRINK = 40    # calibrate: the start ε' is divided by 4 at most this many times
 
 
 # ----------------------------------------------------------------------------- finite oracle
-def score_sensitivity(r_S, analysis):
-    """(Δ, norm): |r·ℓ_S(c,D) − r·ℓ_S(c,D')| ≤ ‖r_S‖_{q*}·Δℓ_q for every c (Hölder), best q."""
+def score_sensitivity(r_S, delta_l):
+    """(Δ, q): a bound on |r·ℓ_S(c, D) − r·ℓ_S(c, D')| for every c and every pair of
+    neighbours, for *public* weights r — Hölder, ‖r_S‖_{q*}·Δℓ_q, at the best norm q.
+
+    ``delta_l`` maps a norm ("l1", "l2", "linf") to the compiler's Δℓ_q, or None where
+    unknown.  Returns (None, None) when no Δℓ is known.  At r_S = 0 the bound is 0 — and 0 is
+    the right value, not a placeholder: every score is 0 on every dataset, so the argmax is the
+    same on all neighbours and is released exactly, for free.  (Frank–Wolfe used to substitute
+    Δℓ_q there to keep the exponential mechanism's Δ positive, which only charged ε for a draw
+    that reveals nothing; LOPT already took the free argmax.)
+    """
     best = (None, None)
+    r = np.asarray(r_S, dtype=float)
     for q, dual in DUAL_ORD.items():
-        d = analysis.delta_l(q)
+        d = delta_l(q)
         if d is not None:
-            v = float(np.linalg.norm(np.asarray(r_S, dtype=float), dual)) * d
+            v = float(np.linalg.norm(r, dual)) * d if r.size else 0.0
             if best[0] is None or v < best[0]:
                 best = (v, q)
     return best
 
 
-def finite_oracle(L_S, r_S, epsilon, analysis, *, rng, accountant, xp_L=None, mult=1.0,
-                  label=""):
-    """Index of a private approximate minimizer of r·ℓ(c, D) (exact argmin when ε = ∞)."""
-    from privfair.privacy import exponential_event, exponential_mechanism
-
+def linear_scores(L_S, r_S, xp_L=None):
+    """The scores −ℓ_S(c, D)·r_S of every candidate (torch, on the device of ``xp_L``)."""
     if xp_L is not None:                                  # torch: the (m, |S|) product on device
         import torch
 
-        scores = -(xp_L @ torch.as_tensor(r_S, dtype=xp_L.dtype, device=xp_L.device))
-    else:
-        scores = -(L_S @ r_S)
-    if epsilon is None:
+        return -(xp_L @ torch.as_tensor(r_S, dtype=xp_L.dtype, device=xp_L.device))
+    return -(L_S @ r_S)
+
+
+def finite_oracle(L_S, r_S, analysis, *, draws=None, name="oracle", xp_L=None):
+    """(index, Δ): a private approximate minimizer of r·ℓ(c, D) — the exponential mechanism of
+    the scheduled release ``name`` at this call's Δ (:func:`score_sensitivity`) — or the exact
+    argmin when ``draws`` is None (ε = ∞) or Δ = 0 (free: the same on every neighbour)."""
+    from ._draws import select
+
+    scores = linear_scores(L_S, r_S, xp_L)
+    if draws is None:
         return int(scores.argmax()), None
-    sens, norm = score_sensitivity(r_S, analysis)
-    if not sens:    # the scores are the same on every neighbour: the exact argmax is free
+    sens, _ = score_sensitivity(r_S, analysis.delta_l)
+    if not sens:
         return int(scores.argmax()), 0.0
-    source = (f"Hölder: ‖r_S‖ (dual of {norm}, public weights) × Δℓ({norm}) = {sens:.4g} "
-              f"under protect={analysis.privacy.protect!r}")
-    if mult == 1.0:
-        idx = exponential_mechanism(scores, sens, epsilon, rng, accountant=accountant,
-                                    sensitivity_source=source, label=label)
-    else:   # test-only negative control: less noise than the recorded event claims
-        if accountant is not None:
-            accountant.record(exponential_event(sens, epsilon, n_candidates=len(L_S),
-                                                sensitivity_source=source, label=label))
-        idx = exponential_mechanism(scores, sens * mult, epsilon, rng)
-    return int(idx), sens
-
-
-def release_loss(value, spec, analysis, *, rng, accountant, mult=1.0, label=""):
-    """ℓ_S(c_t, D) + noise: Laplace (Δℓ₁) or Gaussian (Δℓ₂) as planned in ``spec``."""
-    from privfair.privacy import gaussian_mechanism, laplace_mechanism
-
-    gauss = spec["mechanism"] == "gaussian"
-    norm = "l2" if gauss else "l1"
-    sens = analysis.delta_l(norm)
-    source = f"compiler: Δℓ({norm}) on the support under protect={analysis.privacy.protect!r}"
-    acc = accountant if mult == 1.0 else None
-    if gauss:
-        out = gaussian_mechanism(value, sens * mult, spec["epsilon"], spec["delta"], rng,
-                                 accountant=acc, sensitivity_source=source, label=label,
-                                 return_event=True)
-    else:
-        out = laplace_mechanism(value, sens * mult, spec["epsilon"], rng, accountant=acc,
-                                sensitivity_source=source, label=label, return_event=True)
-    if mult != 1.0 and accountant is not None:   # record the nominal event of the control
-        from dataclasses import replace
-
-        ev = out.event
-        accountant.record(replace(ev, sensitivity=sens, scale=ev.scale / mult))
-    return np.asarray(out.value, dtype=float)
+    return select(draws, name, scores, sens), sens
 
 
 # ----------------------------------------------------------------------------- ERM oracle
@@ -211,38 +195,27 @@ def erm_gradient_fn(rates, r, device=None):
     return grad
 
 
-def erm_oracle(rates, r, mu, steps, relation, *, rng, accountant, device=None, mult=1.0,
-               label="", group_mass_bound=None):
-    """Noisy projected gradient descent, ``steps`` full-batch steps at noise multiplier
-    z = √steps/μ (so the call is μ-GDP); returns (θ̄, sensitivity) — θ̄ the average iterate."""
-    from privfair.privacy import gaussian_event, gaussian_noise_vector
+def erm_oracle(rates, r, steps, relation, *, draws, name="oracle", device=None,
+               group_mass_bound=None):
+    """Noisy projected gradient descent: ``steps`` full-batch steps whose noise is drawn from
+    the scheduled Gaussian release ``name`` (noise multiplier z = σ/Δ = √steps/μ, so the call
+    is μ-GDP) at this call's gradient sensitivity; returns (θ̄, sensitivity), θ̄ the average
+    iterate.  Sensitivity 0: the exact minimizer, free (∇F is the same on every neighbour)."""
+    from ._draws import gaussian_noise
 
     ds = rates.decisions
     P, R = ds.P, ds.radius
     grad = erm_gradient_fn(rates, r, device)
     sens = erm_sensitivity(rates, r, relation, group_mass_bound)
-    if sens == 0.0:   # ∇F, hence F up to a constant, is the same on every neighbour
+    if sens == 0.0:
         return erm_exact(rates, r), 0.0
-    sigma = math.sqrt(steps) / mu * sens
-    if accountant is not None:
-        accountant.record(gaussian_event(
-            sens, sigma, count=steps, idealized=True, label=label,
-            sensitivity_source=("full-batch gradient of r·ℓ(θ): c·Σ_blocks |Δr|·(1/n, 2/max(1,nq)),"
-                                f" c = √(R²+1)/φ(B); protect={relation!r}")))
-    if device is not None:
-        import torch
-
-        noise = gaussian_noise_vector((steps, P), sigma * mult, rng, namespace="torch",
-                                      device="cuda" if device == "cuda" else None,
-                                      dtype=torch.float64).cpu().numpy()
-    else:
-        noise = gaussian_noise_vector((steps, P), sigma * mult, rng)
     # AdaGrad-norm steps η_k = 2R/√(2 Σ_{j≤k} ‖g_j‖²) on the noisy gradients (post-processing):
     # regret ≤ √2·2R·√(Σ‖g_k‖²), so E F(θ̄) − F* ≤ 2√2·R·√(L²/K + P·Δ²/μ²)
     theta, avg, sq = np.zeros(P), np.zeros(P), 0.0
-    for k in range(steps):
+    for _ in range(steps):
         avg += theta
-        g = np.asarray(grad(theta).cpu() if device is not None else grad(theta), float) + noise[k]
+        g = np.asarray(grad(theta).cpu() if device is not None else grad(theta), float)
+        g = g + gaussian_noise(draws, name, (P,), sens)
         sq += float(g @ g)
         if sq > 0:
             theta = ds.project(theta - (2 * R / math.sqrt(2 * sq)) * g)
@@ -309,139 +282,174 @@ def row_oracle_reason(rates, method):
     return None
 
 
-def row_oracle(rates, r, spec, method, *, rng, accountant, label=""):
-    """θ from :func:`backends._erm.private_weighted_erm` (public denominators n·q; records the
-    mechanism's event before drawing); ε = ∞ (spec None): the exact minimizer."""
+def row_oracle(rates, r, budget, method, *, draws=None, name="oracle", label=""):
+    """θ from :func:`backends._erm.private_weighted_erm` (public denominators n·q) at the
+    budget's per-call (ε', δ'), drawn as the scheduled release ``name``: its declared
+    (ε', δ') event is recorded before the ERM runs.  The ERM backend draws its noise at its own
+    calibration (``reduced_noise`` does not reach it).  ``draws`` None (ε = ∞): the exact
+    minimizer."""
     from ._erm import private_weighted_erm
 
-    eps, delta = (math.inf, 0.0) if spec is None else (spec["epsilon"], spec["delta"])
-    return private_weighted_erm(rates, r, eps, delta, method=method, rng=rng,
-                                accountant=accountant, label=label)
+    if draws is None:
+        return private_weighted_erm(rates, r, math.inf, 0.0, method=method)
+    return draws.custom(name, lambda source, _scale: private_weighted_erm(
+        rates, r, budget.oracle_epsilon, budget.oracle_delta, method=method, rng=source,
+        accountant=None, label=label))
 
 
-def calibrate_row(T, epsilon, delta, share, method="objective_perturbation", existing=()):
-    """Per-call (ε', δ') of T row-private ERM calls and ε of T − 1 Laplace loss releases at
-    ``share``·ε', fitted to (ε, δ) by the accountant's rules (:func:`backends._erm.fit_scale`)."""
-    from privfair.privacy import approximate_event, laplace_event, pure_event
+# ----------------------------------------------------------------------------- budgets
+@dataclass(frozen=True)
+class ReleaseBudget:
+    """Each of the T − 1 loss releases: Laplace at ``epsilon`` (ℓ1 sensitivity), or Gaussian
+    at noise multiplier 1/``mu`` (ℓ2), which is also (``epsilon``, ``delta``)-DP."""
 
-    from ._erm import fit_cached
-
-    d_call = delta / T if delta > 0 else 0.0
-
-    def events(x):
-        ev = ([approximate_event(x, d_call, theorem=method, count=T)] if d_call > 0
-              else [pure_event(x, theorem=method, count=T)])
-        if T > 1:
-            ev.append(laplace_event(1.0, share * x, dimension=2, count=T - 1))
-        return ev
-    x = fit_cached(("lopt-row", T, share, method), events, epsilon * (1 - 1e-6), delta,
-                   tuple(existing), epsilon)
-    return {"oracle_spec": {"epsilon": x, "delta": d_call}, "oracle_epsilon": x,
-            "release": {"mechanism": "laplace", "epsilon": share * x},
-            "rule": "accountant (basic / advanced / optimal composition of (ε', δ') calls)"}
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    mu: float | None = None
 
 
-# ----------------------------------------------------------------------------- calibration
-def _compose(events, delta, rules):
-    from privfair.privacy import Accountant
+@dataclass(frozen=True)
+class LoptBudget:
+    """The per-call budget of a LOPT plan, fitted once at plan time (public).
 
-    acc = Accountant(delta=delta or None, rules=rules)
-    acc.extend(events)
-    return acc.total(delta if delta else None).epsilon
+    ``kind``: "pure" (exponential-mechanism oracle, Laplace releases), "gaussian" (the same
+    oracle, Gaussian releases), "gdp" (noisy-GD oracle, μ-GDP per call, Gaussian releases) or
+    "row" (row-private weighted ERM, (ε', δ') per call, Laplace releases); ``rule``: how the
+    composition is proven."""
 
+    kind: str
+    T: int
+    release: ReleaseBudget
+    rule: str = ""
+    oracle_epsilon: float | None = None
+    oracle_delta: float = 0.0
+    oracle_mu: float | None = None
 
-def planned_events(cal, T, steps=1, dim=1):
-    """The events of a run (sensitivity 1: the curves depend only on ε and σ/Δ)."""
-    from privfair.privacy import exponential_event, gaussian_event, laplace_event
-
-    out = []
-    if "oracle_mu" in cal:
-        z = math.sqrt(steps) / cal["oracle_mu"]
-        out.append(gaussian_event(1.0, z, count=T * steps, idealized=True))
-    else:
-        out.append(exponential_event(1.0, cal["oracle_epsilon"], count=T))
-    rel = cal["release"]
-    if T > 1 and rel["mechanism"] == "laplace":
-        out.append(laplace_event(1.0, rel["epsilon"], dimension=max(2, dim), count=T - 1))
-    elif T > 1:
-        out.append(gaussian_event(1.0, 1.0 / rel["mu"], epsilon=rel["epsilon"],
-                                  delta=rel["delta"], count=T - 1))
-    return out
+    @property
+    def scale(self) -> float:
+        """The calibrated quantity: μ of a noisy-GD call ("gdp"), else the per-call ε'."""
+        return self.oracle_mu if self.kind == "gdp" else self.oracle_epsilon
 
 
-def _gauss_release(mu, delta, T):
+def _gauss_release(mu, delta, T) -> ReleaseBudget:
     from privfair.privacy import gaussian_epsilon
 
     d = delta / (4 * max(1, T - 1))
-    return {"mechanism": "gaussian", "mu": mu, "delta": d,
-            "epsilon": max(gaussian_epsilon(d, mu), 1e-12)}
+    return ReleaseBudget("gaussian", max(gaussian_epsilon(d, mu), 1e-12), d, mu)
 
 
-@functools.lru_cache(maxsize=1024)
-def calibrate(kind, T, epsilon, delta, share=1.0, thorough=False):
-    """Per-call budget of T oracle calls and T − 1 releases (release at ``share``× the oracle's).
+def lopt_budget(kind, T, x, delta, share=1.0, rule="") -> LoptBudget:
+    """The budget at scale x — ε' per oracle call, μ per call for "gdp" — with the releases at
+    ``share``× it."""
+    if kind == "gdp":
+        return LoptBudget(kind, T, _gauss_release(share * x, delta, T), rule, oracle_mu=x)
+    if kind == "gaussian":
+        return LoptBudget(kind, T, _gauss_release(share * x, delta, T), rule, oracle_epsilon=x)
+    d_call = delta / T if kind == "row" and delta > 0 else 0.0
+    return LoptBudget(kind, T, ReleaseBudget("laplace", share * x), rule, oracle_epsilon=x,
+                      oracle_delta=d_call)
 
-    kind "pure": Laplace releases, oracle ε' — basic composition (δ = 0) or the exact optimal
-    composition (δ > 0, share 1).  "gaussian": Gaussian releases, bisection for the largest ε'
-    the accountant proves (RDP; ``thorough`` adds PLD).  "gdp": Gaussian oracle and releases,
-    exact μ-GDP.  Returns a dict with ``oracle_epsilon`` or ``oracle_mu``, ``release``, ``rule``.
+
+def lopt_releases(budget: LoptBudget, *, dim, steps=1, n_candidates=None, method=None,
+                  oracle_sensitivity=1.0, release_sensitivity=1.0, relation="sensitive"):
+    """The plan's releases at ``budget``: "oracle" (T calls) and, for T > 1, "release" (T − 1
+    loss vectors of ``dim`` coordinates).  With the default unit sensitivities these are the
+    curves :func:`calibrate_lopt` composes (each depends only on ε or σ/Δ); the plan passes its
+    planned bounds — a call's own Δ_t, of the public r_t, is at most the oracle's, and its
+    draw uses Δ_t (:mod:`backends._draws`)."""
+    from privfair.privacy import (Scheduled, approximate_event, exponential_event,
+                                  gaussian_event, laplace_event, laplace_scale)
+
+    T, b = budget.T, budget
+    if b.kind == "gdp":
+        z = math.sqrt(steps) / b.oracle_mu
+        oracle = Scheduled("oracle", gaussian_event(
+            oracle_sensitivity, z * oracle_sensitivity, count=T * steps, idealized=True,
+            label=f"LOPT oracle: {T} noisy-GD calls × {steps} steps",
+            sensitivity_source=("full-batch gradient of r·ℓ(θ): c·Σ_blocks |Δr|·(1/n, 2/max(1,nq)),"
+                                " c = √(R²+1)/φ(B), at the planned sup over r (each call's own "
+                                f"Δ_t, of the public r_t, is at most it); protect={relation!r}")))
+    elif b.kind == "row":
+        oracle = Scheduled("oracle", approximate_event(
+            b.oracle_epsilon, b.oracle_delta, scale=1.0, count=T,
+            theorem=(f"backends/{method}: its private weighted ERM is (ε', δ')-DP at the budget "
+                     "it is given"),
+            label=f"LOPT oracle: {T} row-private weighted ERM calls ({method})",
+            sampler=f"drawn by backends/{method} at its own calibration (scale 1: a placeholder)"))
+    else:
+        oracle = Scheduled("oracle", exponential_event(
+            oracle_sensitivity, b.oracle_epsilon, count=T, n_candidates=n_candidates,
+            label=f"LOPT oracle: {T} exponential-mechanism calls",
+            sensitivity_source=("Hölder: ‖r_S‖ (dual norm, public weights) × Δℓ, at most L_h·Δℓ "
+                                "(each call's own Δ_t, of the public r_t, is what it draws with); "
+                                f"protect={relation!r}")))
+    out = [oracle]
+    if T > 1:
+        rel = b.release
+        src = f"compiler: Δℓ on the support under protect={relation!r}"
+        if rel.mechanism == "gaussian":
+            ev = gaussian_event(release_sensitivity, release_sensitivity / rel.mu,
+                                epsilon=rel.epsilon, delta=rel.delta, dimension=max(1, dim),
+                                count=T - 1, sensitivity_source=src + " (ℓ2)",
+                                label=f"LOPT loss releases ({T - 1})")
+        else:
+            ev = laplace_event(release_sensitivity, rel.epsilon,
+                               scale=laplace_scale(release_sensitivity, rel.epsilon),
+                               dimension=max(1, dim), count=T - 1,
+                               sensitivity_source=src + " (ℓ1)",
+                               label=f"LOPT loss releases ({T - 1})")
+        out.append(Scheduled("release", ev, exact=True))
+    return out
+
+
+def calibrate_lopt(kind, T, epsilon, delta, share=1.0, *, dim, steps=1, spent=(),
+                   thorough=False, method=None) -> LoptBudget:
+    """The budget of T oracle calls and T − 1 releases at ``share``× the oracle's, fitted to
+    (ε, δ) beside ``spent`` by :func:`privfair.privacy.calibrate` — the one bisection.
+
+    Exact closed forms are its starting point ``hi``, checked by the accountant and then the
+    whole answer: "pure" — basic composition ε/(T + (T − 1)·share) at δ = 0, the exact optimal
+    composition (Kairouz, Oh & Viswanath 2017) of 2T − 1 equal events at δ > 0; "gdp" — exact
+    μ-GDP composition, μ = μ_tot/√(T + (T − 1)·share²).  "gaussian" (RDP only, fast, for
+    ranking; ``thorough`` refines above it with PLD) and "row" have none.
+
+    Raises
+    ------
+    privfair.errors.BackendRefusedError
+        When no positive budget fits (ε too small) — public, nothing spent.
     """
-    from privfair.privacy import calibrate_gaussian_sigma, calibrate_optimal
+    from privfair.errors import BackendRefusedError, InvalidPrivacyError
+    from privfair.privacy import calibrate, calibrate_gaussian_sigma, calibrate_optimal
 
     target = epsilon * (1 - 1e-6)
-    if kind == "gdp":
+    hi, rules, rule = None, None, "accountant (the tightest of its rules)"
+    if not spent and kind == "gdp":
         mu_tot = 1.0 / calibrate_gaussian_sigma(1.0, target, delta)
-        mu = mu_tot / math.sqrt(T + (T - 1) * share ** 2)
-        return {"oracle_mu": mu, "release": _gauss_release(share * mu, delta, T),
-                "rule": "gdp (exact Gaussian composition)"}
-    if kind == "pure":
-        if delta == 0:
-            e = target / (T + (T - 1) * share)
-            return {"oracle_epsilon": e, "release": {"mechanism": "laplace", "epsilon": share * e},
-                    "rule": "basic (= optimal for pure events at δ = 0)"}
-        e = calibrate_optimal(target, delta, 2 * T - 1).epsilon
-        return {"oracle_epsilon": e, "release": {"mechanism": "laplace", "epsilon": e},
-                "rule": "optimal composition (Kairouz, Oh & Viswanath 2017)"}
-    def total(e, rules):
-        cal = {"oracle_epsilon": e, "release": _gauss_release(share * e, delta, T)}
-        try:
-            return _compose(planned_events(cal, T), delta, rules)
-        except Exception:  # noqa: BLE001 - a rule refusing is "does not fit"
-            return math.inf
+        hi, rule = mu_tot / math.sqrt(T + (T - 1) * share ** 2), "gdp (exact Gaussian composition)"
+    elif not spent and kind == "pure" and delta == 0:
+        hi, rule = target / (T + (T - 1) * share), "basic (= optimal for pure events at δ = 0)"
+    elif not spent and kind == "pure" and share == 1.0:
+        hi = calibrate_optimal(target, delta, 2 * T - 1).epsilon
+        rule = "optimal composition (Kairouz, Oh & Viswanath 2017)"
+    elif kind == "gaussian":
+        rules, rule = ("rdp",), "bisection on the accountant (rdp)"
 
-    def bisect(lo, hi, rules, steps):      # log-scale; total(exp(lo)) <= target is kept
-        for _ in range(steps):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if total(math.exp(mid), rules) <= target else (lo, mid)
-        return lo
-    def too_small(tried):
-        from privfair.errors import BackendRefusedError
-
-        return BackendRefusedError(
-            "epsilon", epsilon,
-            f"no per-call budget of {T} oracle calls and {T - 1} Gaussian releases composes "
-            f"to ε = {epsilon:.3g} at δ = {delta:.3g} (tried down to {tried:.3g} per call): "
-            "ε is too small for these releases")
-    start = target / (2 * T * (1 + share))
-    if not start > 0:                                       # underflow: ε is subnormal
-        raise too_small(start)
-    lo = math.log(start)
-    # Shrink the start until it fits, at most CALIBRATE_SHRINK times (a factor 4 each): the
-    # Gaussian releases' own ε has a floor (1e-12), RDP's conversion one of its own, and a
-    # float ε' underflows, so below some target nothing fits — then refuse, do not loop.
-    for _ in range(CALIBRATE_SHRINK):
-        if total(math.exp(lo), ("rdp",)) <= target:
-            break
-        lo -= math.log(4.0)
-    else:
-        raise too_small(math.exp(lo))
-    e = math.exp(bisect(lo, math.log(target), ("rdp",), 30))
-    rules = ("rdp",)
-    if thorough:                                            # PLD is tighter, and slower
-        rules = ("rdp", "pld")
-        e = math.exp(bisect(math.log(e), math.log(min(target, 1.6 * e)), rules, 14))
-    return {"oracle_epsilon": e, "release": _gauss_release(share * e, delta, T),
-            "rule": "bisection on the accountant (" + ", ".join(rules) + ")"}
+    def events(x):
+        b = lopt_budget(kind, T, x, delta, share)
+        return [r.event for r in lopt_releases(b, dim=dim, steps=steps, method=method)]
+    key = ("lopt", kind, T, share, dim, steps, method)
+    try:
+        x = calibrate(events, epsilon, delta, spent=spent, hi=hi, rules=rules, key=key)
+        if kind == "gaussian" and thorough:      # refine above the RDP answer with every rule
+            x = calibrate(events, epsilon, delta, spent=spent, lo=x, key=key)
+            rule = "bisection on the accountant (rdp, pld)"
+    except InvalidPrivacyError as err:
+        raise BackendRefusedError(
+            "epsilon", epsilon, f"no per-call budget of {T} oracle calls and {T - 1} releases "
+            f"composes to ε = {epsilon:.3g} at δ = {delta:.3g}: ε is too small for these "
+            "releases") from err
+    return lopt_budget(kind, T, x, delta, share, rule)
 
 
 # ----------------------------------------------------------------------------- geometry
@@ -487,14 +495,15 @@ def geometry(rates, support):
 # ----------------------------------------------------------------------------- bound terms
 def noise_mean_bound(release, sens, d, k, p):
     """Bounds {norm: b} on ‖mean of k release-noise vectors (d coordinates)‖ holding jointly
-    with probability ≥ 1 − p: Gaussian norm concentration, or the sub-exponential tail of a
-    Laplace mean (E e^{λX} ≤ e^{2λ²b²} for |λ| ≤ 1/(2b))."""
-    if release["mechanism"] == "gaussian":
-        s = sens / release["mu"] / math.sqrt(k)
+    with probability ≥ 1 − p (``release``: a :class:`ReleaseBudget`): Gaussian norm
+    concentration, or the sub-exponential tail of a Laplace mean (E e^{λX} ≤ e^{2λ²b²} for
+    |λ| ≤ 1/(2b))."""
+    if release.mechanism == "gaussian":
+        s = sens / release.mu / math.sqrt(k)
         l2 = s * (math.sqrt(d) + math.sqrt(2 * math.log(1 / p)))
         return {"l2": l2, "linf": min(l2, s * math.sqrt(2 * math.log(2 * d / p))),
                 "l1": math.sqrt(d) * l2}
-    b = sens / release["epsilon"]
+    b = sens / release.epsilon
     lg = math.log(2 * d / p)
     u = max(b * math.sqrt(8 * lg / k), 4 * b * lg / k)
     return {"linf": u, "l2": math.sqrt(d) * u, "l1": d * u}
@@ -566,7 +575,8 @@ def gd_oracle_bound(R, LF, K, P, dg, mu, sqrt=math.sqrt):
 
 class Bound:
     """The predicted bound of backends/lopt.py (module docstring there) from public constants:
-    the Analysis, n, ε, δ, α — never the data.  ``bound(T, cal)`` is +inf when unproven."""
+    the Analysis, n, ε, δ, α — never the data.  ``bound(T, cal)`` (``cal`` a
+    :class:`LoptBudget`, or None at ε = ∞) is +inf when unproven."""
 
     def __init__(self, problem, analysis, kind, opts):
         self.an, self.kind, self.problem = analysis, kind, problem
@@ -619,15 +629,15 @@ class Bound:
         if self.kind == "finite":
             if self.sens_h is None:
                 return math.inf
-            return finite_oracle_bound(self.sens_h, cal["oracle_epsilon"], self.m, T)
-        mu = cal["oracle_mu"]
+            return finite_oracle_bound(self.sens_h, cal.oracle_epsilon, self.m, T)
+        mu = cal.oracle_mu
         return gd_oracle_bound(self.R, self.LF, self.steps(mu), self.P, self.dg, mu)
 
     def noise_term(self, T, cal):
         if cal is None or T == 1:
             return 0.0
-        rel = cal["release"]
-        sens = self.an.delta_l("l2" if rel["mechanism"] == "gaussian" else "l1")
+        rel = cal.release
+        sens = self.an.delta_l("l2" if rel.mechanism == "gaussian" else "l1")
         if sens is None:
             return math.inf
         total = 0.0

@@ -37,19 +37,23 @@ the harmonic number, gap from the softplus (G·s·log 2) and the compiler's rewr
 (``surrogate_gap``).  ``plan`` picks T ∈ {1..100} minimizing it; for constrained problems the
 β of h_s grows like G²/α and the bound is vacuous at such T — then ``auto`` prefers others.
 
-Privacy.  Oracles and releases are mechanisms of :mod:`privfair.privacy` recorded in the
-accountant before they draw; r_t, y_t and the mixture are post-processing; T oracle calls and
-T − 1 releases compose adaptively.  The per-call budget is what the accountant proves (optimal
-composition, exact GDP, RDP/PLD bisection; checked again in ``run`` against what the accountant
-already holds); [A] Lemma 5.8's ε' — smaller, and counting the oracle calls only — is reported
-beside it in the notes.
+Privacy.  The T oracle calls and T − 1 loss releases are scheduled at plan time
+(``plan.schedule``, :mod:`privfair.privacy.release`): one calibration
+(:func:`~._oracles.calibrate_lopt`, through :func:`privfair.privacy.calibrate`) fits the
+per-call budget to (ε, δ) and the events already spent — optimal composition, exact GDP, or
+RDP/PLD — and ``run`` draws every noise through ``schedule.open(accountant, rng)``, which
+records each release's event before its first draw; the plan is final, ``run`` never
+re-calibrates.  r_t, y_t and the mixture are post-processing; the calls and releases compose
+adaptively.  A call's sensitivity Δ_t is computed from the public r_t and is at most the
+planned bound its event records.  [A] Lemma 5.8's ε' — smaller, and counting the oracle calls
+only — is reported beside the budget in the notes.
 When the sensitivity of an oracle call is 0 (the scores or gradients do not depend on the
 protected part of a row), its exact minimizer is the same on all neighbours and is used for free.
 
 Options (public hyper-parameters): ``T``, ``release_share`` (release budget ÷ oracle budget),
-``gd_steps`` (cap of noisy-GD steps per call), ``weights``, ``anchor``.  Test only:
-``_noise_multiplier=m`` draws m× the noise its events record (a negative control for the
-privacy tests); it is refused unless the run is seeded and the plan says the run is NOT private.
+``gd_steps`` (cap of noisy-GD steps per call), ``weights``, ``anchor``, ``oracle``.  The
+audit's negative control is :func:`privfair.privacy.reduced_noise` around the solve (the
+row-private ERM oracle draws its own noise and is not reached by it).
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ T_GRID = (1, 2, 3, 5, 7, 10, 14, 20, 28, 40, 56, 80, 100)
 T_DEFAULT = 20           # when no bound is proven
 T_ROW = 5                # default T of the row-private ERM oracle (no proven bound)
 ROW_RELEASE_SHARE = 0.3  # its loss releases' ε ÷ the oracle's ε' (Laplace on ℓ_S)
-_OPTIONS = ("T", "release_share", "gd_steps", "weights", "anchor", "oracle", "_noise_multiplier")
+_OPTIONS = ("T", "release_share", "gd_steps", "weights", "anchor", "oracle")
 
 
 def _options(options):
@@ -88,9 +92,6 @@ def _options(options):
     if o.get("oracle", "auto") not in ("auto", "noisy_gd") + O.ROW_METHODS:
         raise InvalidInputError("oracle", o["oracle"], "choose 'auto', 'noisy_gd', "
                                 "'objective_perturbation' or 'output_perturbation'")
-    m = o.get("_noise_multiplier", 1.0)
-    if not (isinstance(m, (int, float)) and 0 < m <= 1):
-        raise InvalidInputError("_noise_multiplier", m, "test-only knob in (0, 1]")
     return o
 
 
@@ -186,7 +187,9 @@ class LoptBackend(Backend):
         return Verdict(True)
 
     # ------------------------------------------------------------------------------ planning
-    def plan(self, problem, analysis, privacy, options) -> Plan:
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """T, the per-call budget and the releases, scheduled once (``spent``: events already
+        recorded against the same (ε, δ), e.g. a private group-mass estimate)."""
         opts = _options(options)
         kind = _oracle_kind(problem)
         c = O.Bound(problem, analysis, kind, opts)
@@ -195,67 +198,77 @@ class LoptBackend(Backend):
             why = O.row_oracle_reason(problem.rates, method)
             if why:
                 self.refuse(why)
-            return self._plan_row(problem, analysis, privacy, opts, method)
+            return self._plan_row(problem, analysis, privacy, opts, method, spent)
         params = {"oracle": {"finite": "exponential mechanism", "erm": "noisy projected GD"}[kind],
                   "G": analysis.G, "smoothing": analysis.smoothing,
                   "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean")}
         notes = ["corrections to [A] Algorithm 2 (docs/traps.md #3–5): G·∇g in r_t; r_t from "
                  "privately released loss vectors; weights at the running mean of the releases "
                  "(follow-the-leader) instead of the last iterate, which has no regret bound"]
-        if "_noise_multiplier" in opts:
-            params["_noise_multiplier"] = float(opts["_noise_multiplier"])
-            notes.append(f"TEST ONLY: noise × {opts['_noise_multiplier']:g} below what the "
-                         "certificate records — this run is NOT private")
         if not c.proven:
             notes.append(f"no proven bound: {c.why}")
         if not privacy.is_private:
             T = opts.get("T", T_GRID[-1])
             params.update(T=T, calibration=None)
-            return Plan(self.name, privacy, analysis, problem, params=params,
-                        predicted_excess_risk=c.bound(T, None), theorem=self.theorem,
-                        notes=notes + ["ε = ∞: exact oracle (argmin / SLSQP), exact loss vectors"])
+            out = Plan(self.name, privacy, analysis, problem, params=params,
+                       predicted_excess_risk=c.bound(T, None), theorem=self.theorem,
+                       notes=notes + ["ε = ∞: exact oracle (argmin / SLSQP), exact loss vectors"])
+            out.schedule = None
+            return out
         eps, delta = privacy.epsilon, privacy.delta
+        dim = len(analysis.support)
         share = float(opts.get("release_share", 1.0))
         kinds = ["gdp"] if kind == "erm" else (["pure"] if delta == 0 else ["pure", "gaussian"])
         if kind == "finite" and delta > 0 and share != 1.0:
             kinds = ["gaussian"]
         Ts = [opts["T"]] if "T" in opts else list(T_GRID)
+        if not c.proven and "T" not in opts:
+            Ts = [T_DEFAULT]          # no bound to rank T by: the largest per-call budget at T
         best, why = None, None
         for T in Ts:
             for k in kinds:
                 try:
-                    cal = O.calibrate(k, T, eps, delta, share)
+                    cal = O.calibrate_lopt(k, T, eps, delta, share, dim=dim, spent=spent)
                 except BackendRefusedError as err:   # no budget split fits (ε too small)
                     why = why or err.fix
                     continue
-                key = (c.bound(T, cal), -cal.get("oracle_epsilon", cal.get("oracle_mu", 0.0)))
+                key = (c.bound(T, cal), -(cal.oracle_mu if k == "gdp" else cal.oracle_epsilon))
                 if best is None or key < best[0]:
                     best = (key, T, k)
         if best is None:
             self.refuse(f"no calibration of the oracle calls and loss releases fits ε = {eps:.3g}"
                         f", δ = {delta:.3g}: {why}")
         (b, _), T, k = best
-        if not math.isfinite(b) and "T" not in opts:
-            T = T_DEFAULT
-        cal = O.calibrate(k, T, eps, delta, share, thorough=(k == "gaussian"))
+        if not math.isfinite(b) and "T" not in opts and T != T_DEFAULT:
+            T = T_DEFAULT             # every bound vacuous: the default T, its largest budget
+            k = max(kinds, key=lambda kk: _scale_or_zero(kk, T, eps, delta, share, dim, spent))
+        cal = O.calibrate_lopt(k, T, eps, delta, share, dim=dim, spent=spent,
+                               thorough=(k == "gaussian"))
         tiny = _tiny_noise_reason(cal, analysis, T)
         if tiny:
             self.refuse(tiny)
         risk = c.bound(T, cal)
-        params.update(T=T, calibration=cal, composition=cal["rule"], release_share=share)
+        params.update(T=T, calibration=cal, composition=cal.rule, release_share=share)
+        steps = 1
         if kind == "erm":
-            params["gd_steps"] = c.steps(cal["oracle_mu"])
+            params["gd_steps"] = steps = c.steps(cal.oracle_mu)
+        sens = (c.sens_h if kind == "finite" else c.dg)
+        schedule = _schedule(cal, analysis, privacy, spent, steps=steps,
+                             n_candidates=c.m if kind == "finite" else None,
+                             oracle_sensitivity=sens)
         budget, paper = _budget_lines(kind, T, cal, eps, delta)
         notes.append(f"[A] Lemma 5.8 (advanced composition): ε' = {paper} per oracle call "
-                     f"(counting the T = {T} calls only); this run, by {cal['rule']}: "
+                     f"(counting the T = {T} calls only); this run, by {cal.rule}: "
                      + "; ".join(f"{w}: ε={e:.4g}, δ={d:.2g}" for w, e, d in budget))
         notes.append("predicted bound: gap + oracle excess + release-noise term + "
                      "FTL regret β·D²·H_T/(2T)" + (f", w.p. ≥ {1 - RHO:g}" if kind == "finite"
                                                    else ", the oracle term in expectation"))
-        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
-                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out.schedule = schedule
+        return out
 
-    def _plan_row(self, problem, analysis, privacy, opts, method):
+    def _plan_row(self, problem, analysis, privacy, opts, method, spent=()):
         """The plan with the row-private weighted-ERM oracle: T calls of ``method`` and T − 1
         Laplace releases of ℓ_S, composed by the accountant.  No bound is claimed: the oracle
         minimizes r'·ℓ (conditional weights rescaled by max(n_gy, nq)/(nq), see
@@ -273,17 +286,21 @@ class LoptBackend(Backend):
                  "(row-local weights, sensitivity from the clipped features)",
                  "no proven bound: the oracle's ERM has the conditional weights rescaled by "
                  "max(n_gy, nq)/(nq) ≥ 1, so it minimizes r'·ℓ, not r_t·ℓ"]
-        budget, cal = [], None
+        budget, cal, schedule = [], None, None
         if privacy.is_private:
-            cal = O.calibrate_row(T, privacy.epsilon, privacy.delta, share, method)
-            sp = cal["oracle_spec"]
-            budget = [(f"each of {T} oracle calls ({method})", sp["epsilon"], sp["delta"])]
+            cal = O.calibrate_lopt("row", T, privacy.epsilon, privacy.delta, share,
+                                   dim=len(analysis.support), spent=spent, method=method)
+            schedule = _schedule(cal, analysis, privacy, spent, method=method)
+            budget = [(f"each of {T} oracle calls ({method})", cal.oracle_epsilon,
+                       cal.oracle_delta)]
             if T > 1:
-                budget.append((f"each of {T - 1} loss releases (Laplace)",
-                               cal["release"]["epsilon"], 0.0))
+                budget.append((f"each of {T - 1} loss releases (Laplace)", cal.release.epsilon,
+                               0.0))
         params.update(calibration=cal)
-        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
-                    predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes)
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes)
+        out.schedule = schedule
+        return out
 
     def formula(self, plan):
         """excess = gap + oracle + noise + β(D0² + D²(H_T − 1))/(2T) (:func:`_oracles.lopt_bound`),
@@ -295,7 +312,7 @@ class LoptBackend(Backend):
         kind = _oracle_kind(plan.problem)
         opts = {k: plan.params[k] for k in ("weights", "anchor", "gd_steps") if k in plan.params}
         c = O.Bound(plan.problem, plan.analysis, kind, opts)
-        T, cal = plan.params["T"], plan.params["calibration"]
+        T, cal = plan.params["T"], plan.params["calibration"]    # a LoptBudget
         q = c.best_norm(T)
         gap, noise, beta, D0, D = sp.symbols("gap noise beta D0 D", nonnegative=True)
         Ts = sp.Symbol("T", positive=True, integer=True)
@@ -306,12 +323,12 @@ class LoptBackend(Backend):
         elif kind == "finite":
             dh, eo, m, rho = sp.symbols("Delta_h epsilon_oracle m rho", positive=True)
             oracle = O.finite_oracle_bound(dh, eo, m, Ts, rho=rho, log=sp.log)
-            values.update(Delta_h=c.sens_h, epsilon_oracle=cal["oracle_epsilon"], m=c.m, rho=RHO)
+            values.update(Delta_h=c.sens_h, epsilon_oracle=cal.oracle_epsilon, m=c.m, rho=RHO)
         else:
             R, LF, K, P, dg, mu = sp.symbols("R L_F K P Delta_g mu", positive=True)
             oracle = O.gd_oracle_bound(R, LF, K, P, dg, mu, sqrt=sp.sqrt)
-            values.update(R=c.R, L_F=c.LF, K=c.steps(cal["oracle_mu"]), P=c.P, Delta_g=c.dg,
-                          mu=cal["oracle_mu"])
+            values.update(R=c.R, L_F=c.LF, K=c.steps(cal.oracle_mu), P=c.P, Delta_g=c.dg,
+                          mu=cal.oracle_mu)
         expr = O.lopt_bound(gap, oracle, noise, beta, D0, D, Ts,
                             harmonic_minus_1=sp.harmonic(Ts) - 1)
         return sp.Eq(sp.Symbol("excess"), expr, evaluate=False), values
@@ -319,25 +336,19 @@ class LoptBackend(Backend):
     # ------------------------------------------------------------------------------ running
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         from privfair._progress import bar
-        from privfair.privacy.randomness import as_source
         from privfair.result import Result
 
         problem, an, p = plan.problem, plan.analysis, plan.params
         rates, ds = problem.rates, problem.rates.decisions
         kind, T, S = _oracle_kind(problem), p["T"], np.asarray(an.support, dtype=int)
-        private, mult = plan.privacy.is_private, p.get("_noise_multiplier", 1.0)
-        src = as_source(rng)
-        if mult != 1.0 and not src.seeded:
-            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
+        private = plan.privacy.is_private
         cal, method = p["calibration"], p.get("oracle_method")
-        if mult != 1.0 and method is not None:
-            self.refuse("_noise_multiplier is not available for the row-private ERM oracle")
-        if private and accountant is not None and accountant.limit is not None:
-            if method is not None:      # refit with what the accountant already holds
-                cal = O.calibrate_row(T, accountant.limit[0], accountant.limit[1],
-                                      p["release_share"], method, tuple(accountant.events))
-            else:
-                cal = _fit(cal, accountant, T, p.get("gd_steps", 1), len(S), plan.privacy.delta)
+        draws = None
+        if private:
+            schedule = getattr(plan, "schedule", None)
+            if schedule is None:
+                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+            draws = schedule.open(accountant, rng)       # the plan is final: no re-fit here
         torch_dev = device if device in ("cuda", "torch") else None
         if kind == "finite":
             L = rates.evaluate_all()[:, S]
@@ -354,24 +365,19 @@ class LoptBackend(Backend):
                 y[S] = np.clip(total / (t - 1) if p["anchor"] == "mean" else last, 0.0, 1.0)
             r = _weights(problem, an, y, p["weights"])
             rec = {"t": t, "weights_l1": float(np.abs(r).sum())}
-            label = f"LOPT oracle call {t}/{T}"
             if kind == "finite":
-                idx, sens = O.finite_oracle(L, r[S], cal["oracle_epsilon"] if private else None,
-                                            an, rng=src, accountant=accountant, xp_L=xp_L,
-                                            mult=mult, label=label)
+                idx, sens = O.finite_oracle(L, r[S], an, draws=draws, xp_L=xp_L)
                 chosen.append(idx)
                 loss, rec["index"] = L[idx], idx
             else:
                 r = np.where(mask * r < 0, 0.0, r) * (mask != 0)   # float noise only (accepts)
                 if method is not None:
-                    theta = O.row_oracle(rates, r, cal["oracle_spec"] if private else None,
-                                         method, rng=src, accountant=accountant, label=label)
+                    theta = O.row_oracle(rates, r, cal, method, draws=draws,
+                                         label=f"LOPT oracle call {t}/{T}")
                     sens = None
                 elif private:
-                    theta, sens = O.erm_oracle(rates, r, cal["oracle_mu"], p["gd_steps"],
-                                               plan.privacy.protect, rng=src,
-                                               accountant=accountant, device=torch_dev,
-                                               mult=mult, label=label)
+                    theta, sens = O.erm_oracle(rates, r, p["gd_steps"], plan.privacy.protect,
+                                               draws=draws, device=torch_dev)
                 else:
                     theta, sens = O.erm_exact(rates, r), None
                 chosen.append(theta)
@@ -379,9 +385,7 @@ class LoptBackend(Backend):
             rec["oracle_sensitivity"] = sens
             if t < T:
                 if private:
-                    loss = O.release_loss(loss, cal["release"], an, rng=src,
-                                          accountant=accountant, mult=mult,
-                                          label=f"LOPT loss release {t}/{T - 1}")
+                    loss = _release(draws, cal, loss)
                     rec["released_loss"] = [float(v) for v in loss]
                 total, last = total + loss, loss
             trace.append(rec)
@@ -416,45 +420,47 @@ def _merge(ds, chosen, kind):
     return dec, np.array([k for _, k in out], dtype=float) / len(chosen)
 
 
-def _scaled(cal, f, delta, T):
-    out = dict(cal)
-    if "oracle_mu" in cal:
-        out["oracle_mu"] = cal["oracle_mu"] * f
-    else:
-        out["oracle_epsilon"] = cal["oracle_epsilon"] * f
-    rel = cal["release"]
-    out["release"] = (O._gauss_release(rel["mu"] * f, delta, T) if rel["mechanism"] == "gaussian"
-                      else {"mechanism": "laplace", "epsilon": rel["epsilon"] * f})
-    return out
+def _schedule(cal, analysis, privacy, spent, *, steps=1, n_candidates=None,
+              oracle_sensitivity=None, method=None):
+    """The plan's :class:`~privfair.privacy.Schedule` at budget ``cal``: the oracle calls at
+    their planned sensitivity bound and the loss releases at the compiler's Δℓ (ℓ2 for
+    Gaussian, ℓ1 for Laplace).  A Δℓ of 0 means the loss vectors are the same on every
+    neighbour: they are public and nothing is scheduled for them.  Raises the planner's
+    refusal (public, nothing drawn) when the releases do not fit."""
+    from privfair.privacy import Schedule
+
+    rel = cal.release
+    sens = analysis.delta_l("l2" if rel.mechanism == "gaussian" else "l1") if cal.T > 1 else 1.0
+    if sens is None:
+        raise BackendRefusedError("backend", "lopt", "Δℓ of the loss releases is not proven: "
+                                  f"{analysis.reason('delta_l')}")
+    releases = O.lopt_releases(cal, dim=len(analysis.support), steps=steps,
+                               n_candidates=n_candidates, method=method,
+                               oracle_sensitivity=(oracle_sensitivity if oracle_sensitivity
+                                                   and math.isfinite(oracle_sensitivity)
+                                                   else 1.0),
+                               release_sensitivity=sens or 1.0, relation=privacy.protect)
+    if not sens:
+        releases = [r for r in releases if r.name != "release"]
+    return Schedule(releases, privacy.epsilon, privacy.delta, spent)
 
 
-def _fit(cal, accountant, T, steps, dim, delta):
-    """The planned budget, shrunk if needed so that it fits the accountant's limit together with
-    what it already recorded (e.g. a group-mass estimate).  Public: no data is read."""
-    from privfair.privacy import Accountant
+def _release(draws, cal, loss):
+    """ℓ_S(c_t, D) + the scheduled release's noise (Laplace or Gaussian), or ℓ_S itself when
+    nothing was scheduled for it (Δℓ = 0: the same on every neighbour)."""
+    if "release" not in draws.schedule:
+        return np.asarray(loss, dtype=float)
+    draw = draws.gaussian if cal.release.mechanism == "gaussian" else draws.laplace
+    return np.asarray(draw("release", loss), dtype=float)
 
-    eps_cap = accountant.limit[0] * (1 - 1e-9)
 
-    def fits(f):          # cheapest rules first, as the accountant's own limit check does
-        planned = O.planned_events(_scaled(cal, f, delta, T), T, steps, dim)
-        events = list(accountant.events) + planned
-        for rule in ("basic", "gdp", "optimal", "advanced", "rdp", "pld"):
-            if rule in accountant.rules:
-                acc = Accountant(delta=accountant.limit[1] or None, rules=(rule,))
-                acc.extend(events)
-                try:
-                    if acc.total().epsilon <= eps_cap:
-                        return True
-                except Exception:  # noqa: BLE001 - this rule does not apply
-                    pass
-        return False
-    if fits(1.0):
-        return cal
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return _scaled(cal, lo, delta, T)
+def _scale_or_zero(kind, T, eps, delta, share, dim, spent):
+    """The calibrated per-call scale of ``kind`` at T (0 where nothing fits): ranks the
+    kinds when no bound does."""
+    try:
+        return O.calibrate_lopt(kind, T, eps, delta, share, dim=dim, spent=spent).scale
+    except BackendRefusedError:
+        return 0.0
 
 
 def _tiny_noise_reason(cal, analysis, T):
@@ -462,16 +468,16 @@ def _tiny_noise_reason(cal, analysis, T):
     finite float, or an ε' that underflowed to 0 — else None.  Checked at plan time, so a
     refusal spends nothing (the mechanisms would refuse too, but mid-run)."""
     tiny = sys.float_info.min      # below the smallest normal float ε' has lost its precision
-    if "oracle_epsilon" in cal and not cal["oracle_epsilon"] >= tiny:
-        return (f"the oracle's per-call ε' = {cal['oracle_epsilon']:.3g} is below the float "
+    if cal.oracle_epsilon is not None and not cal.oracle_epsilon >= tiny:
+        return (f"the oracle's per-call ε' = {cal.oracle_epsilon:.3g} is below the float "
                 "range: ε is too small to plan")
-    mu = cal.get("oracle_mu")
+    mu = cal.oracle_mu
     if mu is not None and not (mu >= tiny and math.isfinite(1.0 / mu)):
         return f"the oracle's μ = {mu:.3g} is below the float range: ε is too small"
-    rel = cal["release"]
+    rel = cal.release
     if T > 1:
-        gauss = rel["mechanism"] == "gaussian"
-        size = rel["mu"] if gauss else rel["epsilon"]
+        gauss = rel.mechanism == "gaussian"
+        size = rel.mu if gauss else rel.epsilon
         sens = analysis.delta_l("l2" if gauss else "l1") or 1.0
         if not (size >= tiny and math.isfinite(sens / size)):
             return (f"the loss releases' noise scale Δ/{'μ' if gauss else 'ε'} = {sens:.3g}/"
@@ -488,15 +494,15 @@ def _budget_lines(kind, T, cal, eps, delta):
     else:
         paper = f"n/a at δ = 0 (basic: {eps / T:.4g})"
     if kind == "finite":
-        lines = [(f"each of {T} oracle calls (exponential mechanism)", cal["oracle_epsilon"], 0.0)]
+        lines = [(f"each of {T} oracle calls (exponential mechanism)", cal.oracle_epsilon, 0.0)]
     else:
         d = delta / (4 * T)
-        lines = [(f"each of {T} oracle calls (noisy GD, μ={cal['oracle_mu']:.3g})",
-                  gaussian_epsilon(d, cal["oracle_mu"]), d)]
-    rel = cal["release"]
+        lines = [(f"each of {T} oracle calls (noisy GD, μ={cal.oracle_mu:.3g})",
+                  gaussian_epsilon(d, cal.oracle_mu), d)]
+    rel = cal.release
     if T > 1:
-        lines.append((f"each of {T - 1} loss releases ({rel['mechanism']})", rel["epsilon"],
-                      rel.get("delta", 0.0)))
+        lines.append((f"each of {T - 1} loss releases ({rel.mechanism})", rel.epsilon,
+                      rel.delta))
     return lines, paper
 
 
