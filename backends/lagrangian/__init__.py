@@ -1,0 +1,261 @@
+"""``lagrangian_sgda``: private stochastic gradient descent–ascent on the Lagrangian of any problem.
+
+Problem.  min_θ max_{λ ∈ [0, λ_max]^J}  f(ℓ(θ)) + Σ_j λ_j g_j(ℓ(θ)) for any objective f and
+constraints g_j ≤ 0 of privfair's language (general expressions of ℓ, not only linear rate
+constraints), over a differentiable decision set: ``pf.LinearClassifier`` (numpy; torch is not
+needed) or ``pf.TorchModel`` (torch, CPU or CUDA; multi-class labels), any number of groups.
+
+Algorithm.  RaCO-DP (Yaghini, Cebere, Menart, Bellet, Papernot, ICLR 2026, arXiv 2505.22703;
+ALGORITHMS.md §10), generalized: per Poisson-subsampled step one private histogram of the
+batch's (group, label, soft-prediction) counts, from which ℓ̂ and the dual gradient g(ℓ̂) are
+post-processed (``histogram``), and a DP-SGD primal step on per-example gradients of
+f + λᵀg by the chain rule through ∂f/∂ℓ and ∂g/∂ℓ at ℓ̂ (``models``); dual ascent
+λ ← [λ + η_λ g(ℓ̂)]₊.  The loop and its proof are in ``solver``.
+
+Theorem (privacy; ``solver`` module docstring).  Both releases of a step — the histogram and the
+clipped gradient sum — are blocks of *one* Poisson-subsampled Gaussian release with per-row norm
+1 (block shares a², b², a² + b² = 1), their coefficients functions of earlier releases only, so T
+steps are ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")`` under both
+units — ``protect="row"`` (one row replaced: its histogram vector and its full clipped gradient
+move) and ``protect="sensitive"`` (one row's group changes: only the group-centred histogram and
+the gradient of the group-dependent coefficients are private; the group-free parts read x, y, θ
+and are computed on an independent public batch).  z is fitted once at plan time with
+:func:`privfair.privacy.release.calibrate` (PLD), the release is scheduled in a
+:class:`~privfair.privacy.release.Schedule` and drawn through :class:`Draws`; the certificate is
+the accountant's composition of that one event.  The histogram noise is Gaussian inside the
+subsampled release, not RaCO-DP's Laplace (the accountant has no subsampled-Laplace event; see
+``solver``).
+
+Theorem (utility).  None proved here: the objective is non-convex in θ and RaCO-DP's
+convergence result needs assumptions privfair cannot check; the plan predicts ∞ and ranks the
+backend first (``rank = 0``) for differentiable decision sets on the strength of the measured
+numbers in docs/lagrangian.md (bench/raco.py), which it says in ``rank_reason``.
+
+Defaults (public rule from n, ε, δ; docs/lagrangian.md "Defaults"): expected batch
+m = max(256, n/50) (q = m/n), ``epochs`` passes (T = ⌈epochs/q⌉), clip C = 1, histogram
+share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, λ_max = 100, EMA rate 0.9 on the
+released histograms, output the uniform mixture of 20 checkpoints of the second half.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, unknown_option  # noqa: F401
+
+#: the options this backend reads (docs/lagrangian.md, "Options")
+OPTIONS = ("epochs", "batch_size", "clip", "lr", "lr_dual", "hist_share", "ema", "lambda_max",
+           "mass_floor", "output", "n_checkpoints", "objective_surrogate", "sharpness")
+
+DEFAULTS = {"epochs": 10.0, "clip": 1.0, "lr": 2.0, "lr_dual": 1.0, "hist_share": 0.3,
+            "ema": 0.9, "lambda_max": 100.0, "mass_floor": 1e-3, "output": "mixture",
+            "n_checkpoints": 20, "objective_surrogate": "log", "sharpness": 5.0}
+
+
+def default_batch(n: int) -> float:
+    """The default expected batch size m = max(256, n/50), capped at n (public: n only)."""
+    return float(min(n, max(256.0, n / 50.0)))
+
+
+#: the smallest noise multiplier tried (a PLD of a much narrower Gaussian is slow to build and
+#: no default run needs less noise; a huge ε then gets z = Z_MIN: more noise than needed, sound)
+Z_MIN = 0.5
+
+
+def noise_multiplier(epsilon, delta, T, q) -> float:
+    """z: the smallest noise multiplier of T Poisson-subsampled Gaussian steps (rate q,
+    substitution, per-row norm 1) that the accountant proves (ε, δ)-DP, at least
+    :data:`Z_MIN` — fitted with the one calibration function,
+    :func:`privfair.privacy.release.calibrate` (cached by its public key)."""
+    from privfair.privacy import calibrate
+
+    # 14 halvings of the log-bracket: z within ~0.01% of the smallest that fits (each checked)
+    x = calibrate(lambda x: [_event(1.0 / x, q, T)], epsilon, delta, hi=1.0 / Z_MIN,
+                  rules=("pld",), steps=14, key=("lagrangian_sgda", T, q))
+    return 1.0 / x
+
+
+def _event(z, q, T, unit="row"):
+    from privfair.privacy import subsampled_gaussian_event
+
+    src = ("per-row vector (a·h_i/H, b·clip_C(∇ψ_i)/C), a² + b² = 1: " + (
+        "h_i = p_i ⊗ e_(g_i, y_i), ‖h_i‖ ≤ ‖p_i‖₁ = 1 (H = 1), ∇ψ_i the row's Lagrangian "
+        "gradient clipped to C (one row replaced)" if unit == "row" else
+        "h_i = p_i ⊗ (e_g_i − 1/G) at y_i, ‖h_i‖ ≤ √(1 − 1/G) = H, ∇ψ_i the gradient of the "
+        "row's group-dependent coefficients clipped to C (one row's group changes; group-free "
+        "parts on an independent public batch)") + " → per-row norm ≤ 1")
+    return subsampled_gaussian_event(
+        z, 1.0, q, count=T, neighbouring="replace", sensitivity_source=src,
+        label="lagrangian_sgda steps (histogram + gradient, one Poisson batch each)")
+
+
+def _options(options):
+    o = dict(DEFAULTS)
+    for k, v in options.items():
+        if k not in OPTIONS:
+            raise unknown_option(k, v, "lagrangian_sgda", OPTIONS)
+        o[k] = v
+    from privfair.errors import InvalidInputError
+
+    def pos(name, lo=0.0, hi=math.inf, closed_hi=True):
+        v = o[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or not (lo < v) or (v > hi if closed_hi else v >= hi):
+            raise InvalidInputError(name, v, f"pass a number in ({lo:g}, {hi:g}"
+                                    f"{']' if closed_hi else ')'}")
+        o[name] = float(v)
+
+    for name in ("epochs", "clip", "lr", "lambda_max", "mass_floor", "sharpness"):
+        pos(name)
+    pos("lr_dual", lo=-1e-300)
+    pos("hist_share", hi=1.0, closed_hi=False)
+    pos("ema", lo=-1e-300, hi=1.0, closed_hi=False)
+    if o.get("batch_size") is not None:
+        pos("batch_size")
+    if o["output"] not in ("mixture", "last", "average"):
+        raise InvalidInputError("output", o["output"], "choose 'mixture', 'average' or 'last'")
+    if o["objective_surrogate"] not in ("log", "linear"):
+        raise InvalidInputError("objective_surrogate", o["objective_surrogate"],
+                                "choose 'log' (cross-entropy for the error) or 'linear'")
+    k = o["n_checkpoints"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError("n_checkpoints", k, "pass a positive integer")
+    return o
+
+
+class LagrangianSGDA(Backend):
+    name = "lagrangian_sgda"
+    theorem = ("private Lagrangian SGDA (RaCO-DP, Yaghini et al. ICLR 2026, generalized to any "
+               "f, g of ℓ): Poisson-subsampled Gaussian per step (histogram + gradient), PLD")
+    needs_group_mass = False      # no sensitivity of ℓ is used: the histogram is released
+    option_names = OPTIONS
+    exposes = {
+        "lambda": (RELEASED, "the final dual variables: post-processing of the histograms"),
+        "rates_estimate": (RELEASED, "ℓ̂ from the EMA of the released histograms"),
+        "noise_multiplier": (PUBLIC, "z from ε, δ, T, q (plan time)"),
+        "histogram_noise": (PUBLIC, "σ of a histogram cell per step: z·H/a"),
+        "gradient_noise": (PUBLIC, "σ of the gradient sum per step: z·C/b"),
+        "checkpoint_steps": (PUBLIC, "the planned checkpoint steps"),
+        "unit": (PUBLIC, "the privacy unit"),
+        "output": (PUBLIC, "the output rule"),
+    }
+
+    # ------------------------------------------------------------------------- accepts
+    def accepts(self, problem, analysis) -> Verdict:
+        import importlib.util
+
+        from privfair.decisions import LinearClassifier
+
+        r = problem.rates
+        ds = getattr(r, "decisions", None)
+        if isinstance(ds, LinearClassifier):
+            if r.L != 2:
+                return Verdict(False, "pf.LinearClassifier is binary; use pf.TorchModel("
+                                      "torch.nn.Linear(d, L), d, L) for multi-class labels")
+        elif type(ds).__name__ == "TorchModel":
+            if importlib.util.find_spec("torch") is None:    # pragma: no cover
+                return Verdict(False, "pf.TorchModel needs torch: pip install torch")
+            if ds.n_classes != r.L:
+                return Verdict(False, f"the model has {ds.n_classes} classes, the data {r.L}")
+        else:
+            return Verdict(False, "needs a differentiable decision set: pf.LinearClassifier or "
+                                  f"pf.TorchModel; got {type(ds).__name__}")
+        priv = analysis.privacy
+        if priv.is_private and priv.delta <= 0:
+            return Verdict(False, "the Gaussian release needs δ > 0, e.g. pf.DP(1.0, 1e-5)")
+        if priv.protect == "sensitive" and r.G < 2:
+            return Verdict(False, "protect='sensitive' with one group: nothing is private; "
+                                  "declare the groups")
+        return Verdict(True)
+
+    # ---------------------------------------------------------------------------- plan
+    def plan(self, problem, analysis, privacy, options) -> Plan:
+        from privfair.privacy import Schedule, Scheduled
+
+        o = _options(options)
+        r = problem.rates
+        n = r.n
+        m = min(float(n), o["batch_size"]) if o.get("batch_size") else default_batch(n)
+        q = min(1.0, max(1.0 / n, m / n))
+        T = max(1, int(math.ceil(o["epochs"] / q)))
+        half = T // 2
+        K = max(1, min(o["n_checkpoints"], T - half)) if o["output"] == "mixture" else 1
+        steps = (sorted({half + int(round((i + 1) * (T - half) / K)) - 1 for i in range(K)})
+                 if o["output"] == "mixture" else [T - 1])
+        private = privacy.is_private
+        z = noise_multiplier(privacy.epsilon, privacy.delta, T, q) if private else 0.0
+        params = {"protect": privacy.protect, "T": T, "sampling_rate": q, "batch_size": q * n,
+                  "epochs": o["epochs"], "noise_multiplier": z, "clip": o["clip"],
+                  "hist_share": o["hist_share"], "lr": o["lr"], "lr_dual": o["lr_dual"],
+                  "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
+                  "output": o["output"], "checkpoint_steps": steps,
+                  "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
+                  "private": private}
+        budget, notes = [], []
+        sched = None
+        if private:
+            sched = Schedule([Scheduled("steps", _event(z, q, T, privacy.protect))],
+                             privacy.epsilon, privacy.delta)
+            budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}, z = {z:.3g}): "
+                           "histogram and clipped Lagrangian gradient in one release",
+                           privacy.epsilon, privacy.delta))
+        notes.append("predicted excess risk ∞: no utility theorem is proved for this non-convex "
+                     "game; ranked on measured behaviour (docs/lagrangian.md)")
+        if getattr(r, "surrogate", None) is None and type(r.decisions).__name__ == \
+                "LinearClassifier":
+            notes.append("trains on σ(x·w + b) soft predictions; the released rule 1[x·w + b > 0] "
+                         "is scaled into the ball (the same rule)")
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=math.inf if private else math.inf,
+                   theorem=self.theorem, notes=notes, rank=0,
+                   rank_reason=("a differentiable decision set with any convex f, g of ℓ: the "
+                                "private Lagrangian SGDA handles both privacy units, many groups "
+                                "and labels; measured on Adult, COMPAS and 8-group synthetic "
+                                "data (docs/lagrangian.md)"))
+        out.schedule = sched
+        out.run_options = o
+        return out
+
+    # ----------------------------------------------------------------------------- run
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        from privfair.privacy.mechanisms import _float_generator
+        from privfair.privacy.randomness import as_source
+        from privfair.result import Result
+
+        from . import solver
+        from .models import LinearAdapter, TorchAdapter
+
+        problem, P = plan.problem, plan.params
+        r = problem.rates
+        log_obj = P["objective_surrogate"] == "log"
+        if type(r.decisions).__name__ == "TorchModel":
+            dev = "cuda" if device == "cuda" else "cpu"
+            adapter = TorchAdapter(r, device=dev, log_objective=log_obj,
+                                   sharpness=P["sharpness"])
+        else:
+            adapter = LinearAdapter(r, log_objective=log_obj, sharpness=P["sharpness"])
+        draws = plan.schedule.open(accountant, rng) if plan.schedule is not None else None
+        gen = _float_generator(draws.source if draws is not None else as_source(rng))
+        ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress)
+        if P["output"] == "last" or not ckpts:
+            decisions, weights = [state["last"]], [1.0]
+        elif P["output"] == "average":
+            decisions, weights = [adapter.release(np.mean(ckpts, axis=0))], [1.0]
+        else:
+            decisions, weights = ckpts, [1.0 / len(ckpts)] * len(ckpts)
+        z, C, a2 = P["noise_multiplier"], P["clip"], P["hist_share"]
+        Hb = math.sqrt(1 - 1 / r.G) if P["protect"] == "sensitive" else 1.0
+        info = {"lambda": state["lambda"], "rates_estimate": state["rates_estimate"],
+                "noise_multiplier": z, "histogram_noise": z * Hb / math.sqrt(a2),
+                "gradient_noise": z * C / math.sqrt(1 - a2),
+                "checkpoint_steps": list(P["checkpoint_steps"]), "unit": P["protect"],
+                "output": P["output"]}
+        return Result(self.name, decisions, weights, r.decisions, plan=plan, trace=trace,
+                      info=info)
+
+
+from .. import register  # noqa: E402
+
+register(LagrangianSGDA())

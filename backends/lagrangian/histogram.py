@@ -1,0 +1,91 @@
+"""The batch histogram of (group, label, soft prediction) and what is post-processed from it.
+
+Statement.  Every coordinate of privfair's statistic vector ℓ (:mod:`privfair.stats`) is a
+function of the counts C[g, y, ŷ] = Σ_i 1[g_i = g, y_i = y]·p_i(ŷ), where p_i is row i's
+prediction mass (a vertex of the simplex for a hard rule, a point of it for a soft or randomized
+one): the joint block is C/n, a conditional rate is C[g, y, ŷ]/d_{g,y} with d_{g,y} = Σ_ŷ C[g, y, ŷ]
+(clamped by a declared group-mass bound), the selection rate (binary) is
+(C[g, 0, 1] + C[g, 1, 1])/Σ_y d_{g,y}.  So
+
+* **ℓ̂ from a noisy batch histogram** (:func:`rates_from_counts`) is post-processing: the
+  histogram Ĉ of a Poisson batch of expected size m = q·n, divided by m in place of n, estimates
+  ℓ (the denominators by the histogram's own row sums, floored by a public floor);
+* **the chain rule through ℓ** (:func:`row_coefficients`): for a differentiable Φ(ℓ) and fixed
+  denominators (they count rows of (g, y) and do not depend on the decision θ),
+  ∂Φ/∂θ = (1/n) Σ_i J_iᵀ c[g_i, y_i, :] with J_i = ∂p_i/∂θ and
+  c[g, y, ŷ] = n·Σ_k ∂Φ/∂ℓ_k · ∂ℓ_k/∂p_i(ŷ) = w_joint[g,y,ŷ] + w_rate[g,y,ŷ]/π_{g,y}
+  (+ w_sel[g]/π_g for ŷ = 1), π the group-label masses — here estimated from Ĉ.
+
+Preconditions and sensitivity (proved where used, in ``solver``).  One row contributes
+p_i ⊗ e_{(g_i, y_i)}: ℓ2 norm ‖p_i‖₂ ≤ ‖p_i‖₁ = 1 (the "each row's contributions sum to ≤ 1"
+precondition of RaCO-DP's histogram).  Under ``protect="sensitive"`` only g_i changes; the
+released part is the group-centred contribution p_i ⊗ (e_{g_i} − 1/G) at label y_i, of norm
+‖p_i‖·√(1 − 1/G) (:func:`centred_counts`), its group total being a function of public x, y only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["batch_counts", "centred_counts", "project_centred", "rates_from_counts",
+           "row_coefficients", "Layout"]
+
+
+class Layout:
+    """ℓ's layout read from a :class:`privfair.stats.Rates` (schema only: G, L, index maps)."""
+
+    def __init__(self, rates):
+        self.G, self.L, self.K = rates.G, rates.L, rates.K
+        self.joint = np.asarray(rates._joint)          # (G, L, L) -> coordinate
+        self.rate = np.asarray(rates._rate)            # (G, L, L) -> coordinate
+        self.sel = None if rates._sel is None else np.asarray(rates._sel)   # (G,) binary only
+
+
+def batch_counts(g, y, P, G, L) -> np.ndarray:
+    """C[g, y, ŷ] = Σ_rows p(ŷ) for the rows (g, y, P) of a batch: shape (G, L, L)."""
+    C = np.zeros((G * L, L))
+    np.add.at(C, np.asarray(g) * L + np.asarray(y), np.asarray(P, dtype=float))
+    return C.reshape(G, L, L)
+
+
+def centred_counts(g, y, P, G, L) -> np.ndarray:
+    """Σ_rows p ⊗ (e_g − 1/G) at the row's label: the group-centred histogram, (G, L, L).
+
+    Row i's piece has ℓ2 norm ‖p_i‖·√((1 − 1/G)² + (G − 1)/G²) = ‖p_i‖·√(1 − 1/G)."""
+    C = batch_counts(g, y, P, G, L)
+    return C - C.mean(axis=0, keepdims=True)
+
+
+def project_centred(V) -> np.ndarray:
+    """The orthogonal projection onto {Σ_g V[g] = 0}, where a centred histogram lives (applied
+    to a noisy release it removes the noise outside that subspace: post-processing)."""
+    return V - V.mean(axis=0, keepdims=True)
+
+
+def rates_from_counts(C, layout, m, floor) -> tuple:
+    """(ℓ̂ (K,), π̂ (G, L)) from batch counts C (G, L, L) of a batch of expected size m.
+
+    ``floor`` (G, L) is a public lower bound on the group-label masses π (the declared
+    group-mass bound, or a small public constant): denominators are m·max(π̂, floor), as
+    :mod:`privfair.stats` clamps them with n·q."""
+    G, L = layout.G, layout.L
+    C = np.asarray(C, dtype=float).reshape(G, L, L)
+    pi = np.maximum(C.sum(axis=2) / m, floor)                  # group-label masses
+    ell = np.zeros(layout.K)
+    ell[layout.joint.ravel()] = C.ravel() / m
+    R = C / (m * pi[:, :, None])
+    ell[layout.rate.ravel()] = R.ravel()
+    if layout.sel is not None:
+        pg = pi.sum(axis=1)
+        ell[layout.sel] = (C[:, 0, 1] + C[:, 1, 1]) / (m * pg)
+    return np.clip(ell, 0.0, None), pi
+
+
+def row_coefficients(w, layout, pi) -> np.ndarray:
+    """c[g, y, ŷ] = n·∂(w·ℓ)/∂p_i(ŷ) for a row of group g and label y (shape (G, L, L)), at
+    group-label masses ``pi`` (G, L); ``w`` = ∂Φ/∂ℓ (K,).  See the module docstring."""
+    w = np.asarray(w, dtype=float).reshape(-1)
+    c = w[layout.joint] + w[layout.rate] / pi[:, :, None]
+    if layout.sel is not None:
+        c[:, :, 1] += (w[layout.sel] / pi.sum(axis=1))[:, None]
+    return c

@@ -1,0 +1,188 @@
+"""Per-example gradients of the Lagrangian's row terms, for the two differentiable decision sets.
+
+Statement.  For a row i with prediction mass p_i(θ) on the L labels and coefficient vectors
+u_f, u_g ∈ R^L (``histogram.row_coefficients`` of ∇f and of Σ_j λ_j ∇g_j at ℓ̂), the row's
+primal term is
+
+    ψ_i(θ) = u_f·p_i(θ) / sg[max(p_i(y_i), p_min)]  +  u_g·p_i(θ)          ("log" objective)
+    ψ_i(θ) = (u_f + u_g)·p_i(θ)                                            ("linear")
+
+(sg: no gradient through it).  The "log" form rescales the objective's row gradient by the
+public positive weight 1/p_i(y_i); for the error (u_f = 1 − e_{y_i}) it is exactly the
+cross-entropy gradient ∇(−log p_i(y_i)) — the usual trainable surrogate of the 0-1 loss, whose
+gradient does not vanish on confidently wrong rows — and for any f it is a positive per-row
+reweighting of ∇(u_f·p_i).  The constraints keep the exact gradient of the soft rates.
+
+Precondition (privacy).  Each adapter returns Σ_i clip_C(∇ψ_i), each term of ℓ2 norm ≤ C
+(plain per-example clipping, min(1, C/‖∇ψ_i‖)); the scale 1/p_i(y_i) reads x_i, y_i, θ only.
+Under ``protect="sensitive"`` the solver passes coefficient *differences* u − u_ref(y) for the
+private part (their per-row term still clipped to C) and the group-free u_ref(y) for the public
+part, which reads x, y, θ only and is computed on an independent batch (``solver``).
+
+* :class:`LinearAdapter` — ``pf.LinearClassifier`` in numpy (no torch).  Without a surrogate the
+  released rule is 1[x·w + b > 0], which depends on the direction of θ only: training runs on
+  p(1) = σ(x·w + b) with θ free, and the released θ is scaled into the user's ball (the same
+  rule).  With ``pf.rates(..., surrogate=...)`` ℓ is defined by the surrogate masses of
+  :mod:`privfair.stats` on the clipped features, and θ is projected on the ball every step.
+* :class:`TorchAdapter` — ``pf.TorchModel`` (any module; softmax, or sigmoid of one logit);
+  per-example gradients with ``torch.func`` (vmap of grad), on CPU or CUDA.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+P_MIN = 1e-3      # floor of p_i(y_i) in the "log" objective's weight (public constant)
+
+
+def _sigmoid(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+class LinearAdapter:
+    """``pf.LinearClassifier`` (binary) in numpy; see the module docstring."""
+
+    def __init__(self, rates, log_objective=True, sharpness=1.0):
+        ds = rates.decisions
+        self.k = float(sharpness)
+        self.ds, self.rates = ds, rates
+        self.P = ds.P
+        self.surrogate = rates.surrogate
+        self.log_objective = log_objective and self.surrogate is None
+        X = rates._Xc if self.surrogate is not None else rates.data.X
+        self.Xt = np.hstack([np.asarray(X, dtype=float), np.ones((rates.n, 1))])   # (n, P)
+        self.xnorm = np.linalg.norm(self.Xt, axis=1)
+        self.y = np.asarray(rates.data.y)
+        self.theta0 = np.zeros(self.P)
+
+    def _mass(self, theta, idx, k=None):
+        """(mass on ŷ = 1, its derivative in the margin z) of the rows ``idx``: σ(k·z)
+        (k the sharpness; the objective's cross-entropy reads k = 1), or the surrogate's."""
+        z = self.Xt[idx] @ theta
+        if self.surrogate is None:
+            k = self.k if k is None else k
+            s = _sigmoid(k * z)
+            return s, k * s * (1.0 - s)
+        from privfair.stats import SURROGATES
+
+        r = self.rates
+        sign = np.where(self.y[idx] == 1, -1.0, 1.0)
+        val, der = SURROGATES[self.surrogate](sign * z)
+        val = val / r._phiB
+        der = np.where(val < 1.0, der / r._phiB, 0.0)
+        val = np.minimum(val, 1.0)
+        return np.where(sign > 0, val, 1.0 - val), der
+
+    def probs(self, theta, idx) -> np.ndarray:
+        s, _ = self._mass(theta, idx)
+        return np.stack([1.0 - s, s], axis=1)
+
+    def grad_sum(self, theta, idx, Uf, Ug, clip=None):
+        """(Σ_i clip(∇ψ_i), number of clipped rows) over the rows ``idx``."""
+        if len(idx) == 0:
+            return np.zeros(self.P), 0
+        s, der = self._mass(theta, idx)
+        df = Uf[:, 1] - Uf[:, 0]
+        dg = Ug[:, 1] - Ug[:, 0]
+        if self.log_objective:
+            s1, der1 = self._mass(theta, idx, 1.0)
+            py = np.where(self.y[idx] == 1, s1, 1.0 - s1)
+            dz = df * der1 / np.maximum(py, P_MIN) + dg * der
+        else:
+            dz = (df + dg) * der
+        norms = np.abs(dz) * self.xnorm[idx]
+        clipped = 0
+        if clip is not None:
+            f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+            clipped = int(np.sum(norms > clip))
+            dz = dz * f
+        return self.Xt[idx].T @ dz, clipped
+
+    def project(self, theta):
+        """Every step: the ball for surrogate rates (ℓ depends on the scale), else nothing."""
+        return self.ds.project(theta) if self.surrogate is not None else theta
+
+    def release(self, theta) -> np.ndarray:
+        """θ scaled into the user's ball: the same rule 1[x·w + b > 0] (positive scaling)."""
+        return self.ds.project(np.asarray(theta, dtype=float))
+
+
+class TorchAdapter:
+    """``pf.TorchModel`` with per-example gradients (torch.func); see the module docstring."""
+
+    def __init__(self, rates, device="cpu", log_objective=True, sharpness=1.0):
+        import torch
+
+        self.k = float(sharpness)
+        from privfair.torch_model import probs_from_logits
+
+        self.torch, self.dev = torch, torch.device(device)
+        ds = rates.decisions
+        self.ds, self.P = ds, ds.P
+        self.binary_logit = ds.binary_logit
+        self._probs = probs_from_logits
+        self.log_objective = log_objective
+        self.module = ds.build().to(self.dev)
+        self.names = [nm for nm, _ in self.module.named_parameters()]
+        self.shapes = [p.shape for _, p in self.module.named_parameters()]
+        self.sizes = [int(p.numel()) for _, p in self.module.named_parameters()]
+        self.X = torch.as_tensor(np.asarray(rates.data.X), dtype=torch.float32, device=self.dev)
+        self.y = torch.as_tensor(np.asarray(rates.data.y), dtype=torch.long, device=self.dev)
+        self.theta0 = ds.initial_parameters()
+
+    def _params(self, theta):
+        t = self.torch.as_tensor(np.asarray(theta), dtype=torch_float(self.torch), device=self.dev)
+        out, k = {}, 0
+        for nm, shp, sz in zip(self.names, self.shapes, self.sizes):
+            out[nm] = t[k:k + sz].reshape(shp)
+            k += sz
+        return out
+
+    def probs(self, theta, idx) -> np.ndarray:
+        torch = self.torch
+        with torch.no_grad():
+            z = torch.func.functional_call(self.module, self._params(theta),
+                                           (self.X[torch.as_tensor(idx, device=self.dev)],))
+            return self._probs(self.k * z, self.binary_logit).double().cpu().numpy()
+
+    def grad_sum(self, theta, idx, Uf, Ug, clip=None):
+        torch = self.torch
+        if len(idx) == 0:
+            return np.zeros(self.P), 0
+        params = self._params(theta)
+        ii = torch.as_tensor(idx, device=self.dev)
+        X, y = self.X[ii], self.y[ii]
+        uf = torch.as_tensor(Uf, dtype=torch.float32, device=self.dev)
+        ug = torch.as_tensor(Ug, dtype=torch.float32, device=self.dev)
+        mod, binary, probs, log_obj, k = self.module, self.binary_logit, self._probs, \
+            self.log_objective, self.k
+
+        def row_term(p_, x, yy, a, b):
+            z = torch.func.functional_call(mod, p_, (x[None, :],))
+            pk = probs(k * z, binary)[0]
+            if log_obj:     # the objective's cross-entropy reads the unsharpened p
+                p1 = probs(z, binary)[0]
+                obj = (a * p1).sum() / torch.clamp(p1[yy], min=P_MIN).detach()
+            else:
+                obj = (a * pk).sum()
+            return obj + (b * pk).sum()
+
+        grads = torch.func.vmap(torch.func.grad(row_term), in_dims=(None, 0, 0, 0, 0))(
+            params, X, y, uf, ug)
+        flat = torch.cat([grads[nm].reshape(len(idx), -1) for nm in self.names], dim=1)
+        clipped = 0
+        if clip is not None:
+            norms = flat.norm(dim=1)
+            clipped = int((norms > clip).sum())
+            flat = flat * torch.clamp(clip / torch.clamp(norms, min=1e-30), max=1.0)[:, None]
+        return flat.sum(dim=0).double().cpu().numpy(), clipped
+
+    def project(self, theta):
+        return theta
+
+    def release(self, theta) -> np.ndarray:
+        return np.asarray(theta, dtype=float)
+
+
+def torch_float(torch):
+    return torch.float32

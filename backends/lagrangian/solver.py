@@ -1,0 +1,149 @@
+"""The private Lagrangian loop: one joint Poisson-subsampled Gaussian release per step.
+
+Algorithm (Φ_λ = f + Σ_j λ_j g_j over ℓ; m = q·n; a² + b² = 1, a² the histogram's share)::
+
+    Ĉ ← public prior (m/(G L²) per cell), λ ← 0, θ ← θ₀ (public)
+    for t = 1..T:
+        B_t ← Poisson sample of rate q                      (each row independently)
+        ℓ̂, π̂ ← rates_from_counts(Ĉ)                        (post-processing of past releases)
+        c_f, c_g ← row_coefficients(∇f(ℓ̂)), row_coefficients(Σ_j λ_j ∇g_j(ℓ̂))
+        v_i = ( a·h_i / H ,  b·clip_C(∇ψ_i(θ)) / C )        for i ∈ B_t
+        S_t = Σ_{i ∈ B_t} v_i + N(0, z² I)                  ← the step's one release
+        Ĥ_t = (H/a)·S_t[hist],  ĝ_t = (C/b)·S_t[grad]       (+ public parts, "sensitive")
+        Ĉ ← bias-corrected EMA of Ĥ_t (rate ``ema``)
+        θ ← Π(θ − η_θ ĝ_t / m);  λ ← min(λ_max, [λ + η_λ g(ℓ̂(Ĉ))]₊)
+    output: the uniform mixture of K checkpoints of the second half (or the last iterate)
+
+Theorem (privacy).  Under ``protect="row"`` (one row replaced) h_i = p_i ⊗ e_{(g_i, y_i)}
+with H = 1 (‖h_i‖₂ ≤ ‖p_i‖₁ = 1) and ∇ψ_i the row's full Lagrangian gradient.  Under
+``protect="sensitive"`` (one row's group changes, x, y fixed) h_i = p_i ⊗ (e_{g_i} − 1/G) at
+label y_i with H = √(1 − 1/G) (``histogram.centred_counts``), and ∇ψ_i is the gradient of the
+row's *group-dependent* part (coefficients c − c_ref(y), c_ref(y) the π̂-weighted mean of c[·, y] over groups); the
+group-free parts — Σ_g C[g, y, ŷ] and the gradient of c_ref(y_i)·p_i — read x, y, θ only and are
+computed on an independent Poisson batch B'_t, so they are public given θ and carry no
+information about B_t (amplification stays valid).  In both units every v_i has ‖v_i‖₂ ≤
+√(a² + b²) = 1 whatever the row, its coefficients being functions of *earlier* releases (ℓ̂, λ,
+θ are computed before S_t), so step t is the Poisson-subsampled Gaussian mechanism with per-row
+norm 1 and noise multiplier z under substitution, and T steps adaptively composed are exactly
+the event ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``: the
+accountant (PLD, dominating pair qN(−1) + (1 − q)N(0) vs qN(1) + (1 − q)N(0)) proves
+(ε, δ), with z fitted at plan time by :func:`privfair.privacy.release.calibrate`.  Everything
+else — ℓ̂, λ, θ, the checkpoints, the mixture — is post-processing.  The histogram is thus
+released with Gaussian noise inside the same subsampled release (not RaCO-DP's Laplace): the
+accountant has no subsampled-Laplace event, and a per-step unsubsampled Laplace would forfeit
+amplification.  Under "sensitive" the histogram's noise is further projected on the centred
+subspace (post-processing).
+
+Preconditions.  δ > 0; f and every g_j have (sub)gradients (every expression of the language
+does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.stats`).
+No convexity is needed for privacy; for utility, see docs/lagrangian.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import histogram as H
+
+
+def poisson(gen, n, q):
+    """A Poisson sample: each row independently with probability q (binomial size, then a
+    uniform subset of that size — the same distribution)."""
+    if q >= 1.0:
+        return np.arange(n)
+    k = int(gen.binomial(n, q))
+    return gen.choice(n, size=k, replace=False, shuffle=False) if k else np.zeros(0, np.int64)
+
+
+def train(problem, adapter, P, draws, gen, progress=False):
+    """Run the loop of the module docstring; returns (checkpoints, trace, state).
+
+    ``P`` holds the plan's parameters; ``draws`` is the schedule's :class:`Draws` (None for a
+    non-private run: no noise); ``gen`` a numpy Generator for the Poisson samples."""
+    r = problem.rates
+    lay = H.Layout(r)
+    G, L, n = r.G, r.L, r.n
+    g_all, y_all = np.asarray(r.data.group), np.asarray(r.data.y)
+    q, T, m = P["sampling_rate"], P["T"], P["sampling_rate"] * r.n
+    sensitive = P["protect"] == "sensitive"
+    a, b = math.sqrt(P["hist_share"]), math.sqrt(1.0 - P["hist_share"])
+    z, C = P["noise_multiplier"], P["clip"]
+    Hb = math.sqrt(1.0 - 1.0 / G) if sensitive else 1.0
+    floor = np.full((G, L), P["mass_floor"])
+    if r._q is not None:
+        floor = np.maximum(floor, np.asarray(r._q))
+    from .split import split
+
+    f = problem.f
+    gs = [p for g in problem.g for p in split(g)] if P.get("split", True) else list(problem.g)
+    J = len(gs)
+    lam = np.zeros(J)
+    beta = P["ema"]
+    Dh = G * L * L
+    prior = np.full((G, L, L), m / (G * L * L))
+    acc, wsum = np.zeros((G, L, L)), 0.0
+    all_rows = np.arange(n)
+    theta = np.asarray(adapter.theta0, dtype=float).copy()
+    lr, lr_d, lam_max = P["lr"], P["lr_dual"], P["lambda_max"]
+    ck_steps = set(P["checkpoint_steps"])
+    checkpoints, trace = [], []
+    Cest = prior
+    from privfair._progress import bar
+
+    for t in bar(range(T), "lagrangian_sgda", progress, min_steps=200):
+        ell, pi = H.rates_from_counts(Cest, lay, m, floor)
+        wf = np.asarray(f.grad(ell), dtype=float)
+        wg = sum((lam[j] * np.asarray(gs[j].grad(ell), dtype=float) for j in range(J)),
+                 np.zeros(lay.K)) if J else np.zeros(lay.K)
+        cf, cg = H.row_coefficients(wf, lay, pi), H.row_coefficients(wg, lay, pi)
+        idx = poisson(gen, n, q)
+        gi, yi = g_all[idx], y_all[idx]
+        Pb = adapter.probs(theta, idx)
+        if not sensitive:
+            gsum, k = adapter.grad_sum(theta, idx, cf[gi, yi], cg[gi, yi],
+                                       clip=C if draws is not None else None)
+            hist = H.batch_counts(gi, yi, Pb, G, L)
+            pub_tot = None
+        else:
+            # the group-free reference: the π̂-weighted mean over groups (post-processing of
+            # releases), so that the private part is a contrast of mean ≈ 0 over the groups
+            wgt = (pi / pi.sum(axis=0, keepdims=True))[:, :, None]        # (G, L, 1)
+            cf_ref, cg_ref = (wgt * cf).sum(axis=0), (wgt * cg).sum(axis=0)   # (L, L)
+            gsum, k = adapter.grad_sum(theta, idx, (cf - cf_ref)[gi, yi], (cg - cg_ref)[gi, yi],
+                                       clip=C if draws is not None else None)
+            idx2 = poisson(gen, n, q)          # public batch B'_t, independent of B_t
+            y2 = y_all[idx2]
+            pub, _ = adapter.grad_sum(theta, idx2, cf_ref[y2], cg_ref[y2], clip=None)
+            hist = H.centred_counts(gi, yi, Pb, G, L)
+            # the group-free totals Σ_g C[g, y, ŷ] read x, y, θ only: exact on all rows,
+            # scaled to a batch (public; no sampling noise on top of the centred release)
+            pub_tot = H.batch_counts(np.zeros(n, np.int64), y_all, adapter.probs(theta, all_rows),
+                                     1, L)[0] * q
+        if draws is not None:
+            noise = np.asarray(draws.gaussian_noise("steps", (Dh + adapter.P,)), dtype=float)
+            hist = hist + noise[:Dh].reshape(G, L, L) * (Hb / a)
+            gsum = gsum + noise[Dh:] * (C / b)
+        if sensitive:
+            hist = H.project_centred(hist) + pub_tot[None, :, :] / G
+            gsum = gsum + pub
+        # bias-corrected EMA of the released histograms (post-processing)
+        acc = beta * acc + (1.0 - beta) * hist
+        wsum = beta * wsum + (1.0 - beta)
+        Cest = acc / wsum
+        theta = adapter.project(theta - lr * gsum / m)
+        if J:
+            ell_new, _ = H.rates_from_counts(Cest, lay, m, floor)
+            gv = np.array([float(gj.value(ell_new)) for gj in gs])
+            lam = np.clip(lam + lr_d * gv, 0.0, lam_max)
+        else:
+            gv = np.zeros(0)
+        if t in ck_steps:
+            checkpoints.append(adapter.release(theta))
+        if (t + 1) % max(1, T // 20) == 0 or t == T - 1:
+            trace.append({"step": t + 1, "lambda": lam.tolist(), "g_estimate": gv.tolist()})
+    state = {"lambda": lam.tolist(),
+             "rates_estimate": H.rates_from_counts(Cest, lay, m, floor)[0].tolist(),
+             "last": adapter.release(theta)}
+    return checkpoints, trace, state
