@@ -3,7 +3,8 @@
 Commands (``privfair COMMAND --help`` documents each; see also ``docs/cli.md``)::
 
     privfair solve PROBLEM.py --epsilon 1 [--delta D] [--protect sensitive|row] [--backend auto]
-                   [--seed S] [--alpha A] [--certificate out.md] [--report out.html]
+                   [--seed S] [--alpha A] [--holdout F] [--certificate out.md]
+                   [--report out.html]
     privfair report PROBLEM.py [--epsilon 1] [--delta D] [--protect ...] [--alpha A] [--output F]
     privfair audit --backend NAME [--epsilon 1] [--delta 0] [--runs N] [--negative-control]
     privfair backends
@@ -110,6 +111,24 @@ def _positive_int(text):
 
 #: the smallest ``demo --subsample`` (δ = 1/n² needs n ≥ 2; a fair fit needs rows in every cell)
 MIN_SUBSAMPLE = 100
+
+
+def _fraction(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}") from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return v
+
+
+def status_lines(result) -> str:
+    """``status: ...`` and, when a check was made, what it measured (docs/trust.md)."""
+    out = f"status: {result.status}"
+    if result.holdout is not None:
+        out += "\n" + result.holdout.summary()
+    return out
 
 
 def _subsample(text):
@@ -409,8 +428,10 @@ def _cmd_solve(args) -> int:
     plans = problem.plan(privacy, backend=args.backend, alpha=args.alpha)
     print(plans.explain(), "\n")
     result = problem.solve(privacy, backend=args.backend, seed=args.seed,
-                           progress=_show_progress(args), alpha=args.alpha)
+                           progress=_show_progress(args), alpha=args.alpha,
+                           holdout=args.holdout)
     print(result.certificate, "\n")
+    print(status_lines(result), "\n")
     if "note" in result.info:
         print("note:", result.info["note"], "\n")
     rows = _metrics_rows(result, train, test, privacy)
@@ -741,6 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--report", metavar="OUT.html", default=None,
                    help="also write a self-contained HTML page (analysis, plan, certificate, "
                         "metrics)")
+    s.add_argument("--holdout", type=_fraction, default=0.2, metavar="F",
+                   help="fraction of the rows held out of training for the out-of-sample check "
+                        "(default 0.2; 0: none; see docs/trust.md)")
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
     s.set_defaults(func=_cmd_solve)
 

@@ -447,3 +447,23 @@ def test_solve_prints_nothing_that_reads_the_private_column(tmp_path, capsys, pr
         assert "withheld" in outs[0]
     else:
         assert "train:" not in outs[0]
+
+
+# ---------------------------------------------- issue #18 item 3: the status line
+def test_solve_prints_the_status_and_the_held_out_check(tmp_path, capsys):
+    path = tmp_path / "big.py"
+    path.write_text(TINY.replace("n = 400", "n = 2000"))
+    from privfair.errors import ResultStatusWarning, UncheckedResultWarning
+
+    with pytest.warns(ResultStatusWarning):
+        assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
+                     "exponential", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    status = [line for line in out.splitlines() if line.startswith("status: ")]
+    assert len(status) == 1 and status[0] != "status: certified"
+    assert "held-out check on 300 rows (1200 trained on)" in out
+    assert "parallel composition" in out                    # the certificate's note
+    with pytest.warns(UncheckedResultWarning):
+        assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
+                     "exponential", "--no-progress", "--holdout", "0"]) == 0
+    assert "status: not checked: holdout=0" in capsys.readouterr().out
