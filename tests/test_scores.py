@@ -121,3 +121,20 @@ def test_merge_adds_partials_leaf_by_leaf():
     assert out[0] == 3.0 and out[1].tolist() == [4, 6] and out[2].tolist() == [[1, 0], [0, 1]]
     assert out[3] == {"k": 5, "j": 1}
     assert passes.merge(None, a) is a
+
+
+def test_docs_scale_in_memory_examples_run():
+    # docs/scale.md's in-memory blocks run as written (the Dask blocks need a cluster)
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "scale.md"), encoding="utf-8") as fh:
+        page = fh.read()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)[:2]
+    assert len(blocks) == 2 and "fit_score" in blocks[0] and "map_sum" in blocks[1]
+    ns = {}
+    for code in blocks:
+        exec(compile(code, "docs/scale.md", "exec"), ns)
+    assert ns["counts"].sum() == ns["data"].n == 100_000
+    np.testing.assert_allclose(ns["Xty"][0], ns["y"].sum())
