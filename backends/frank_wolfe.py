@@ -50,10 +50,12 @@ Each iteration t
    γ_t ℓ̃_S(c_t) (post-processing).  The last iteration releases nothing (l̃_T is not needed).
 
 The T selections and T − 1 releases compose adaptively.  The plan calibrates one scale for all of
-them with the accountant's own rules (RDP for Gaussian + pure events; exact optimal composition or
-basic composition for pure events), and the run re-fits that scale against the accountant's
-limit *and the events already recorded* (e.g. a private group-mass estimate), so the certificate
-never exceeds the requested (ε, δ).  Errors in (★): e_t ≤ (2Δ_E/ε_E)·log(2mT/ρ) (exponential
+them, once, with :func:`privfair.privacy.calibrate` and the accountant's rules (RDP for Gaussian
++ pure events; exact optimal or basic composition for pure events), against (ε, δ) and the
+events already spent, and schedules them (``plan.schedule``); ``run`` draws every noise through
+``schedule.open(accountant, rng)`` and never re-calibrates.  A selection whose r_t is 0 on the
+support has score sensitivity 0 (:func:`~._oracles.score_sensitivity`): its argmax is the same
+on every neighbour and is taken exactly.  Errors in (★): e_t ≤ (2Δ_E/ε_E)·log(2mT/ρ) (exponential
 mechanism, [A] Thm 3.6, w.p. 1 − ρ/(2T) each; Δ_E = ``analysis.sensitivity("h_smooth")`` bounds
 every Δ_t because ‖∇h_smooth‖_{p*} ≤ L_p on the box) plus D_p β_p ‖ξ_t‖_p for the noise
 ξ_t = l̃_t − l_t = Σ_i w_{t,i} z_i (Gaussian concentration, or the sub-exponential tail of
@@ -70,15 +72,13 @@ known; Δℓ known (or a group-mass bound to be estimated privately by the plann
 
 ``device="cuda"`` / ``"torch"`` computes the score matrix–vector products with torch.
 
-Test-only knob: ``options={"_noise_multiplier": k}`` divides every noise scale by 1/k (it
-multiplies the sensitivities handed to the mechanisms by k) while the plan and the certificate
-still claim the calibrated ε — it is **not private** for k < 1 and exists only to build negative
-controls for the privacy tests.  It is refused unless passed explicitly *and* the run is seeded.
+The audit's negative control is :func:`privfair.privacy.reduced_noise` around the solve.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -98,9 +98,8 @@ _MARGIN = 1e-6
 #: the exact exponential sampler rounds ε down (12 bits) and scores to a grid (Δ/g ≥ 2^10)
 _EM_SLACK = (1 + 2.0 ** -10) / (1 - 2.0 ** -11)
 _FAST_RULES = ("basic", "optimal", "advanced", "rdp")
-_DUAL = {"l1": "linf", "l2": "l2", "linf": "l1"}
 _NORMS = ("l1", "l2", "linf")
-_OPTIONS = ("T", "T_range", "mechanism", "_noise_multiplier")
+_OPTIONS = ("T", "T_range", "mechanism")
 
 
 # ------------------------------------------------------------------------------ constants
@@ -224,21 +223,24 @@ def excess_bound(T, C_0, C_h, eps_E=None, *, select=False, noisy=False, kind=Non
 
 
 # ------------------------------------------------------------------------------ calibration
-def _total_epsilon(events, delta, rules=_FAST_RULES) -> float:
-    """The smallest ε over the accountant's fast rules for ``events`` at ``delta``."""
-    from privfair.privacy import composition as comp
+@dataclass(frozen=True)
+class FWBudget:
+    """A private Frank–Wolfe plan's per-release budget, fitted once at plan time (public).
 
-    fns = {"basic": comp.basic_epsilon, "optimal": comp.optimal_epsilon,
-           "advanced": comp.advanced_epsilon, "rdp": comp.rdp_epsilon, "pld": comp.pld_epsilon}
-    best = math.inf
-    for rule in rules:
-        try:
-            eps, _ = fns[rule](events, delta)
-        except (ValueError, ArithmeticError, NotImplementedError):
-            eps = None
-        if eps is not None:
-            best = min(best, float(eps))
-    return best
+    ``eps_E`` per exponential-mechanism selection (T of them); the T − 1 releases of ℓ_S at
+    noise multiplier 1/``mu`` (Gaussian; ``eps_g``, ``delta_g`` a per-release (ε, δ) they
+    satisfy, for the explanation) or at ``eps_L`` (Laplace); ``scale_factor`` λ multiplies the
+    planner's closed-form split; ``total_epsilon`` is their composition by the fast rules."""
+
+    kind: str
+    T: int
+    eps_E: float
+    scale_factor: float
+    total_epsilon: float
+    mu: float | None = None
+    eps_g: float | None = None
+    delta_g: float | None = None
+    eps_L: float | None = None
 
 
 def _zcdp_budget(eps, delta) -> float:
@@ -264,100 +266,69 @@ def _approx_params(kind, eps, delta, T, nu) -> tuple:
     return nu * eps / T, (1 - nu) * eps / (T - 1)
 
 
-def _plan_events(kind, T, eps_E, z, d):
-    """Events equivalent (for composition) to the plan: T selections, T − 1 releases."""
-    from privfair.privacy import exponential_event, gaussian_event, laplace_event
+def fw_releases(kind, T, eps_E, z, d, *, em_sensitivity=1.0, release_sensitivity=1.0,
+                n_candidates=None, relation="sensitive"):
+    """The plan's releases: "select" (T exponential-mechanism draws at ``eps_E``) and, for
+    T ≥ 2 with a noise parameter ``z`` (μ = Δ/σ, or ε_L), "release" (T − 1 noisy ℓ_S of ``d``
+    coordinates).  With unit sensitivities: the curves :func:`calibrate` composes (each
+    depends on ε or σ/Δ only); the plan passes its planned bounds (a selection's own Δ_t, of
+    the public r_t, is at most ``em_sensitivity`` and is what it draws with)."""
+    from privfair.privacy import (Scheduled, exponential_event, gaussian_event, laplace_event,
+                                  laplace_scale)
 
-    evs = [exponential_event(1.0, eps_E, count=T, sensitivity_source="plan")]
+    out = [Scheduled("select", exponential_event(
+        em_sensitivity, eps_E, count=T, n_candidates=n_candidates,
+        label=f"frank_wolfe LMO: {T} exponential-mechanism draws",
+        sensitivity_source=("‖r_t,S‖_dual·Δℓ from the public gradient r_t, at most "
+                            f"min_p L_p·Δℓ_p; protect={relation!r}")))]
     if T >= 2 and z is not None:
+        src = f"compiler: Δℓ on the support under protect={relation!r}"
+        label = f"frank_wolfe loss vectors ({T - 1})"
         if kind == "gaussian":
-            evs.append(gaussian_event(1.0, 1.0 / z, count=T - 1, sensitivity_source="plan"))
+            ev = gaussian_event(release_sensitivity, release_sensitivity / z, count=T - 1,
+                                dimension=max(d, 1), sensitivity_source=src + " (ℓ2)",
+                                label=label)
         else:
-            evs.append(laplace_event(1.0, z, dimension=max(d, 1), count=T - 1,
-                                     sensitivity_source="plan"))
-    return evs
-
-
-def _gaussian_release_params(delta_2, mu, delta):
-    """(ε_g, δ_g, σ) that gaussian_mechanism will turn into noise multiplier ≈ 1/μ."""
-    from privfair.privacy import calibrate_gaussian_sigma, gaussian_epsilon
-
-    d_g = delta
-    e_g = gaussian_epsilon(d_g, mu)
-    while e_g <= 0.0:               # μ so small that the release is (0, δ)-DP: any ε > 0 works
-        d_g /= 10.0
-        e_g = gaussian_epsilon(d_g, mu)
-    return e_g, d_g, calibrate_gaussian_sigma(delta_2, e_g, d_g)
-
-
-def calibrate(kind, T, eps_E, z, eps_cap, delta_cap, d, delta_2=None, existing=()):
-    """Scale (ε_E, z) by the largest λ such that ``existing`` + this plan's events compose to
-    ≤ (ε_cap, δ_cap) under the accountant's fast rules; returns a dict with the per-release
-    parameters the mechanisms will be called with, or None if nothing fits."""
-    from privfair.privacy import gaussian_event
-
-    existing = list(existing)
-    target = eps_cap * (1 - _MARGIN)
-
-    def ok(lam):
-        zz = None if z is None else lam * z
-        return _total_epsilon(existing + _plan_events(kind, T, lam * eps_E, zz, d),
-                              delta_cap) <= target
-
-    if delta_cap == 0 and (kind == "laplace" or T == 1):     # basic composition, closed form
-        spent = math.fsum(ev.epsilon * ev.count for ev in existing)
-        total = T * eps_E + ((T - 1) * z if T >= 2 else 0.0)
-        lam = (target - spent) / total
-        if lam <= 0:
-            return None
-        for _ in range(100):     # float rounding of the sum: step down until it fits
-            if ok(lam):
-                break
-            lam *= 1 - 1e-9
-        else:  # pragma: no cover - numerical safety net
-            return None
-    else:
-        lo, hi = 0.0, 1.0
-        if ok(hi):
-            while ok(2 * hi) and hi < 2.0 ** 30:
-                hi *= 2
-            lo, hi = hi, 2 * hi
-        else:
-            lo = 0.5
-            while not ok(lo):
-                lo /= 2
-                if lo < 1e-12:
-                    return None
-        while hi - lo > 1e-5 * hi:
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-        lam = lo
-    out = {"kind": kind, "T": T, "eps_E": lam * eps_E, "scale_factor": lam}
-    if T >= 2 and z is not None:
-        if kind == "gaussian":
-            for _ in range(20):      # materialise (ε_g, δ_g, σ) as the mechanism will; re-check
-                mu = lam * z
-                e_g, d_g, sigma = _gaussian_release_params(delta_2, mu, delta_cap)
-                evs = [_plan_events(kind, T, lam * eps_E, None, d)[0],
-                       gaussian_event(delta_2, sigma, epsilon=e_g, delta=d_g, count=T - 1,
-                                      sensitivity_source="plan")]
-                if _total_epsilon(existing + evs, delta_cap) <= target:
-                    break
-                lam *= 1 - 1e-6
-            else:  # pragma: no cover - numerical safety net
-                return None
-            out.update(eps_E=lam * eps_E, scale_factor=lam, mu=lam * z, eps_g=e_g, delta_g=d_g,
-                       sigma=sigma)
-        else:
-            out.update(eps_L=lam * z)
-    evs = _plan_events(kind, T, out["eps_E"], None, d)
-    if "sigma" in out:
-        evs.append(gaussian_event(delta_2, out["sigma"], epsilon=out["eps_g"],
-                                  delta=out["delta_g"], count=T - 1, sensitivity_source="plan"))
-    elif "eps_L" in out:
-        evs = _plan_events(kind, T, out["eps_E"], out["eps_L"], d)
-    out["total_epsilon"] = _total_epsilon(existing + evs, delta_cap)
+            ev = laplace_event(release_sensitivity, z, scale=laplace_scale(release_sensitivity, z),
+                               dimension=max(d, 1), count=T - 1,
+                               sensitivity_source=src + " (ℓ1)", label=label)
+        out.append(Scheduled("release", ev, exact=True))
     return out
+
+
+def calibrate(kind, T, eps_E, z, epsilon, delta, d, spent=()):
+    """The planner's split (ε_E, z) scaled by the largest λ whose releases, beside ``spent``,
+    compose to ≤ (ε, δ) — :func:`privfair.privacy.calibrate` with the fast rules (basic,
+    optimal, advanced, RDP); at δ = 0 with pure releases only, basic composition's λ is exact
+    and is its starting point.  Returns a :class:`FWBudget`, or None when nothing fits."""
+    from privfair.errors import InvalidPrivacyError
+    from privfair.privacy import Accountant, gaussian_epsilon
+    from privfair.privacy import calibrate as fit
+
+    def events(lam):
+        zz = None if z is None else lam * z
+        return [r.event for r in fw_releases(kind, T, lam * eps_E, zz, d)]
+    hi = 2.0 ** 10                   # λ > 1 when the closed-form split is conservative
+    if delta == 0 and (kind == "laplace" or T == 1) and not spent:
+        hi = epsilon * (1 - _MARGIN) / (T * eps_E + ((T - 1) * z if T >= 2 else 0.0))
+    try:
+        lam = fit(events, epsilon, delta, spent=spent, hi=hi, rules=_FAST_RULES,
+                  key=("frank_wolfe", kind, T, eps_E, z, d))
+    except InvalidPrivacyError:
+        return None
+    acc = Accountant(delta=delta or None, rules=_FAST_RULES)
+    acc.extend(list(spent) + events(lam))
+    extra = {}
+    if T >= 2 and z is not None and kind == "gaussian":
+        d_g = delta
+        e_g = gaussian_epsilon(d_g, lam * z)
+        while e_g <= 0.0:             # μ so small that the release is (0, δ)-DP: any ε works
+            d_g /= 10.0
+            e_g = gaussian_epsilon(d_g, lam * z)
+        extra = {"mu": lam * z, "eps_g": e_g, "delta_g": d_g}
+    elif T >= 2 and z is not None:
+        extra = {"eps_L": lam * z}
+    return FWBudget(kind, T, lam * eps_E, lam, float(acc.total(delta or None).epsilon), **extra)
 
 
 def cor_b5_bound(K, beta_h, T, log=math.log):
@@ -432,24 +403,17 @@ class FrankWolfeBackend(Backend):
             if mech not in ("gaussian", "laplace"):
                 raise InvalidInputError("mechanism", mech, "choose 'gaussian' or 'laplace'")
             out["mechanism"] = mech
-        if "_noise_multiplier" in opts:
-            k = opts["_noise_multiplier"]
-            if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k < math.inf:
-                raise InvalidInputError("_noise_multiplier", k, "a positive number (TESTS ONLY)")
-            out["_noise_multiplier"] = float(k)
         return out
 
-    def plan(self, problem, analysis, privacy, options) -> Plan:
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """T, the split and the releases, scheduled once (``spent``: events already recorded
+        against the same (ε, δ))."""
         opts = self._options(options)
         c = _Constants(problem, analysis)
         params = {"G": analysis.G, "smoothing": analysis.smoothing, "candidates": c.m,
                   "support": c.d, "C_h": c.C, "C_h_norm": c.C_norm,
                   "diameter": dict(c.diam), "beta_h_smooth": dict(c.beta)}
         notes = []
-        if "_noise_multiplier" in opts:
-            params["_noise_multiplier"] = opts["_noise_multiplier"]
-            notes.append(f"TEST-ONLY noise multiplier {opts['_noise_multiplier']:g}: the noise "
-                         "scales are multiplied by it; NOT private at the stated ε if < 1")
         if not privacy.is_private:
             T = opts.get("T") or self._nonprivate_T(c, analysis)
             b = c.bound(T)
@@ -495,12 +459,12 @@ class FrankWolfeBackend(Backend):
         for approx_risk, kind, T, nu, e_E, z in cands:
             if best is not None and approx_risk > 1.5 * best[0]["total"]:
                 continue      # clearly worse: skip its exact calibration
-            cal = calibrate(kind, T, e_E, z, eps, delta, c.d, delta_2=c.delta_l["l2"])
+            cal = calibrate(kind, T, e_E, z, eps, delta, c.d, spent)
             if cal is None:
                 continue
-            scale = (cal.get("sigma") if kind == "gaussian" else
-                     (c.delta_l["l1"] / cal["eps_L"] if "eps_L" in cal else None))
-            b = c.bound(T, cal["eps_E"], kind, scale)
+            scale = (c.delta_l["l2"] / cal.mu if cal.mu is not None else
+                     (c.delta_l["l1"] / cal.eps_L if cal.eps_L is not None else None))
+            b = c.bound(T, cal.eps_E, kind, scale)
             if best is None or b["total"] < best[0]["total"]:
                 best = (b, kind, T, nu, cal, scale)
         if best is None:
@@ -513,19 +477,21 @@ class FrankWolfeBackend(Backend):
                       noise_scale=scale, em_sensitivity_bound=c.em_sensitivity,
                       bound_parts=b, bound_h_smooth=b["total"],
                       cor_b5_T=analysis.iterations.get("frank_wolfe_T"))
-        budget = [(f"each of T={T} exponential-mechanism draws (private LMO)", cal["eps_E"], 0.0)]
+        budget = [(f"each of T={T} exponential-mechanism draws (private LMO)", cal.eps_E, 0.0)]
         if T >= 2:
             if kind == "gaussian":
                 budget.append((f"each of T−1={T - 1} Gaussian releases of ℓ_S (σ={scale:.3g})",
-                               cal["eps_g"], cal["delta_g"]))
+                               cal.eps_g, cal.delta_g))
             else:
                 budget.append((f"each of T−1={T - 1} Laplace releases of ℓ_S (b={scale:.3g})",
-                               cal["eps_L"], 0.0))
-        notes.append(f"composed total ε={cal['total_epsilon']:.4g} at δ={delta:g} "
+                               cal.eps_L, 0.0))
+        notes.append(f"composed total ε={cal.total_epsilon:.4g} at δ={delta:g} "
                      "(accountant's rules; the certificate may be tighter)")
-        return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
-                    predicted_excess_risk=b["total"] + c.smoothing_gap, theorem=self.theorem,
-                    notes=notes)
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=b["total"] + c.smoothing_gap, theorem=self.theorem,
+                   notes=notes)
+        out.schedule = _schedule(cal, c, privacy, spent)
+        return out
 
     @staticmethod
     def _nonprivate_T(c, analysis):
@@ -561,7 +527,7 @@ class FrankWolfeBackend(Backend):
         c = _Constants(plan.problem, plan.analysis)
         p = plan.params
         if plan.privacy.is_private:
-            v = c.bound_values(p["T"], p["calibration"]["eps_E"], p["mechanism"], p["noise_scale"])
+            v = c.bound_values(p["T"], p["calibration"].eps_E, p["mechanism"], p["noise_scale"])
             v.update(rho=RHO, slack=_EM_SLACK)
         else:
             v = c.bound_values(p["T"])
@@ -576,19 +542,15 @@ class FrankWolfeBackend(Backend):
     # -- run ----------------------------------------------------------------------------------
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         from privfair.errors import InvalidInputError
-        from privfair.privacy import (exponential_mechanism, gaussian_mechanism,
-                                      laplace_mechanism)
-        from privfair.privacy.randomness import as_source
         from privfair.result import Result
+
+        from . import _oracles as O
+        from ._draws import select
 
         problem, analysis, params = plan.problem, plan.analysis, plan.params
         ds = problem.rates.decisions
         private = plan.privacy.is_private
         T = int(params["T"])
-        src = as_source(rng) if private else None
-        k = float(params.get("_noise_multiplier", 1.0))
-        if private and k != 1.0 and not src.seeded:
-            self.refuse("the test-only '_noise_multiplier' knob is refused outside seeded runs")
         torch = None
         if device in ("cuda", "torch"):
             try:
@@ -601,17 +563,18 @@ class FrankWolfeBackend(Backend):
             c = _Constants(problem, analysis)       # public: from the Analysis only
             plan._fw_constants = c
         S = c.support
+        draws, cal = None, params.get("calibration")
         if private:
-            if c.delta_l["l1"] is None:
-                self.refuse(f"Δℓ is unknown: {analysis.reason('delta_l')}")
-            cal = self._fit(plan, c, accountant)
+            schedule = getattr(plan, "schedule", None)
+            if schedule is None:
+                self.refuse("the plan has no release schedule (Δℓ was unknown when planning, "
+                            f"or no calibration fitted): {analysis.reason('delta_l')}")
+            draws = schedule.open(accountant, rng)     # the plan is final: no re-fit here
         L = problem.rates.evaluate_all()                      # (m, K): one vectorized pass
         LS = L[:, S]
         if torch is not None:
             LS_dev = torch.as_tensor(LS, dtype=torch.float64,
                                      device="cuda" if device == "cuda" else "cpu")
-        protect = plan.privacy.protect
-        tag = "" if k == 1.0 else f" [TEST-ONLY ×{k:g}: NOT the proven sensitivity]"
 
         point = np.full(c.K, 0.5)                             # public start l_0
         l_tilde = None                                        # released FW combination on S
@@ -630,16 +593,13 @@ class FrankWolfeBackend(Backend):
             else:
                 scores = -(LS @ r)
             rec = {"t": t, "gamma": gamma}
+            sens = None
             if private:
-                sens, norm = self._score_sensitivity(r, c)
-                idx = int(exponential_mechanism(
-                    scores, sens * k, cal["eps_E"], rng=src, accountant=accountant,
-                    sensitivity_source=(f"‖r_t,S‖_{_DUAL[norm]}·Δℓ({norm}) from the public "
-                                        f"gradient r_t and the compiler's Δℓ under "
-                                        f"protect={protect!r}{tag}"),
-                    label=f"frank_wolfe LMO, iteration {t}"))
+                sens, norm = O.score_sensitivity(r, c.delta_l.get)
                 rec.update(score_sensitivity=sens, norm=norm)
-            else:
+            if sens:
+                idx = select(draws, "select", scores, sens)
+            else:     # ε = ∞, or r = 0 on the support: every score is the same on every neighbour
                 s_np = scores.cpu().numpy() if torch is not None else scores
                 idx = int(np.argmax(s_np))        # exact LMO
             weights *= 1.0 - gamma
@@ -647,21 +607,12 @@ class FrankWolfeBackend(Backend):
             rec["index"] = idx
             if t < T - 1:
                 value = LS[idx]
-                if not private:
-                    released = value
-                elif cal["kind"] == "gaussian":
-                    released = gaussian_mechanism(
-                        value, c.delta_l["l2"] * k, cal["eps_g"], cal["delta_g"], rng=src,
-                        accountant=accountant,
-                        sensitivity_source=(f"compiler: Δℓ(l2) on the support under "
-                                            f"protect={protect!r}{tag}"),
-                        label=f"frank_wolfe loss vector, iteration {t}")
+                if not private or "release" not in draws.schedule:
+                    released = value                  # exact, or the same on every neighbour
+                elif cal.kind == "gaussian":
+                    released = draws.gaussian("release", value)
                 else:
-                    released = laplace_mechanism(
-                        value, c.delta_l["l1"] * k, cal["eps_L"], rng=src, accountant=accountant,
-                        sensitivity_source=(f"compiler: Δℓ(l1) on the support under "
-                                            f"protect={protect!r}{tag}"),
-                        label=f"frank_wolfe loss vector, iteration {t}")
+                    released = draws.laplace("release", value)
                 released = np.asarray(released, dtype=float)
                 l_tilde = released if l_tilde is None else (1 - gamma) * l_tilde + gamma * released
             trace.append(rec)
@@ -677,46 +628,20 @@ class FrankWolfeBackend(Backend):
         return Result(self.name, [ds.decision(int(i)) for i in keep], w, ds, plan=plan,
                       trace=trace, info=info)
 
-    @staticmethod
-    def _score_sensitivity(r, c):
-        """min over norms of ‖r‖_dual·Δℓ(norm) — from the public gradient r."""
-        dual = {"l1": np.max(np.abs(r)) if r.size else 0.0, "l2": float(np.linalg.norm(r)),
-                "linf": float(np.sum(np.abs(r)))}
-        best = None
-        for p in _NORMS:
-            if c.delta_l[p] is None:
-                continue
-            v = float(dual[p]) * c.delta_l[p]
-            if best is None or v < best[0]:
-                best = (v, p)
-        sens, norm = best
-        if not sens > 0:   # r = 0 on the support: every score is 0, any positive Δ is valid
-            sens = c.delta_l[norm] if c.delta_l[norm] > 0 else 1.0
-        return sens, norm
 
-    def _fit(self, plan, c, accountant):
-        """The plan's calibration, re-fitted to the accountant's limit and recorded events."""
-        params, privacy = plan.params, plan.privacy
-        cal = params.get("calibration")
-        if cal is None:
-            self.refuse("the plan has no privacy calibration (Δℓ was unknown when planning)")
-        existing = list(accountant.events) if accountant is not None else []
-        limit = getattr(accountant, "limit", None)
-        if limit is None:          # nothing to fit: the plan's own spend is plan.privacy
-            return cal
-        eps_cap, delta_cap = limit
-        if not existing and eps_cap >= privacy.epsilon and delta_cap >= privacy.delta:
-            return cal
-        kind, T = cal["kind"], cal["T"]
-        z = cal.get("mu", cal.get("eps_L"))
-        new = calibrate(kind, T, cal["eps_E"], z, eps_cap, delta_cap, c.d,
-                        delta_2=c.delta_l["l2"], existing=existing)
-        if new is None:
-            self.refuse("the accountant's remaining budget cannot fit any Frank–Wolfe release")
-        plan.notes.append(f"run: scale re-fitted to the accountant's limit with {len(existing)} "
-                          f"earlier event(s): ×{new['scale_factor']:.4g}")
-        params["calibration_run"] = new
-        return new
+def _schedule(cal, c, privacy, spent):
+    """The plan's :class:`~privfair.privacy.Schedule` at budget ``cal``: the selections at
+    their planned sensitivity bound Δ_E, the releases at Δℓ (ℓ2 Gaussian, ℓ1 Laplace).  A Δℓ of
+    0 means ℓ_S is the same on every neighbour: public, nothing scheduled for it."""
+    from privfair.privacy import Schedule
+
+    z = cal.mu if cal.kind == "gaussian" else cal.eps_L
+    sens = c.delta_l["l2" if cal.kind == "gaussian" else "l1"] if z is not None else None
+    releases = fw_releases(cal.kind, cal.T, cal.eps_E, z if sens else None, c.d,
+                           em_sensitivity=c.em_sensitivity or 1.0,
+                           release_sensitivity=sens or 1.0, n_candidates=c.m,
+                           relation=privacy.protect)
+    return Schedule(releases, privacy.epsilon, privacy.delta, spent)
 
 
 from . import register  # noqa: E402
