@@ -28,8 +28,10 @@ certificate is ``Result.holdout.certificate``.
 Statistics.  Noise: a union bound on the Laplace tails of every count (exact).  Sampling: a
 normal (CLT) interval for each coordinate of ℓ, Bonferroni over the coordinates the
 constraints read, with the variance bounded by p(1 − p) at the worst p the noise allows.  A
-constraint's bound goes through its expression's certified coordinate-wise Lipschitz matrix
-(``Expression._gbound``): g(ℓ*) ≤ g(ℓ̂) + Σ_k U_k |ℓ*_k − ℓ̂_k|.  The rates checked are those of
+constraint's upper bound is the smaller of two sound ones: its maximum over the box of
+intervals (exact at the box's vertices for a convex g with a small support) and, through its
+expression's certified coordinate-wise Lipschitz matrix (``Expression._gbound``),
+g(ℓ*) ≤ g(ℓ̂) + Σ_k U_k |ℓ*_k − ℓ̂_k|.  The rates checked are those of
 the randomized rule's predictions (0-1, not a training surrogate), with exact denominators (no
 group-mass clamp): what a user of the rule will see.
 """
@@ -247,6 +249,27 @@ def _intervals(C, n, num, den, t, z, which) -> tuple:
     return lo, hi
 
 
+#: largest support for which a convex constraint's maximum over the box is found exactly
+MAX_VERTEX_SUPPORT = 14
+
+
+def _vertex_bound(g, ell, lo, hi) -> float:
+    """max of a *convex* g over the box {ℓ: lo ≤ ℓ ≤ hi on g's support, ℓ̂ elsewhere}: a convex
+    function attains its maximum over a box at a vertex, so enumerating the 2^s vertices is
+    exact (and tighter than the Lipschitz bound for a max of terms: max(|a − b|, |c − d|)
+    widens by the worse pair's widths, not by all four).  inf when g is not proven convex or
+    its support is larger than :data:`MAX_VERTEX_SUPPORT`."""
+    sup = sorted(g.support())
+    if not g.is_convex() or len(sup) > MAX_VERTEX_SUPPORT:
+        return math.inf
+    if not sup:
+        return float(g.value(ell))
+    corners = (np.arange(2 ** len(sup))[:, None] >> np.arange(len(sup))) & 1
+    L = np.repeat(ell[None, :], len(corners), axis=0)
+    L[:, sup] = np.where(corners == 1, hi[sup], lo[sup])
+    return float(np.max(g.value(L)))
+
+
 def _level(constraint) -> float:
     """c of ``lhs <= c`` (0 when the right side is not a constant: the normal form g ≤ 0)."""
     side = constraint.rhs if constraint.sense == "<=" else constraint.lhs
@@ -321,7 +344,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         est = float(g.value(ell))
         dev = np.maximum(ell - lo, hi - ell)
         upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
-        upper = min(upper, float(g.range()[1]))        # g's own range on the box is sound too
+        upper = min(upper, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
         checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
                                       upper <= options.tolerance))
 
