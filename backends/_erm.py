@@ -1096,6 +1096,13 @@ class ERMBackend:
                                  relation=relation, options=opts)
         return make_result(self.name, theta, ds, plan, [{"erm": self.name}], {"notes": plan.notes})
 
+    def schedule(self, erm, epsilon, delta, options=None, relation="row"):
+        """The :class:`ERMRelease` of one private ERM of ``erm`` at (ε, δ), nothing spent before
+        (public; for direct use and tests: ``rel.schedule.open(accountant, rng)`` gives the
+        draws :meth:`private_erm` takes, ``rel.budget`` its budget)."""
+        return schedule_for(self, erm, ERMBudget(float(epsilon), float(delta)), relation,
+                            self._opts(options or {}), self.name)
+
     def run_erm(self, erm, privacy, *, rng, accountant, options):
         """Plan and run one private ERM on a direct :func:`privfair.sparse.glm` problem (no
         Problem, nothing spent before): the schedule is fitted to ``privacy``, then drawn.

@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._projections import GroupLayout, project_disjoint_group_ball
+from .projections import GroupLayout, project_disjoint_group_ball
 from .decisions import LinearClassifier, _as_X
 from .errors import InvalidInputError, ModelingError
 
@@ -143,7 +143,7 @@ class SparseLinear(LinearClassifier):
         if self.norm is None:
             nw = np.linalg.norm(w)
             th[:-1] = w if nw <= r else w * (r / nw)
-        elif self._group_layout is not None:      # disjoint groups: vectorized (privfair._projections)
+        elif self._group_layout is not None:      # disjoint groups: vectorized (privfair.projections)
             th[:-1] = project_disjoint_group_ball(w, self._group_layout, r)
         else:
             th[:-1] = self.norm.project(w, r)

@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair._projections import GroupLayout, project_disjoint_group_ball
-from privfair.backends import _erm as E
 from privfair.backends import get
+from privfair.projections import GroupLayout, project_disjoint_group_ball
 from privfair.privacy import reduced_noise
 from privfair.privacy.randomness import as_source
 from privfair.privacy.testing import check_dp_heldout
@@ -57,7 +56,7 @@ def test_logistic_gradient_diameter_endpoints():
     assert logistic_gradient_diameter(1e3, planar=False) < 1.07      # one dimension: ≈ 1
 
 
-def _erm(X, y, w=None, intercept=True, radius=2.0, R=1.0, bound=None):
+def make_erm(X, y, w=None, intercept=True, radius=2.0, R=1.0, bound=None):
     ds = pf.SparseLinear(X.shape[1], norm=pf.norms.l1(X.shape[1]), radius=radius, l2=0.1,
                          intercept=intercept, feature_bound=R)
     if w is None:
@@ -75,7 +74,7 @@ def test_gradient_sensitivity_bounds_neighbouring_gradients_on_C(intercept, d):
         y = rng.integers(0, 2, 6)
         X2, y2 = X.copy(), y.copy()
         X2[0], y2[0] = rng.normal(size=d) * 3, rng.integers(0, 2)     # one row replaced
-        e1, e2 = _erm(X, y, intercept=intercept), _erm(X2, y2, intercept=intercept)
+        e1, e2 = make_erm(X, y, intercept=intercept), make_erm(X2, y2, intercept=intercept)
         C = e1.decisions
         for _ in range(50):
             th = C.project(rng.normal(size=C.P) * 3)
@@ -94,7 +93,7 @@ def test_sensitive_attribute_change_moves_only_the_weight():
     w = rng.uniform(0.5, 3.0, 8)
     w2 = w.copy()
     w2[0] = 3.0 if w[0] < 1.75 else 0.0                 # the row's weight moves, x and y do not
-    e1, e2 = _erm(X, y, w, bound=3.0), _erm(X, y, w2, bound=3.0)
+    e1, e2 = make_erm(X, y, w, bound=3.0), make_erm(X, y, w2, bound=3.0)
     C = e1.decisions
     worst = max(float(np.linalg.norm(e1.grad(th) - e2.grad(th)))
                 for th in (C.project(rng.normal(size=C.P) * 3) for _ in range(500)))
@@ -122,7 +121,7 @@ def _tight_erm(flip):
 def _objective_perturbation_outputs(flip, runs, seed, multiplier=1.0):
     b = get("objective_perturbation")
     erm, src = _tight_erm(flip), as_source(seed)
-    rel = E.schedule_for(b, erm, E.ERMBudget(1.0, 0.0), "row", _OPTS, "audit")
+    rel = b.schedule(erm, 1.0, 0.0, _OPTS)
     with reduced_noise(multiplier):
         return np.array([b.private_erm(erm, rel.budget, draws=rel.schedule.open(None, src),
                                        options=_OPTS)[0] for _ in range(runs)])
@@ -164,7 +163,6 @@ def test_vectorized_group_projection_equals_the_norms_own():
 def test_sparse_linear_projects_disjoint_groups_with_it():
     N = pf.norms.group([[0, 1], [2, 3, 4]], weights=[1.0, 2.0])
     C = pf.SparseLinear(5, norm=N, radius=1.5, l2=0.1)
-    assert C._group_layout is not None
     th = np.array([3.0, -1.0, 0.5, 2.0, -0.2, 4.0])
     out = C.project(th)
     np.testing.assert_allclose(out[:-1], N.project(th[:-1], 1.5), atol=1e-9)
