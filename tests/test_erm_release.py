@@ -1,0 +1,93 @@
+"""The row-private ERM backends on the release plumbing (issue #17): a private plan carries its
+release schedule, fitted once; the run records exactly the scheduled events and calibrates
+nothing; after a private group-mass estimate the schedule still composes to the solve's (ε, δ);
+the audit's ``reduced_noise`` reaches every draw; the test-only option is gone."""
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.backends import get
+from privfair.errors import InvalidInputError
+from privfair.privacy import reduced_noise
+
+METHODS = ("output_perturbation", "objective_perturbation", "dual_frank_wolfe")
+
+
+def _data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 3)) * 0.5
+    y = (X[:, 0] - X[:, 1] + 0.3 * rng.logistic(size=n) > 0).astype(int)
+    return pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+
+
+def _problem(data, constraint=False, group_mass_bound=0.05):
+    ds = pf.SparseLinear(3, norm=pf.norms.l1(3), radius=2.0, l2=0.05, intercept_bound=1.0)
+    r = pf.rates(ds, data, surrogate="logistic", group_mass_bound=group_mass_bound)
+    cons = [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1] if constraint else []
+    return pf.Problem(pf.minimize(r.error()), cons)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_run_records_exactly_the_planned_schedule(method):
+    prob = _problem(_data())
+    privacy = pf.DP(1.0, 1e-6, protect="row")
+    res = prob.solve(privacy, backend=method, seed=0, progress=False)
+    release = res.plan.params["release"]
+    planned = release.schedule.events()
+    got = res.certificate.releases
+    assert [ev.mechanism for ev in got] == [ev.mechanism for ev in planned]
+    assert [(ev.epsilon, ev.delta, ev.scale, ev.count) for ev in got] == \
+        [(ev.epsilon, ev.delta, ev.scale, ev.count) for ev in planned]
+    assert res.certificate.epsilon <= 1.0 + 1e-9 and res.certificate.delta <= 1e-6 + 1e-15
+
+
+def test_constraint_form_schedules_its_two_statistic_releases_and_the_final_erm():
+    prob = _problem(_data(), constraint=True)
+    res = prob.solve(pf.DP(2.0, 1e-6, protect="row"), backend="output_perturbation", seed=1,
+                     progress=False)
+    names = list(res.plan.params["release"].schedule.releases)
+    assert names[0].startswith("constraint statistic") and names[-1].startswith("constraint")
+    assert any(n.startswith("final ERM") for n in names)
+    assert [ev.mechanism for ev in res.certificate.releases] == ["laplace", "gaussian", "laplace"]
+    b = res.info["budget"]             # typed: the final ERM and each u release, fitted together
+    assert b.probe is None and b.release_epsilon == pytest.approx(0.06 * b.final.epsilon)
+    assert res.certificate.epsilon <= 2.0 + 1e-9
+
+
+@pytest.mark.parametrize("method", ["output_perturbation", "objective_perturbation"])
+def test_after_a_private_group_mass_estimate_the_schedule_composes_to_the_budget(method):
+    prob = _problem(_data(600), constraint=True, group_mass_bound=None)
+    privacy = pf.DP(1.0, 1e-6, protect="row")
+    res = prob.solve(privacy, backend=method, seed=2, progress=False)
+    cert = res.certificate
+    assert cert.releases[0].mechanism == "laplace" and len(cert.releases) == 4   # q̂ first
+    assert cert.epsilon <= 1.0 + 1e-9 and cert.delta <= 1e-6 + 1e-15
+    assert any("basic composition" in n for n in res.plan.notes)
+
+
+def test_reduced_noise_scales_the_drawn_noise_not_the_recorded_event():
+    ds = pf.SparseLinear(2, norm=pf.norms.l1(2), radius=2.0, l2=0.2, feature_bound=1.0)
+    rng = np.random.default_rng(5)
+    erm = pf.sparse.glm(rng.normal(size=(50, 2)), rng.integers(0, 2, 50), ds, "logistic")
+    b = get("output_perturbation")
+    rel = b.schedule(erm, 1.0, 0.0, {"project": False})        # pure ε: κ·Gamma noise
+    exact = pf.sparse.fit(erm, pf.DP(float("inf"), protect="row"), "output_perturbation",
+                          project=False).decision
+    acc = pf.privacy.Accountant(limit=(1.0, 0.0))
+    honest = b.private_erm(erm, rel.budget, draws=rel.schedule.open(acc, 7),
+                           options={"project": False})
+    with reduced_noise(0.5):
+        acc_half = pf.privacy.Accountant(limit=(1.0, 0.0))
+        half = b.private_erm(erm, rel.budget, draws=rel.schedule.open(acc_half, 7),
+                             options={"project": False})
+    np.testing.assert_allclose(half - exact, 0.5 * (honest - exact), rtol=1e-9, atol=1e-12)
+    assert acc.events[0].scale == acc_half.events[0].scale          # the claim is unchanged
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_test_only_noise_knob_is_gone(method):
+    prob = _problem(_data(100))
+    with pytest.raises(InvalidInputError, match="_noise_multiplier"):
+        prob.plan(pf.DP(1.0, 1e-6, protect="row"), backend=method, _noise_multiplier=0.5)
