@@ -19,7 +19,7 @@ True
 
 from __future__ import annotations
 
-from . import datasets, errors, metrics, privacy, scores
+from . import datasets, errors, holdout, metrics, privacy, scores
 from .compiler import Analysis, analyze
 from .data import Dataset
 from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
@@ -41,7 +41,7 @@ from .pareto import pareto  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "scores", "DP", "BudgetFilter", "Accountant", "Certificate", "Result", "Dataset", "datasets", "errors", "metrics", "privacy",
+    "scores", "holdout", "DP", "BudgetFilter", "Accountant", "Certificate", "Result", "Dataset", "datasets", "errors", "metrics", "privacy",
     "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "ProxyCells", "PostProcessed", "TorchModel",
     "rates", "Rates", "estimate_group_mass_bound",
     "Expression", "Variable", "Constant", "Constraint",

@@ -386,6 +386,9 @@ def constant_result(result, code: int):
     from .result import Result
 
     ds = ConstantRule(getattr(result.decision_set, "n_features", None), result.n_classes)
+    # the trained rule's path belongs to it (result.holdout.trained.path(data)), not to the
+    # constant: its checkpoints are not decisions of ConstantRule
+    info = {k: v for k, v in result.info.items()
+            if k not in ("checkpoints", "lambdas", "chosen_indices")}
     return Result(result.backend, [int(code)], [1.0], ds, certificate=result.certificate,
-                  plan=result.plan, trace=result.trace, info=result.info,
-                  labels=result.labels)
+                  plan=result.plan, trace=result.trace, info=info, labels=result.labels)
