@@ -285,9 +285,9 @@ def row_oracle_reason(rates, method):
 def row_oracle(rates, r, budget, method, *, draws=None, name="oracle", label=""):
     """θ from :func:`backends._erm.private_weighted_erm` (public denominators n·q) at the
     budget's per-call (ε', δ'), drawn as the scheduled release ``name``: its declared
-    (ε', δ') event is recorded before the ERM runs.  The ERM backend draws its noise at its own
-    calibration (``reduced_noise`` does not reach it).  ``draws`` None (ε = ∞): the exact
-    minimizer."""
+    (ε', δ') event is recorded before the ERM runs, which draws its noise through its own
+    schedule (not recorded again; ``reduced_noise`` reaches it like every Draws).  ``draws``
+    None (ε = ∞): the exact minimizer."""
     from ._erm import private_weighted_erm
 
     if draws is None:
@@ -376,7 +376,8 @@ def lopt_releases(budget: LoptBudget, *, dim, steps=1, n_candidates=None, method
             theorem=(f"backends/{method}: its private weighted ERM is (ε', δ')-DP at the budget "
                      "it is given"),
             label=f"LOPT oracle: {T} row-private weighted ERM calls ({method})",
-            sampler=f"drawn by backends/{method} at its own calibration (scale 1: a placeholder)"))
+            sampler=f"drawn by backends/{method} through its own schedule (scale 1: a "
+                    "placeholder; the ERM's noise scale is its own)"))
     else:
         oracle = Scheduled("oracle", exponential_event(
             oracle_sensitivity, b.oracle_epsilon, count=T, n_candidates=n_candidates,

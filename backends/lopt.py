@@ -52,8 +52,7 @@ protected part of a row), its exact minimizer is the same on all neighbours and 
 
 Options (public hyper-parameters): ``T``, ``release_share`` (release budget ÷ oracle budget),
 ``gd_steps`` (cap of noisy-GD steps per call), ``weights``, ``anchor``, ``oracle``.  The
-audit's negative control is :func:`privfair.privacy.reduced_noise` around the solve (the
-row-private ERM oracle draws its own noise and is not reached by it).
+audit's negative control is :func:`privfair.privacy.reduced_noise` around the solve.
 """
 
 from __future__ import annotations
