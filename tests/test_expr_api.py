@@ -50,6 +50,7 @@ def test_value_and_grad_numpy_and_batches():
     assert ex.Constant(3.0).value(x) == 3.0 and np.all(ex.Constant(3.0).grad(x) == 0)
 
 
+@pytest.mark.slow
 def test_torch_value_and_grad_match_numpy():
     torch = pytest.importorskip("torch", reason="torch is an optional extra")
     exprs = [ex.lse(ex.abs(L[0] - L[1]), ex.abs(L[2] - L[3]), eta=10),
@@ -74,7 +75,7 @@ def test_torch_value_and_grad_match_numpy():
 
 
 def test_to_cvxpy_matches_values():
-    cp = pytest.importorskip("cvxpy")
+    cp = pytest.importorskip("cvxpy", reason="cvxpy is the test oracle")
     X = cp.Variable(5)
     x = np.array([0.1, 0.5, 0.3, 0.2, 0.7])
     X.value = x

@@ -243,6 +243,7 @@ _PA = _R.uniform(size=(60, K))
 _PB = np.clip(_PA + np.where(_R.uniform(size=(60, 1)) < 0.5, 1e-5, 0.3) * _R.normal(size=(60, K)), 0, 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(compositions())

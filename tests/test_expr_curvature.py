@@ -99,6 +99,7 @@ def _check_on_segments(e):
         assert np.all((fm >= chord - tol)[ok]), e
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(expressions())

@@ -95,7 +95,7 @@ def test_no_truth_value_and_no_strict_or_chained_comparisons():
 
 
 def test_smax_has_no_cvxpy_form():
-    cp = pytest.importorskip("cvxpy")
+    cp = pytest.importorskip("cvxpy", reason="cvxpy is the test oracle")
     _raises(ModelingError, "smax", lambda: ex.smax(L[0], L[1], eta=5).to_cvxpy(cp.Variable(4)), "lse")
     _raises(ModelingError, "x", lambda: ex.abs(L[0]).to_cvxpy(cp.Variable(3)), "K=4")
 

@@ -93,7 +93,9 @@ def _solve_or_refuse(prob, eps, backend, delta=1e-6):
 
 
 # ------------------------------------------------------------------------------ huge ε
-@pytest.mark.parametrize("backend", ["exponential", "lopt", "auto"])
+@pytest.mark.parametrize("backend", ["exponential",        # lopt, auto: tens of seconds each
+                                     pytest.param("lopt", marks=pytest.mark.slow),
+                                     pytest.param("auto", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("eps", [1e3, 1e6, 1e20, 1e300])
 def test_huge_epsilon_plans_and_solves_finite_decision_sets(thr, backend, eps):
     t0 = time.perf_counter()
@@ -106,6 +108,7 @@ def test_huge_epsilon_plans_and_solves_finite_decision_sets(thr, backend, eps):
     assert time.perf_counter() - t0 < 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [1e3, 1e4, 1e6, 1e300])
 def test_huge_epsilon_cells_solves_without_memory_blowup(cells, eps):
     t0 = time.perf_counter()
@@ -205,6 +208,7 @@ def test_pld_is_coarsened_not_blown_up_and_stays_an_upper_bound():
                                 1e-4) == (1e-4, None)
 
 
+@pytest.mark.slow
 def test_pld_mixture_fallback_against_basic_composition():
     # the cells backend's events at ε = 1000: Gaussian (ε₁ = 333) + Laplace counts (ε₂ = 667)
     from privfair.privacy.gaussian import calibrate_gaussian_sigma
@@ -349,6 +353,7 @@ def test_heldout_tester_handles_a_claim_whose_exp_overflows():
     assert not check_dp_heldout(zeros, ones, 1.0).passed
 
 
+@pytest.mark.slow
 def test_cli_audit_at_epsilon_800_runs(capsys):
     from privfair.cli import main
     assert main(["audit", "--backend", "exponential", "--epsilon", "800", "--runs", "400"]) == 0

@@ -83,6 +83,7 @@ def _standard(plan):
             "n": plan.problem.rates.n, "alpha": an.alpha}
 
 
+@pytest.mark.slow
 def test_every_backend_formula_reproduces_its_plan(plans):
     checked = set()
     for name, plan in plans:
@@ -99,6 +100,7 @@ def test_every_backend_formula_reproduces_its_plan(plans):
             "dual_frank_wolfe"} <= checked
 
 
+@pytest.mark.slow
 def test_frank_wolfe_formula_covers_both_mechanisms_and_the_reference(plans):
     kinds = {p.params.get("mechanism") for n, p in plans if n == "frank_wolfe"}
     assert {"gaussian", "laplace"} <= kinds
@@ -108,6 +110,7 @@ def test_frank_wolfe_formula_covers_both_mechanisms_and_the_reference(plans):
     assert evaluate(eq, values) == pytest.approx(plan.predicted_excess_risk, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_cells_formula_has_n_and_epsilon_and_falls_to_infinity(plans):
     name, plan = next((n, p) for n, p in plans if n == "cells")
     eq, values = BACKENDS[name].formula(plan)

@@ -57,9 +57,10 @@ def test_gaussian_mechanism_uses_analytic_sigma():
     assert goodness_of_fit(rel.value, stats.norm(scale=sigma).cdf) > 1e-3
 
 
+@pytest.mark.slow
 def test_exact_sampler_agrees_with_opendp():
     """Two-sample KS between our Laplace and OpenDP's (exact, OS-seeded, unseedable)."""
-    dp = pytest.importorskip("opendp.prelude")
+    dp = pytest.importorskip("opendp.prelude", reason="opendp is a dev extra")
     dp.enable_features("contrib")   # OpenDP's float Laplace is exact; no "floating-point" needed
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
     meas = dp.m.make_laplace(*space, scale=1.5)
@@ -219,8 +220,9 @@ def test_types_are_preserved():
     assert isinstance(pp.exponential_mechanism(np.zeros(3), 1.0, 1.0, rng=0), int)
 
 
+@pytest.mark.slow
 def test_torch_values_and_scores():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch is an optional extra")
     t = torch.zeros(4, dtype=torch.float32)
     out = pp.laplace_mechanism(t, 1.0, 1.0, rng=0)
     assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (4,)
@@ -231,7 +233,7 @@ def test_torch_values_and_scores():
 
 
 def test_gaussian_noise_vector_fast_path():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch is an optional extra")
     z = pp.gaussian_noise_vector((200, 100), 2.0, rng=3)
     assert z.shape == (200, 100) and abs(z.std() - 2.0) < 0.03
     np.testing.assert_array_equal(z, pp.gaussian_noise_vector((200, 100), 2.0, rng=3))
@@ -252,6 +254,7 @@ def test_fast_paths_are_marked_idealized():
     assert not pp.laplace_mechanism(0.0, 1.0, 1.0, rng=0, return_event=True).event.idealized
 
 
+@pytest.mark.slow
 def test_speed_of_exact_samplers():
     import time
 
@@ -262,7 +265,7 @@ def test_speed_of_exact_samplers():
 
 
 def test_cuda_scores_and_noise():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch is an optional extra")
     if not torch.cuda.is_available():
         pytest.skip(reason="no CUDA device")
     scores = torch.arange(100_000, dtype=torch.float32, device="cuda")

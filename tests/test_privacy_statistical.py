@@ -25,6 +25,7 @@ def _src(seed):
 # ------------------------------------------------------------------ Laplace
 
 
+@pytest.mark.slow
 def test_laplace_neighbours_pass_and_half_noise_fails():
     eps, sens = 1.0, 1.0
     a = pp.laplace_mechanism(np.zeros(N), sens, eps, rng=201)      # f(D) = 0
@@ -40,6 +41,7 @@ def test_laplace_neighbours_pass_and_half_noise_fails():
     assert res.delta == pytest.approx(1 - math.exp(-0.5), abs=0.02)
 
 
+@pytest.mark.slow
 def test_laplace_vector_l1_sensitivity():
     # two coordinates, neighbours move both by Δ/2: the ℓ1 sensitivity is Δ = 1
     a = pp.laplace_mechanism(np.zeros((N, 2)), 1.0, 1.0, rng=205)
@@ -51,6 +53,7 @@ def test_laplace_vector_l1_sensitivity():
 # ------------------------------------------------------------------ Gaussian
 
 
+@pytest.mark.slow
 def test_gaussian_neighbours_pass_and_half_noise_fails():
     eps, delta, sens = 1.0, 1e-3, 1.0
     a = pp.gaussian_mechanism(np.zeros(N), sens, eps, delta, rng=211)
@@ -126,6 +129,7 @@ def test_permute_and_flip_exact_ratios():
     assert worst <= math.exp(eps) * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_permute_and_flip_probabilities_match_the_permutation_sum_and_scale():
     """Against the definition (every order of 6 candidates), and stable at 1000 candidates,
     where expanding Π(1 − a_j t) in monomials loses all precision."""
@@ -206,6 +210,7 @@ def test_report_noisy_max_neighbours(pf_draws):
     assert idx == [pp.exponential_mechanism(SCORES, 1.0, 1.0, rng=s) for s in range(3)]
 
 
+@pytest.mark.slow
 def test_millions_of_candidates():
     rng = np.random.default_rng(0)
     scores = rng.normal(size=2_000_000)

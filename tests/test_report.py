@@ -111,6 +111,7 @@ def test_theorem_entries_state_constants_preconditions_and_n(rep):
     assert not by["[K] Thm 1"].applies and "refuses" in by["[K] Thm 1"].reason
 
 
+@pytest.mark.slow
 def test_theorem_entries_are_rendered_everywhere(rep):
     text, md, page = str(rep), rep.to_markdown(), rep.to_html()
     for e in rep.theorems:
@@ -217,6 +218,7 @@ def _cells(fragment):
             for c in re.findall(r"<td[^>]*>(.*?)</td>", fragment, re.S)]
 
 
+@pytest.mark.slow
 def test_html_renders_analysis_plan_and_certificate_as_tables(solved, data):
     """#20: the page dumped Analysis, Plan and Certificate as raw <pre> text; they are tables."""
     prob, res = solved
@@ -328,6 +330,7 @@ def test_bounds_figure_marks_the_vacuous_region(cells_rep):
     assert f"vacuous: ≥ {cells_rep.scale.range_h:.3g}, the range of h" in labels
 
 
+@pytest.mark.slow
 def test_per_group_rate_plot_on_held_out_data(solved):
     """#20: no per-group rate plot.  With a released decision and held-out data the page plots
     (and tabulates) each group's selection rate, TPR and FPR of the expected prediction."""
@@ -357,6 +360,7 @@ def test_per_group_rate_plot_on_held_out_data(solved):
     assert f"{g.selection[0]:.3f}" in text
 
 
+@pytest.mark.slow
 def test_per_group_rates_never_read_the_training_data(solved, data):
     """A report never shows exact statistics of the private training data: the training rows
     passed as 'held-out' are refused, and without held-out data the plot is omitted, saying
@@ -416,6 +420,7 @@ def test_tradeoff_plot_from_the_bounds(rep, data):
 NO_CHROMIUM = not (shutil.which("chromium") or shutil.which("chromium-browser"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NO_CHROMIUM, reason="chromium is not installed (apt-get install -y chromium)")
 def test_html_renders_non_blank_in_headless_chromium(rep, tmp_path):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -465,6 +470,7 @@ def test_report_rejects_bad_problem_build_ns_and_backends(data):
         pf.pareto(lambda c: None, [1.0], [0.1], seeds=1)
 
 
+@pytest.mark.slow
 def test_backends_as_a_string_is_one_name(data):
     small = synthetic(200)
     for backends in ("exponential", "auto"):          # "auto": the planner's pick, exponential
@@ -498,6 +504,7 @@ def test_without_build_only_the_full_data_is_measured(data):
 
 
 # ------------------------------------------------------------------------------ pareto
+@pytest.mark.slow
 def test_pareto_frontier_table_and_plot(data, tmp_path):
     table = pf.pareto(lambda c: build(data, c), [0.5, 4.0], [0.05, 0.3], seeds=2,
                       test=synthetic(600, seed=7))
