@@ -44,6 +44,28 @@ def _min_known(values):
     return min(known) if known else None
 
 
+def _convexity_fix(problem, name, e) -> str:
+    """What to do about a non-convex f or g[j], said for the case at hand.
+
+    A maximized convex expression is the common slip (cvxpy users write ``Maximize`` of a loss):
+    its fix is ``Minimize``, not an atom swap.  The smax → lse hint only where an smax is there.
+    """
+    from .expr.smooth_max import Smax
+
+    alt = "use backend='exponential', which needs no convexity"
+    obj = getattr(problem, "objective", None)
+    if (name == "f" and getattr(obj, "sense", None) == "maximize"
+            and obj.target.curvature in ("convex", "affine")):
+        return ("maximizing a convex function is not a convex problem; did you mean "
+                f"pf.Minimize({obj.target})? (or {alt})")
+    stack, has_smax = [e], False
+    while stack and not has_smax:
+        node = stack.pop()
+        has_smax = isinstance(node, Smax)
+        stack.extend(getattr(node, "args", ()))
+    return ("replace smax by pf.lse (convex) or " + alt) if has_smax else alt
+
+
 def _sum_known(*values):
     return None if any(v is None for v in values) else float(sum(values))
 
@@ -401,7 +423,7 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
             culprits = group_culprits(e.unknown_culprits("curvature")) or str(e)
             reasons[f"convexity of {name}"] = (
                 f"{name} is {c}, not provably convex, because of {culprits}; "
-                "replace smax by pf.lse (convex) or use backend='exponential', which needs no convexity")
+                + _convexity_fix(problem, name, e))
 
     # Smooth surrogates for β (never for values or Lipschitz constants, which use the original).
     f_s = smooth_surrogate(f, rewrites)

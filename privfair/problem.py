@@ -451,9 +451,13 @@ class Problem:
         return analyze(self, privacy, alpha=alpha)
 
     def __repr__(self):
+        # one line per constraint, each wrapped at the project's width (a constraint over many
+        # groups prints thousands of characters); continuation lines are indented under it
+        from ._text import wrap
+
         lines = [f"{self.objective.sense} {self.objective.target}"]
         lines += [f"  subject to {g} <= 0" for g in self.g]
-        return "\n".join(lines)
+        return "\n".join(part for line in lines for part in wrap(line, indent="    "))
 
 
 def _variables(expr):

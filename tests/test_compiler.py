@@ -155,3 +155,55 @@ def test_analysis_renders_as_text_and_markdown(adult_rates):
     text, md = str(a), a.to_markdown()
     assert "sensitivity of h" in text and "curvature g[0]" in text
     assert md.startswith("| property | value |")
+
+
+# ------------------------------------------------------------------ first contact (#20 leftovers)
+def _six_groups(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    groups = [f"group{i}" for i in range(6)]
+    a = rng.choice(groups, n)
+    x = rng.normal(size=n)
+    data = pf.Dataset(x[:, None], (x > 0).astype(int), sensitive=a, group_names=groups)
+    r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 5), score=0), data, group_mass_bound=0.05)
+    return r, groups
+
+
+def test_maximizing_a_convex_function_says_minimize_not_smax():
+    """The refusal named smax (absent) for Maximize(convex): it now names the slip and the fix."""
+    r, G = _six_groups()
+    gap = pf.square(r.selection[G[0]] - r.selection[G[1]])
+    a = pf.Problem(pf.Maximize(gap)).analyze(pf.DP(1.0, 1e-6))
+    why = a.reason("convexity of f")
+    assert "maximizing a convex function is not a convex problem" in why
+    assert "did you mean pf.Minimize(" in why and "smax" not in why
+    # the same expression minimized is convex: nothing to say
+    assert pf.Problem(pf.Minimize(gap)).analyze(pf.DP(1.0, 1e-6)).curvature["f"] == "convex"
+    # a non-convex constraint without smax gets no smax hint either; with smax it does
+    concave = pf.Problem(pf.minimize(r.error()), [-gap <= -0.01]).analyze(pf.DP(1.0, 1e-6))
+    assert "smax" not in concave.reason("convexity of g[0]")
+    assert "exponential" in concave.reason("convexity of g[0]")
+    u = r.selection[G[0]] - r.selection[G[1]]
+    sm = pf.Problem(pf.minimize(r.error()), [pf.smax(u, -u, eta=20) <= 0.1]).analyze(
+        pf.DP(1.0, 1e-6))
+    assert "replace smax by pf.lse" in sm.reason("convexity of g[0]")
+
+
+def test_str_of_a_big_problem_is_wrapped_without_losing_text():
+    from privfair._text import WIDTH
+
+    r, G = _six_groups()
+    gaps = [pf.abs(r.fpr[g] - r.fpr[h]) for i, g in enumerate(G) for h in G[i + 1:]]
+    prob = pf.Problem(pf.minimize(r.error()), [pf.smax(*gaps, eta=50) <= 0.05,
+                                               r.selection[G[0]] <= 0.9])
+    text = str(prob)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert len(lines) > 3                        # 15 gaps do not fit on one line
+    # one entry per constraint, continuation lines indented below it
+    assert [line for line in lines if line.startswith("  subject to")] == [
+        line for line in lines if not line.startswith(("minimize", "      ", "    "))]
+    assert sum(line.startswith("  subject to") for line in lines) == 2
+    flat = " ".join(text.split())
+    expected = " ".join((f"minimize {prob.objective.target} "
+                         + " ".join(f"subject to {g} <= 0" for g in prob.g)).split())
+    assert flat == expected
