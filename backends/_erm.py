@@ -33,7 +33,7 @@ issue #17's public layout of ℓ lands; they move out with it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -305,11 +305,16 @@ class ERMBudget:
 @dataclass(frozen=True)
 class LagrangeBudget:
     """The constraint form's split: the probe ERM (None without a probe), the final ERM, and the
-    ε of each of the two Laplace releases of the constraint statistic u."""
+    ε of each of the two Laplace releases of the constraint statistic u.
+
+    ``final_weight_bound`` is the public ω the final ERM's release is calibrated for: its
+    multiplier ν₁ is chosen at run time (post-processing of ũ₀), so its row weights
+    |a_f + ν₁·a_d| are bounded over every ν₁ the rule can pick (:func:`final_weight_bound`)."""
 
     probe: ERMBudget | None
     final: ERMBudget
     release_epsilon: float
+    final_weight_bound: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -558,6 +563,30 @@ def lagrange_budget(backend, erm0, setup, epsilon, delta, *, relation="row", rul
                           rs * x)
 
 
+def nu_interval(setup):
+    """[ν_lo, ν_hi] ∋ every multiplier :func:`lagrange_run` can pick for the final ERM (0, or a
+    point between 0 and ν_side, ν_side an end of the convex range — ±1 where that is infinite)."""
+    lo, hi = setup.nu_range
+    return (min(0.0, lo if math.isfinite(lo) else -1.0), max(0.0, hi if math.isfinite(hi) else 1.0))
+
+
+def final_weight_bound(problem, setup):
+    """A public ω ≥ the row-weight bound of the final ERM at every ν₁ in :func:`nu_interval`:
+    its cell weights a_f + ν·a_d are affine in ν, so max_cells |·| is convex in ν and largest
+    at an end of the interval."""
+    return max(erm_from_problem(problem, setup.r_f + nu * setup.d, setup.empirical)
+               .row_weight_bound for nu in nu_interval(setup))
+
+
+def with_weight_bound(erm, omega):
+    """``erm`` with the public row-weight bound ω (≥ its own: every w_i ≤ ω/n still holds), so
+    its sensitivities are the ones a release scheduled for ω was calibrated to."""
+    if omega < erm.row_weight_bound * (1 - 1e-12):     # a bug, not a data-dependent event
+        raise RuntimeError(f"internal error: the final ERM's weight bound "
+                           f"{erm.row_weight_bound:.6g} exceeds the scheduled {omega:.6g}")
+    return replace(erm, row_weight_bound=float(omega), meta={})
+
+
 #: names of the constraint form's scheduled releases
 PROBE, FINAL = "probe ERM: ", "final ERM: "
 U_PROBE, U_FINAL = "constraint statistic u₀", "constraint statistic u₁"
@@ -578,8 +607,9 @@ def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label,
                                 label=f"{label}: probe ERM at ν = 0", rules=rules, prefix=PROBE)
     out.append(u_release(U_PROBE, "the probe" if budget.probe is not None
                          else "the labels, the rule ŷ = y"))
-    out += backend.releases(erm0, budget.final, relation=relation, options=options,
-                            label=f"{label}: final ERM", rules=rules, prefix=FINAL)
+    out += backend.releases(with_weight_bound(erm0, budget.final_weight_bound), budget.final,
+                            relation=relation, options=options, label=f"{label}: final ERM",
+                            rules=rules, prefix=FINAL)
     out.append(u_release(U_FINAL, "the final ERM"))
     return out
 
@@ -661,6 +691,8 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, draws, relation="
 
     def erm_at(nu, spec, prefix):
         erm = erm_from_problem(problem, setup.r_f + nu * d, setup.empirical)
+        if private and prefix == FINAL:     # the ω its scheduled release was calibrated to
+            erm = with_weight_bound(erm, budget.final_weight_bound)
         return backend.private_erm(erm, spec, draws=draws, relation=relation, prefix=prefix,
                                    options=options or {})
 
@@ -842,6 +874,11 @@ class ERMBackend:
                     b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
                                         relation=relation, rules=rules,
                                         release_share=opts.get("release_share", RELEASE_SHARE))
+                    b = replace(b, final_weight_bound=final_weight_bound(problem, setup))
+                    why = self.erm_reason(with_weight_bound(erm0, b.final_weight_bound),
+                                          privacy)
+                    if why:     # public: the final ERM's certified solve, decided before any draw
+                        self.refuse(why)
                     rel = lagrange_releases(self, erm0, setup, b, relation=relation,
                                             options=opts, label=self.name, rules=rules)
                     release = ERMRelease(Schedule(rel, privacy.epsilon, privacy.delta), b,

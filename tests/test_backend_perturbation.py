@@ -265,3 +265,25 @@ def test_l1_constrained_private_solutions_recover_the_support_better_than_l2():
             tp = sup[:k].sum()
             f1[name].append(2 * tp / (sup.sum() + k))
     assert np.mean(f1["l1"]) > np.mean(f1["l2"]) + 0.3
+
+
+def test_final_erm_release_covers_the_multiplier_chosen_at_run_time():
+    """The final ERM's multiplier ν₁ is picked at run time from the released ũ₀, but its release
+    is scheduled at plan time: the schedule is calibrated for the largest row weight any
+    reachable ν₁ gives, so the sensitivity of the ERM actually solved never exceeds the one its
+    event claims (before the fix the plan used the ν = 0 ERM's)."""
+    data = fairness_data(n=800, seed=4)
+    con, _ = fairness_problem(data, constraint=0.02)
+    privacy = pf.DP(4.0, 1e-6, protect="row")
+    b = get("output_perturbation")
+    setup = E.lagrange_setup(con, con.analyze(privacy))
+    lo, hi = E.nu_interval(setup)
+    omegas = [E.erm_from_problem(con, setup.r_f + nu * setup.d).row_weight_bound
+              for nu in np.linspace(lo, hi, 41)]
+    res = con.solve(privacy, backend="output_perturbation", seed=5, release_share=0.5,
+                    progress=False)
+    claimed = [ev for ev in res.certificate.releases if ev.mechanism == "gaussian"][0]
+    nu1 = [t for t in res.trace if t.get("final")][0]["nu"]
+    erm1 = E.erm_from_problem(con, setup.r_f + nu1 * setup.d)
+    assert b.sensitivity(erm1)[0] <= claimed.sensitivity * (1 + 1e-12)
+    assert res.info["budget"].final_weight_bound >= max(omegas) * (1 - 1e-12)
