@@ -363,3 +363,36 @@ def test_sample_weight_is_honoured_only_when_uniform(data):
             _fast(budget=budget).fit(X, y, sensitive_features=a, sample_weight=bad)
         assert what in e.value.fix
     assert budget.spent == spent                            # refused before anything is spent
+
+
+# ------------------------------------------------------------------ pos_label (#20), status (#18)
+def test_pos_label_maps_to_the_datasets_positive_class(data):
+    X, y, a = data
+    labels = np.where(y == 1, "yes", "no")
+    kw = dict(groups=["F", "M"], decision_set="thresholds", backend="exponential",
+              constraint="demographic_parity", seed=0, classes=["no", "yes"])
+    for pos in ("yes", "no"):
+        clf = PrivateFairClassifier(pos_label=pos, **kw).fit(X, labels, sensitive_features=a)
+        assert clf.pos_label_ == pos and list(clf.classes_) == ["no", "yes"]
+        assert clf.problem_.rates.label_values[1] == pos          # the rates count pos
+        proba = clf.predict_proba(X)
+        p_pos = clf.result_.predict_proba(X)
+        np.testing.assert_allclose(proba[:, list(clf.classes_).index(pos)], p_pos)
+        np.testing.assert_array_equal(clf.predict(X, randomized=False) == pos, p_pos >= 0.5)
+    with pytest.raises(InvalidInputError, match="pos_label"):
+        PrivateFairClassifier(pos_label="maybe", **kw).fit(X, labels, sensitive_features=a)
+
+
+def test_fit_sets_status_and_warns_at_the_callers_line(data):
+    from privfair.errors import ResultStatusWarning
+
+    X, y, a = data
+    clf = _fast(holdout=0.2)
+    with pytest.warns(ResultStatusWarning) as record:
+        clf.fit(X, y, sensitive_features=a)
+    status = [w for w in record if issubclass(w.category, ResultStatusWarning)]
+    assert status and all(w.filename == __file__ for w in status)
+    assert clf.status_ == clf.result_.status != "certified"
+    assert clf.result_.holdout.n_held_out == 300                 # 20% of 1,500 rows
+    with pytest.raises(InvalidInputError, match="holdout"):
+        _fast(holdout=1.5).fit(X, y, sensitive_features=a)
