@@ -107,14 +107,25 @@ def _check_partition(df, schema) -> np.ndarray:
                      int((g < 0).sum())], dtype=np.int64)
 
 
-def _partition_pass(df, schema, chunk_rows, fn, params):
-    """Run one pass on one partition, in chunks; return its partial sums (None if empty)."""
+def _partition_arrays(df, schema):
+    """A partition as (X, y, group) arrays, refusing codes outside the schema."""
     X, y, g = schema.arrays(df)
     if X.shape[0] and (y.min() < 0 or g.min() < 0):
         # validated at construction: the files changed underneath the dataset
         raise ValueError("a partition holds a label or group outside the declared schema; "
                          "rebuild the dataset")
+    return X, y, g
+
+
+def _arrays_pass(arrays, chunk_rows, fn, params):
+    """Run one pass on one partition's arrays, in chunks; its partial sums (None if empty)."""
+    X, y, g = arrays
     return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows).map_sum(fn, *params)
+
+
+def _partition_pass(df, schema, chunk_rows, fn, params):
+    """Run one pass on one DataFrame partition (converted on the worker)."""
+    return _arrays_pass(_partition_arrays(df, schema), chunk_rows, fn, params)
 
 
 class DaskRows:
@@ -124,9 +135,9 @@ class DaskRows:
 
     y = True    # the rows carry labels (fit_score(data) checks this)
 
-    def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None):
+    def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None, arrays=None):
         self.ddf, self.schema, self.n = ddf, schema, int(n)
-        self.chunk_rows, self.scheduler = chunk_rows, scheduler
+        self.chunk_rows, self.scheduler, self.arrays = chunk_rows, scheduler, arrays
 
     @property
     def n_features(self) -> int:
@@ -135,9 +146,13 @@ class DaskRows:
     def partials(self, fn, *params) -> list:
         """The pass's partial sum of every partition (computed on the workers)."""
         dask, _ = _dask()
-        task = dask.delayed(_partition_pass, pure=True)
-        tasks = [task(part, self.schema, self.chunk_rows, fn, params)
-                 for part in self.ddf.to_delayed()]
+        if self.arrays is not None:      # partitions already converted, held by the workers
+            task = dask.delayed(_arrays_pass, pure=True)
+            tasks = [task(part, self.chunk_rows, fn, params) for part in self.arrays]
+        else:
+            task = dask.delayed(_partition_pass, pure=True)
+            tasks = [task(part, self.schema, self.chunk_rows, fn, params)
+                     for part in self.ddf.to_delayed()]
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
         return list(dask.compute(*tasks, **kw))
 
@@ -254,7 +269,19 @@ class DaskDataset:
     def rows(self, chunk_rows=None) -> DaskRows:
         """The rows as a pass source run on the Dask workers."""
         return DaskRows(self.ddf, self.schema, self.n, chunk_rows or self.chunk_rows,
-                        self.scheduler)
+                        self.scheduler, getattr(self, "_arrays", None))
+
+    def persist(self) -> "DaskDataset":
+        """Convert every partition to (X float64, label codes, group codes) once and keep the
+        arrays in the workers' memory (``dask.persist``): later passes skip reading and
+        converting the files.  Needs about rows × (features + 2) × 8 bytes of cluster memory.
+        Returns ``self``."""
+        dask, _ = _dask()
+        task = dask.delayed(_partition_arrays, pure=True)
+        parts = [task(p, self.schema) for p in self.ddf.to_delayed()]
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        self._arrays = list(dask.persist(*parts, **kw))
+        return self
 
     def counts(self) -> np.ndarray:
         """Rows per (group, label): (n_groups, n_labels) int — private, as on Dataset."""

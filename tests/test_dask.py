@@ -132,3 +132,12 @@ def test_subsample_and_collect(client, frame):
     assert 0.15 * N < part.n < 0.35 * N
     with pytest.raises(InvalidInputError, match="max_rows"):
         data.to_dataset(max_rows=10)
+
+
+def test_persisted_arrays_give_the_same_passes(client, frame):
+    data = pf.Dataset.from_dask(dd.from_pandas(frame, npartitions=3), label="income",
+                                sensitive="sex", groups=["F", "M"])
+    before = (data.counts(), fit_score(data))
+    assert data.persist() is data and data.rows().arrays is not None
+    np.testing.assert_array_equal(data.counts(), before[0])
+    np.testing.assert_allclose(fit_score(data), before[1], rtol=1e-13, atol=1e-15)
