@@ -136,9 +136,12 @@ def test_constraint_reduces_the_violation_non_privately():
 
 
 def test_linear_classifier_solves_without_torch():
+    """The numpy path never imports torch, so it runs on the README's install (no torch):
+    a fresh interpreter solves with backend='auto' and torch is still not imported after.
+    (Blocking the import outright with sys.modules['torch'] = None breaks scipy's array-API
+    probe, which reads sys.modules['torch'] — a limitation of the harness, not of privfair.)"""
     code = textwrap.dedent("""
         import sys, warnings
-        sys.modules["torch"] = None                 # as on the README's install: no torch
         warnings.simplefilter("ignore")
         import numpy as np, privfair as pf
         rng = np.random.default_rng(0)
@@ -151,21 +154,22 @@ def test_linear_classifier_solves_without_torch():
         prob = pf.Problem(pf.Minimize(r.error()),
                           [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
         res = prob.solve(pf.DP(1.0, 1e-5, protect="row"), seed=0, progress=False)
-        print(res.backend)
+        print(res.backend, "torch" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "lagrangian_sgda"
+    assert out.stdout.strip().splitlines()[-1] == "lagrangian_sgda False"
 
 
 # ------------------------------------------------------------------ neighbouring datasets
 def _pair(unit):
-    """Ten rows, one feature; D′ changes row 0: its group (sensitive) or its group and label
-    (row: the whole record replaced)."""
-    x = np.linspace(-1, 1, 10)[:, None]
-    y = np.array([0, 1] * 5)
-    a = np.array(["a"] * 5 + ["b"] * 5)
+    """100 rows, one feature; D′ changes row 0 (x = −1, y = 0, group a): its group
+    (sensitive) or its group and label (row: the whole record replaced).  Enough rows that the
+    released rates sit far from 0, where ℓ̂'s clipping at 0 would hide the shift."""
+    x = np.linspace(-1, 1, 100)[:, None]
+    y = np.array([0, 1] * 50)
+    a = np.array(["a"] * 50 + ["b"] * 50)
     D = pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
     a2, y2 = a.copy(), y.copy()
     a2[0] = "b"
@@ -175,24 +179,33 @@ def _pair(unit):
 
 
 def _runs(unit, runs, multiplier=1.0):
-    """The released histogram (info['rates_estimate'], post-processing of the one release of a
-    single full-batch step, almost all of it on the histogram block) on D and D′."""
+    """One full-batch step (T = 1, q = 1) on D and D′, released output fixed in advance.
+
+    ``row``: the released θ (``output="last"``, a ball of radius 100 so that nothing is
+    rescaled), almost all of the release on the gradient block (histogram share 0.02), clip 0.5:
+    row 0 (x = −1) has the cross-entropy gradient ±0.5·(x, 1), norm 0.71 > 0.5, so its clipped
+    contribution flips sign with its label — the full substitution shift 2C the event charges.
+    ``sensitive``: at step 1 λ = 0 and the error's coefficients do not depend on the group, so
+    the gradient holds nothing private; the released histogram does (``info['rates_estimate']``,
+    its joint block; histogram share 0.98)."""
     b = BACKENDS["lagrangian_sgda"]
-    privacy = pf.DP(1.0, 1e-3, protect=unit)
+    privacy = pf.DP(1.0, 1e-2, protect=unit)
+    opts = dict(batch_size=100, epochs=1, output="last")
+    opts.update(dict(hist_share=0.02, clip=0.5) if unit == "row" else dict(hist_share=0.98))
     out = []
     for D in _pair(unit):
-        r = pf.rates(pf.LinearClassifier(1), D)
+        r = pf.rates(pf.LinearClassifier(1, radius=100.0), D)
         prob = pf.Problem(pf.Minimize(r.error()),
                           [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
-        plan = b.plan(prob, prob.analyze(privacy), privacy,
-                      dict(batch_size=10, epochs=1, hist_share=0.98, output="last"))
+        plan = b.plan(prob, prob.analyze(privacy), privacy, opts)
         assert plan.params["T"] == 1 and plan.params["sampling_rate"] == 1.0
         rows = []
         with reduced_noise(multiplier):
             for s in range(runs):
                 res = b.run(plan, rng=np.random.default_rng(10_000 * (multiplier < 1) + s),
                             accountant=Accountant(delta=privacy.delta), progress=False)
-                rows.append(res.info["rates_estimate"][: r.K_joint])
+                rows.append(np.asarray(res.decisions[0]) if unit == "row"
+                            else res.info["rates_estimate"][: r.K_joint])
         out.append(np.asarray(rows))
     return out
 
@@ -200,11 +213,16 @@ def _runs(unit, runs, multiplier=1.0):
 @pytest.mark.slow
 @pytest.mark.parametrize("unit", ["row", "sensitive"])
 def test_neighbouring_datasets_pass_and_the_half_noise_control_is_refuted(unit):
+    # δ = 0.01: with half the noise a Gaussian claimed (1, 0.01) leaks δ(1) ≈ 0.15 on its
+    # best event — refutable at 3000 runs (at δ = 1e-3 it would leak only 0.057)
     A, B = _runs(unit, 3000)
-    honest = check_dp_heldout(A, B, 1.0, 1e-3)
+    honest = check_dp_heldout(A, B, 1.0, 1e-2)
     assert honest.passed, honest
-    A, B = _runs(unit, 3000, multiplier=0.25)
-    control = check_dp_heldout(A, B, 1.0, 1e-3)
+    # sensitive: at θ₀ = 0 row 0's soft prediction is (½, ½), ‖p‖ = 1/√2, so the histogram
+    # shows 71% of the shift the event charges for (‖p‖ ≤ 1); its control takes a quarter of
+    # the noise (leak ≈ 2.8× the claim's μ; half the noise leaks only ≈ 0.05 > δ)
+    A, B = _runs(unit, 3000, multiplier=0.5 if unit == "row" else 0.25)
+    control = check_dp_heldout(A, B, 1.0, 1e-2)
     assert not control.passed, control
 
 
@@ -218,7 +236,7 @@ def _multiclass(n, seed):
     logits = np.stack([np.zeros(n), 0.8 * shift, -0.8 * shift], axis=1)
     pr = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     y = (pr.cumsum(axis=1) < rng.random(n)[:, None]).sum(axis=1)
-    X = np.column_stack([np.eye(3)[y] @ np.array([[1.0, 0], [0, 1.0], [-1.0, -1.0]]).T * 1.2
+    X = np.column_stack([np.eye(3)[y] @ np.array([[1.0, 0], [0, 1.0], [-1.0, -1.0]]) * 1.2
                          + rng.normal(size=(n, 2)), shift + 0.5 * rng.normal(size=n)])
     return pf.Dataset(X, y, sensitive=g.astype(str), group_names=[str(i) for i in range(8)],
                       labels=[0, 1, 2])

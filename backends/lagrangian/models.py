@@ -162,13 +162,15 @@ class TorchAdapter:
             pk = probs(k * z, binary)[0]
             if log_obj:     # the objective's cross-entropy reads the unsharpened p
                 p1 = probs(z, binary)[0]
-                obj = (a * p1).sum() / torch.clamp(p1[yy], min=P_MIN).detach()
+                py = (p1 * yy).sum()          # yy one-hot: no data-dependent indexing in vmap
+                obj = (a * p1).sum() / torch.clamp(py, min=P_MIN).detach()
             else:
                 obj = (a * pk).sum()
             return obj + (b * pk).sum()
 
+        onehot = torch.nn.functional.one_hot(y, uf.shape[1]).to(uf.dtype)
         grads = torch.func.vmap(torch.func.grad(row_term), in_dims=(None, 0, 0, 0, 0))(
-            params, X, y, uf, ug)
+            params, X, onehot, uf, ug)
         flat = torch.cat([grads[nm].reshape(len(idx), -1) for nm in self.names], dim=1)
         clipped = 0
         if clip is not None:
