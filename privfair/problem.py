@@ -340,16 +340,23 @@ class Problem:
             raise InvalidInputError("data", "the private training data",
                                     "the objective on the training data of a private solve is not "
                                     "covered by the certificate; pass held-out data")
-        other = self.rates_on(data)
+        ds = getattr(result, "decision_set", None)
+        # a solve may return a rule of another decision set than the problem's: the constant
+        # fallback of a failed held-out check (privfair.holdout.ConstantRule).  It has no score,
+        # so it is evaluated by its 0-1 rates, in the same layout of ℓ.
+        other = self.rates_on(data, decisions=ds if ds is not None and ds is not
+                              self.rates.decisions else None)
         return self.objective.value(other.evaluate_mixture(result.decisions, result.weights))
 
-    def rates_on(self, data, field: str = "data"):
+    def rates_on(self, data, field: str = "data", decisions=None):
         """ℓ's layout — the same decision set, surrogate and group-mass bound — on other data
-        (held-out data with the training data's groups and labels)."""
+        (held-out data with the training data's groups and labels).  ``decisions``: another
+        decision set to evaluate in the same layout (0-1 rates: no surrogate)."""
         from .stats import Rates
 
         r = self.rates
-        other = Rates(r.decisions, data, r.surrogate, r.group_mass_bound,
+        other = Rates(r.decisions if decisions is None else decisions, data,
+                      r.surrogate if decisions is None else None, r.group_mass_bound,
                       feature_bound=r.feature_bound, group_mass_source=r.group_mass_source)
         if other.names != r.names:
             raise InvalidInputError(field, f"groups {data.groups}, labels {data.label_values}",

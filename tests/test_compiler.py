@@ -207,3 +207,18 @@ def test_str_of_a_big_problem_is_wrapped_without_losing_text():
     expected = " ".join((f"minimize {prob.objective.target} "
                          + " ".join(f"subject to {g} <= 0" for g in prob.g)).split())
     assert flat == expected
+
+
+def test_value_on_evaluates_a_constant_fallback_rule():
+    """A held-out check's fallback returns a constant rule (another decision set than the
+    problem's): value_on evaluated it as a (w, b) vector and raised (found running
+    docs/language.md); it is evaluated by its own 0-1 rates."""
+    from privfair.holdout import constant_result
+
+    r, G = _six_groups()
+    test = _six_groups(n=400, seed=1)[0].data
+    prob = pf.Problem(pf.Maximize(r.tpr[G[0]]), [r.fpr[G[0]] <= 0.5])
+    res = prob.solve(pf.DP(2.0), backend="exponential", seed=0, progress=False)
+    assert 0 <= prob.value_on(test) <= 1
+    assert prob.value_on(test, result=constant_result(res, 1)) == 1.0     # tpr of "always 1"
+    assert prob.value_on(test, result=constant_result(res, 0)) == 0.0
