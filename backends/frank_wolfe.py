@@ -84,6 +84,7 @@ import numpy as np
 
 from privfair.theorems import NUMERIC
 
+from ._oracles import score_sensitivity    # its one home (LOPT shares it)
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 #: failure probability ρ of the predicted bound (split between selections and noise)
@@ -97,7 +98,7 @@ SPLITS = (0.15, 0.3, 0.5, 0.7, 0.85)
 _MARGIN = 1e-6
 #: the exact exponential sampler rounds ε down (12 bits) and scores to a grid (Δ/g ≥ 2^10)
 _EM_SLACK = (1 + 2.0 ** -10) / (1 - 2.0 ** -11)
-_FAST_RULES = ("basic", "optimal", "advanced", "rdp")
+FAST_RULES = ("basic", "optimal", "advanced", "rdp")
 _NORMS = ("l1", "l2", "linf")
 _OPTIONS = ("T", "T_range", "mechanism")
 
@@ -248,7 +249,7 @@ def _zcdp_budget(eps, delta) -> float:
     return (math.sqrt(L + eps) - math.sqrt(L)) ** 2
 
 
-def _approx_params(kind, eps, delta, T, nu) -> tuple:
+def approx_params(kind, eps, delta, T, nu) -> tuple:
     """(ε_E, μ = Δ/σ or ε_L) for a split ν — a closed-form approximation used to rank plans.
 
     Laplace with δ > 0 uses one ε' for all 2T − 1 pure releases (ν is ignored): equal ε keeps
@@ -311,7 +312,7 @@ def calibrate(kind, T, eps_E, z, epsilon, delta, d, spent=()):
     if delta == 0 and (kind == "laplace" or T == 1) and not spent:
         hi = epsilon * (1 - _MARGIN) / (T * eps_E + ((T - 1) * z if T >= 2 else 0.0))
     try:
-        lam = fit(events, epsilon, delta, spent=spent, hi=hi, rules=_FAST_RULES,
+        lam = fit(events, epsilon, delta, spent=spent, hi=hi, rules=FAST_RULES,
                   key=("frank_wolfe", kind, T, eps_E, z, d))
     except InvalidPrivacyError:
         return None
@@ -445,7 +446,7 @@ class FrankWolfeBackend(Backend):
             for T in Ts:
                 splits = SPLITS if T >= 2 and (kind == "gaussian" or delta == 0) else (0.5,)
                 for nu in splits:
-                    e_E, z = _approx_params(kind, eps, delta, T, nu)
+                    e_E, z = approx_params(kind, eps, delta, T, nu)
                     scale = None if z is None else sens / z
                     risk = c.bound(T, e_E, kind, scale)["total"]
                     if cand is None or risk < cand[0]:
@@ -541,7 +542,6 @@ class FrankWolfeBackend(Backend):
         from privfair.errors import InvalidInputError
         from privfair.result import Result
 
-        from . import _oracles as O
         from ._draws import select
 
         problem, analysis, params = plan.problem, plan.analysis, plan.params
@@ -592,7 +592,7 @@ class FrankWolfeBackend(Backend):
             rec = {"t": t, "gamma": gamma}
             sens = None
             if private:
-                sens, norm = O.score_sensitivity(r, c.delta_l.get)
+                sens, norm = score_sensitivity(r, c.delta_l.get)
                 rec.update(score_sensitivity=sens, norm=norm)
             if sens:
                 idx = select(draws, "select", scores, sens)

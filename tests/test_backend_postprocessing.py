@@ -56,12 +56,14 @@ def test_in_sample_guarantees_of_thm_3_1(train_test):
 
     train, _ = train_test
     prob = eo_problem(train)
-    ref = prob.solve(pf.DP(math.inf), backend="postprocessing").metrics(train)
+    # holdout=0: the theorem is in-sample, on all m = n training rows
+    ref = prob.solve(pf.DP(math.inf), backend="postprocessing", holdout=0).metrics(train)
     assert ref["eo_violation"] <= 0.02 + 1e-9                  # the exact LP meets γ in-sample
     q = train.counts().min() / train.n
     err_b, gap_b = thm31_bounds(2, train.n, 1.0, 0.05, q)
     for seed in range(8):
-        m = prob.solve(pf.DP(1.0), backend="postprocessing", seed=seed).metrics(train)
+        m = prob.solve(pf.DP(1.0), backend="postprocessing", seed=seed,
+                       holdout=0).metrics(train)
         assert m["error"] <= ref["error"] + err_b
         assert m["eo_violation"] <= 0.02 + gap_b
 
@@ -72,7 +74,7 @@ def test_lse_constraint_maps_to_a_smaller_gamma(train_test):
     plan = prob.plan(pf.DP(1.0), backend="postprocessing").chosen
     assert plan.params["gamma"][0] == pytest.approx(0.05 - math.log(2) / 200)
     # with ε = ∞ the lse constraint itself holds in-sample (γ was shifted so that it is implied)
-    res = prob.solve(pf.DP(math.inf), backend="postprocessing")
+    res = prob.solve(pf.DP(math.inf), backend="postprocessing", holdout=0)   # in-sample
     m = res.metrics(train)
     assert m["eo_violation"] <= 0.05 - math.log(2) / 200 + 1e-9
 

@@ -17,7 +17,7 @@ def _total(cal, d, delta, spent=(), rules=None):
 
 
 def test_laplace_at_delta_zero_is_basic_composition_exactly():
-    e_E, e_L = FW._approx_params("laplace", 1.0, 0.0, 6, 0.3)
+    e_E, e_L = FW.approx_params("laplace", 1.0, 0.0, 6, 0.3)
     cal = FW.calibrate("laplace", 6, e_E, e_L, 1.0, 0.0, 4)
     assert 6 * cal.eps_E + 5 * cal.eps_L == pytest.approx(1.0, rel=1e-5)
     assert _total(cal, 4, 0.0) <= 1.0
@@ -26,18 +26,18 @@ def test_laplace_at_delta_zero_is_basic_composition_exactly():
 
 
 def test_gaussian_split_is_scaled_up_to_the_budget_and_fits():
-    e_E, mu = FW._approx_params("gaussian", 1.0, 1e-6, 10, 0.5)
+    e_E, mu = FW.approx_params("gaussian", 1.0, 1e-6, 10, 0.5)
     cal = FW.calibrate("gaussian", 10, e_E, mu, 1.0, 1e-6, 4)
     assert cal.scale_factor >= 1.0                   # the zCDP split is conservative
     # fitted with the fast rules (RDP): their total is the budget; PLD may prove less
-    assert 0.999 <= _total(cal, 4, 1e-6, rules=FW._FAST_RULES) <= 1.0
+    assert 0.999 <= _total(cal, 4, 1e-6, rules=FW.FAST_RULES) <= 1.0
     assert _total(cal, 4, 1e-6) <= 1.0
     Schedule(FW.fw_releases("gaussian", 10, cal.eps_E, cal.mu, 4), 1.0, 1e-6)
 
 
 def test_spent_events_are_fitted_beside_and_nothing_fits_is_none():
     spent = [laplace_event(1.0, 0.4)]
-    e_E, e_L = FW._approx_params("laplace", 1.0, 0.0, 4, 0.5)
+    e_E, e_L = FW.approx_params("laplace", 1.0, 0.0, 4, 0.5)
     cal = FW.calibrate("laplace", 4, e_E, e_L, 1.0, 0.0, 2, spent)
     assert 0.99 <= _total(cal, 2, 0.0, spent) <= 1.0
     assert FW.calibrate("laplace", 4, e_E, e_L, 1.0, 0.0, 2, [laplace_event(1.0, 1.0)]) is None
