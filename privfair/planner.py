@@ -6,6 +6,12 @@ its theorem.  ``backend="auto"`` picks the smallest predicted risk; ``Plans.expl
 ranking.  Nothing here touches private data: conditional rates whose group-mass bound is to be
 estimated privately are ranked with a *planning* bound that depends on the schema only, and the
 estimate itself is made by :func:`solve` inside the budget reservation.
+
+:func:`solve` first draws a public random partition of the rows (:mod:`privfair.holdout`):
+the backend plans and runs on the training part with the whole budget, and the held-out part
+checks the released rule (its error against the best constant rule's, each constraint's upper
+confidence bound) — by parallel composition within the same (ε, δ) — and sets
+``Result.status`` (docs/trust.md).
 """
 
 from __future__ import annotations
