@@ -2,7 +2,7 @@
 dual Frank–Wolfe): a certified solver, the Problem → ERM reduction, the plan-time release
 schedule (:class:`ERMRelease`: typed budgets fitted by :func:`privfair.privacy.release.calibrate`,
 drawn at run time through :class:`privfair.privacy.release.Draws`) and the private Lagrangian
-search for one fairness constraint.  The ERM object itself is :class:`privfair.sparse.ERM`.
+search for one fairness constraint.  The ERM object itself is :class:`privfair.erm.ERM`.
 
 The ERM (mean form).  For θ = (w, b) in C = {Ω(w) ≤ ρ, |b| ≤ ρ_b} (a :class:`SparseLinear`)::
 
@@ -10,7 +10,7 @@ The ERM (mean form).  For θ = (w, b) in C = {Ω(w) ≤ ρ, |b| ≤ ρ_b} (a :cl
 
 with per-row weights w_i ≥ 0 that depend on row i's own (group, label) only (*row-local*) and are
 ≤ ω/n for a public ω.  Replacing one row moves ∇J_D by at most Δ_g ≤ 2ζ/n in ℓ2 at every θ ∈ C,
-where ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|) — :meth:`privfair.sparse.ERM.gradient_sensitivity`
+where ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|) — :meth:`privfair.erm.ERM.gradient_sensitivity`
 proves the tight Δ_g per loss and neighbouring relation — and the row's Hessian by a rank-one PSD
 matrix of norm ≤ β_H = ω·sup l''·‖u‖²_max (sum form).  Every constant is public: it comes from the decision set,
 the declared feature bound, n and the (public) problem weights — never from the data.
@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from privfair.privacy.release import Schedule, Scheduled, calibrate
-from privfair.sparse import ERM  # noqa: F401  (re-exported: the ERM object lives with the losses)
+from privfair.erm import ERM  # noqa: F401  (re-exported: the ERM object lives with the losses)
 
 from ._erm_solver import (MAX_FALLBACK_STEPS, MAX_ITER, TAU_REL, Solution,  # noqa: F401
                           certify_reason, fallback_steps, public_smoothness, solve,
@@ -354,7 +354,7 @@ def fit_rules(analysis):
 
 
 def gradient_sensitivity(erm, relation="row"):
-    """(Δ_g, source): :meth:`privfair.sparse.ERM.gradient_sensitivity` with the text the
+    """(Δ_g, source): :meth:`privfair.erm.ERM.gradient_sensitivity` with the text the
     events cite."""
     dg = erm.gradient_sensitivity(relation)
     rho, B, planar = erm.sensitivity_geometry()
@@ -366,7 +366,7 @@ def gradient_sensitivity(erm, relation="row"):
         how = (f"(ω/n)·ρ·κ = {erm.row_weight_bound:.4g}/{erm.n}·{rho:.4g}·"
                f"{dg * erm.n / (erm.row_weight_bound * rho):.4g} (κ: the {erm.loss.name} loss's "
                f"gradient diameter at margins ≤ {B:.4g}{'' if planar else ', one dimension'}; "
-               "privfair.sparse.ERM.gradient_sensitivity; one row replaced)")
+               "privfair.erm.ERM.gradient_sensitivity; one row replaced)")
     return dg, how
 
 

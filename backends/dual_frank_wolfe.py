@@ -7,7 +7,7 @@ s_t = (1 − ρ_t)s_{t−1} + ρ_t v_t with v_t ≈ argmax_{v ∈ vertices(K)} �
 
 Privacy.  s_{t−1} is public (a function of earlier releases); by the strong-convexity argument of
 :mod:`backends.output_perturbation`, ‖θ_D(s) − θ_D'(s)‖ ≤ Δ_g/Λ + 2τ for every s (Δ_g =
-:meth:`privfair.sparse.ERM.gradient_sensitivity`: 2ζ/n for the hinge losses, less for the
+:meth:`privfair.erm.ERM.gradient_sensitivity`: 2ζ/n for the hinge losses, less for the
 logistic loss), so the score ⟨w(s), v⟩ of every vertex moves by at most
 Δ = λ'·max_v‖v‖₂·(Δ_g/Λ + 2τ) between neighbours.
 Report-noisy-max over the vertices is the exponential mechanism ([K] Algorithm 2 uses Laplace

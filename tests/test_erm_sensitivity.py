@@ -1,7 +1,7 @@
 """The row-private ERM backends' gradient sensitivity (issue #16) and the vectorized group-norm
 projection their certified solver uses.
 
-* :func:`privfair.sparse.logistic_gradient_diameter` is an upper bound on the sampled supremum of
+* :func:`privfair.erm.logistic_gradient_diameter` is an upper bound on the sampled supremum of
   one row's logistic gradient change (1-D and 3-D), at most the textbook 2σ(B), and 1 at B = 0;
 * ``ERM.gradient_sensitivity`` bounds the gradient change of real neighbouring ERMs at points
   of C, under row replacement and under a sensitive-attribute change (only a weight moves);
