@@ -25,7 +25,9 @@ mixture over partitions drawn independently of the data is too.  The check runs 
 own composition (its ``releases``) and a note states the parallel step; the check's own
 certificate is ``Result.holdout.certificate``.
 
-Statistics.  Noise: a union bound on the Laplace tails of every count (exact).  Sampling: a
+Statistics.  Noise: every sum of noisy counts a bound reads is within its Chernoff bound for
+sums of Laplace variables (:func:`laplace_sum_bound`; exact tail for one count), all of them
+together by a union bound.  Sampling: a
 normal (CLT) interval for each coordinate of ℓ, Bonferroni over the coordinates the
 constraints read, with the variance bounded by p(1 − p) at the worst p the noise allows.  A
 constraint's upper bound is the smaller of two sound ones: its maximum over the box of
@@ -225,9 +227,25 @@ def _point(C, n, num, den) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)
 
 
-def _intervals(C, n, num, den, t, z, which) -> tuple:
-    """(lo, hi) for the coordinates in ``which``: noise (each count within ±t) and sampling
-    (z standard errors, variance ≤ p(1 − p) at the worst p the noise allows)."""
+def laplace_sum_bound(k: int, scale: float, beta: float) -> float:
+    """s with P(|L_1 + … + L_k| ≥ s) ≤ β for k independent Laplace(scale) variables.
+
+    k = 1: the exact tail, s = scale·ln(1/β).  k > 1: Chernoff, with the Laplace moment
+    generating function E e^{λL} = 1/(1 − scale²λ²) (|λ| < 1/scale): P(S ≥ s) ≤
+    e^{−λs}(1 − scale²λ²)^{−k}, both tails (hence 2/β), minimized over λ = u/scale on a grid
+    of u ∈ (0, 1) — every grid point gives a valid bound.  0 when scale is 0 (no noise)."""
+    if scale == 0 or k == 0:
+        return 0.0
+    if k == 1:
+        return scale * math.log(1.0 / beta)
+    u = np.linspace(1e-3, 1 - 1e-3, 999)
+    return float(scale * np.min((math.log(2.0 / beta) - k * np.log1p(-u * u)) / u))
+
+
+def _intervals(C, n, num, den, noise, z, which) -> tuple:
+    """(lo, hi) for the coordinates in ``which``: noise (``noise(k)`` bounds the noise of a
+    sum of k counts) and sampling (z standard errors, variance ≤ p(1 − p) at the worst p the
+    noise allows)."""
     flat = np.asarray(C, dtype=float).ravel()
     K = len(num)
     lo, hi = np.zeros(K), np.ones(K)
@@ -238,11 +256,11 @@ def _intervals(C, n, num, den, t, z, which) -> tuple:
             m_lo = m_hi = m_est = float(n)
         else:
             m_est = flat[b].sum()
-            m_lo, m_hi = m_est - len(b) * t, m_est + len(b) * t
+            m_lo, m_hi = m_est - noise(len(b)), m_est + noise(len(b))
         if m_lo < 2:
             continue                        # too few rows (or too much noise): [0, 1]
-        n_lo = max(N - len(a) * t, 0.0) / max(m_hi, 1.0)
-        n_hi = min((N + len(a) * t) / m_lo, 1.0)
+        n_lo = max(N - noise(len(a)), 0.0) / max(m_hi, 1.0)
+        n_hi = min((N + noise(len(a))) / m_lo, 1.0)
         worst = min(max(0.5, n_lo), n_hi) if n_lo <= n_hi else 0.5
         w = z * math.sqrt(worst * (1 - worst) / m_lo)
         lo[k], hi[k] = max(n_lo - w, 0.0), min(n_hi + w, 1.0)
@@ -316,9 +334,8 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                                       "training rows (parallel composition, docs/trust.md)",))
         b = 2.0 / eps_c
         beta_noise, beta = beta / 2, beta / 2
-        t = b * math.log(C.size / beta_noise)      # every |noise| ≤ t w.p. ≥ 1 − β_noise
     else:
-        eps_c, t = math.inf, 0.0
+        eps_c, b, beta_noise = math.inf, 0.0, 1.0
 
     num, den = _coordinates(G, L)
     ell = _point(C, n, num, den)
@@ -331,11 +348,18 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     from scipy.stats import norm
 
     z = float(norm.ppf(1 - beta / (2 * k_used)))
-    lo, hi = _intervals(C, n, num, den, t, z, used)
+    # the noise of every sum of counts the bounds read (a numerator and a denominator per
+    # coordinate, and the error's) is within its bound together w.p. ≥ 1 − β_noise
+    n_sums = 2 * len(used) + 1
+
+    def noise(k):
+        return laplace_sum_bound(k, b, beta_noise / n_sums)
+
+    lo, hi = _intervals(C, n, num, den, noise, z, used)
     flat = C.ravel()
     error = float(np.clip(flat[err_cells].sum() / n, 0.0, 1.0))
     # the error's own interval (reported, not used to decide): noise and sampling at 1 − β
-    w_err = len(err_cells) * t / n + float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
+    w_err = noise(len(err_cells)) / n + float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
     interval = (max(error - w_err, 0.0), min(error + w_err, 1.0))
 
     checks = []
