@@ -539,7 +539,7 @@ LAGRANGE_CALLS = 2
 
 
 def lagrange_budget(backend, erm0, setup, epsilon, delta, *, relation="row", rules=None,
-                    release_share=RELEASE_SHARE):
+                    release_share=RELEASE_SHARE, spent=()):
     """The constraint form's :class:`LagrangeBudget`, fitted at plan time by
     :func:`privfair.privacy.release.calibrate`: the final ERM at ε = x, the probe at
     probe_share·x, each of the two Laplace releases of u at release_share·x (pure ε: the scalar
@@ -557,7 +557,7 @@ def lagrange_budget(backend, erm0, setup, epsilon, delta, *, relation="row", rul
         out += [laplace_event(1.0, rs * x)]
         out += backend.planned_events(erm0, ERMBudget(x, d_final), relation=relation)
         return out + [laplace_event(1.0, rs * x)]
-    x = calibrate(events, epsilon, delta, hi=epsilon, rules=rules,
+    x = calibrate(events, epsilon, delta, hi=epsilon, rules=rules, spent=tuple(spent),
                   key=(backend.name, "lagrange2", ps, rs))
     return LagrangeBudget(ERMBudget(ps * x, dc) if ps > 0 else None, ERMBudget(x, d_final),
                           rs * x)
@@ -592,7 +592,8 @@ PROBE, FINAL = "probe ERM: ", "final ERM: "
 U_PROBE, U_FINAL = "constraint statistic u₀", "constraint statistic u₁"
 
 
-def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label, rules=None):
+def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label, rules=None,
+                      spent=()):
     """The constraint form's scheduled releases at ``budget`` (:class:`LagrangeBudget`)."""
     from privfair.privacy import laplace_event
 
@@ -604,12 +605,13 @@ def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label,
     out = []
     if budget.probe is not None:
         out += backend.releases(erm0, budget.probe, relation=relation, options=options,
-                                label=f"{label}: probe ERM at ν = 0", rules=rules, prefix=PROBE)
+                                label=f"{label}: probe ERM at ν = 0", rules=rules, prefix=PROBE,
+                                spent=spent)
     out.append(u_release(U_PROBE, "the probe" if budget.probe is not None
                          else "the labels, the rule ŷ = y"))
     out += backend.releases(with_weight_bound(erm0, budget.final_weight_bound), budget.final,
                             relation=relation, options=options, label=f"{label}: final ERM",
-                            rules=rules, prefix=FINAL)
+                            rules=rules, prefix=FINAL, spent=spent)
     out.append(u_release(U_FINAL, "the final ERM"))
     return out
 
@@ -819,12 +821,14 @@ class ERMBackend:
         why = why or self.extra_reason(problem, analysis)
         return Verdict(False, why) if why else Verdict(True)
 
-    def plan(self, problem, analysis, privacy, options):
+    def plan(self, problem, analysis, privacy, options, spent=()):
         """Constants, predicted risk and — for a private plan — the :class:`ERMRelease`: every
-        release of the run scheduled and fitted here, once, to ``privacy`` (the budget left to
-        this backend), by basic composition when the solve spent budget before this plan
-        (:func:`spent_before`).  Everything read here is public: n, the schema, the declared
-        bounds and the problem's weights."""
+        release of the run scheduled and fitted here, once, to ``privacy``.  ``spent``: the
+        events already recorded against the same (ε, δ) (the planner's convention with
+        ``lopt``): the releases are fitted beside them with every rule.  Without them,
+        ``privacy`` is the budget left to this backend, fitted by basic composition when the
+        solve spent budget before this plan (:func:`spent_before`).  Everything read here is
+        public: n, the schema, the declared bounds and the problem's weights."""
         from .base import Plan
 
         opts = self._opts(options)
@@ -848,7 +852,8 @@ class ERMBackend:
             notes.append("conditional rates are weighted with the public denominators n·q (q the "
                          "group-mass bound), not the clamped empirical ones, so that each row's "
                          "weight is its own (row-local)")
-        relation, rules = privacy.protect, fit_rules(analysis)
+        spent = tuple(spent)
+        relation, rules = privacy.protect, (None if spent else fit_rules(analysis))
         if private and rules:
             notes.append("the releases are fitted to the budget left after the private "
                          "group-mass estimate by basic composition, so that they compose with it "
@@ -872,7 +877,7 @@ class ERMBackend:
                               erm_calls=LAGRANGE_CALLS if setup.probe_share > 0 else 1)
                 if private and erm0 is not None:
                     b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
-                                        relation=relation, rules=rules,
+                                        relation=relation, rules=rules, spent=spent,
                                         release_share=opts.get("release_share", RELEASE_SHARE))
                     b = replace(b, final_weight_bound=final_weight_bound(problem, setup))
                     why = self.erm_reason(with_weight_bound(erm0, b.final_weight_bound),
@@ -880,8 +885,9 @@ class ERMBackend:
                     if why:     # public: the final ERM's certified solve, decided before any draw
                         self.refuse(why)
                     rel = lagrange_releases(self, erm0, setup, b, relation=relation,
-                                            options=opts, label=self.name, rules=rules)
-                    release = ERMRelease(Schedule(rel, privacy.epsilon, privacy.delta), b,
+                                            options=opts, label=self.name, rules=rules,
+                                            spent=spent)
+                    release = ERMRelease(Schedule(rel, privacy.epsilon, privacy.delta, spent), b,
                                          relation)
                     if b.probe is not None:
                         budget.append(("the probe ERM at ν = 0", b.probe.epsilon, b.probe.delta))
@@ -890,14 +896,22 @@ class ERMBackend:
                                ("the final ERM", b.final.epsilon, b.final.delta)]
         elif erm0 is not None:
             spec = ERMBudget(privacy.epsilon, privacy.delta) if private else None
+            if private and spent:       # the ERM's own (ε', δ) beside what was spent
+                d = privacy.delta
+                spec = ERMBudget(calibrate(
+                    lambda x: self.planned_events(erm0, ERMBudget(x, d), relation=relation),
+                    privacy.epsilon, d, spent=spent, hi=privacy.epsilon,
+                    key=(self.name, "one ERM")), d)
             risk, more, extra = self.predicted(erm0, spec, opts, relation=relation)
             params.update(more)
             notes += extra
-            if spec is not None:
+            if spec is not None:       # spent: already carved out of spec, so its own parts
+                # compose to spec by basic composition (and so beside spent, as spec does)
                 release = ERMRelease(Schedule(self.releases(
-                    erm0, spec, relation=relation, options=opts, label=self.name, rules=rules),
-                    privacy.epsilon, privacy.delta), spec, relation)
-                budget = [(f"one {self.name} release", privacy.epsilon, privacy.delta)]
+                    erm0, spec, relation=relation, options=opts, label=self.name,
+                    rules=("basic",) if spent else rules), privacy.epsilon, privacy.delta, spent),
+                    spec, relation)
+                budget = [(f"one {self.name} release", spec.epsilon, spec.delta)]
         if release is not None:
             params["release"] = release
         return Plan(self.name, privacy, analysis, problem, params=params, budget=budget,

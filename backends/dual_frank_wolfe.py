@@ -125,7 +125,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
 
     def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
-                 prefix=""):
+                 prefix="", spent=()):
         """T vertex selections (one exponential-mechanism event, count T) at the largest ε per
         selection that composes with the recovery at (1 − share)·ε to ``spec`` — fitted here,
         at plan time, by :func:`privfair.privacy.release.calibrate` — and the recovery."""
@@ -143,7 +143,8 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         else:
             unit = pure_event(ef, theorem="output perturbation")
         x = calibrate(lambda x: [exponential_event(1.0, x, count=T), unit], eps, delta,
-                      hi=share * eps, rules=rules, key=(self.name, T, share, ef))
+                      hi=share * eps, rules=rules, spent=tuple(spent),
+                      key=(self.name, T, share, ef))
         blocks = erm.decisions.norm.blocks()
         dg = E.gradient_sensitivity(erm, relation)[1]
         sel = exponential_event(

@@ -183,7 +183,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
         return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
 
     def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
-                 prefix=""):
+                 prefix="", spent=()):
         """The one release at ``spec``: its event claims (ε, δ) and records b's scale."""
         from privfair.privacy import Scheduled, approximate_event
 

@@ -93,7 +93,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
         return [pure_event(spec.epsilon, theorem="ℓ2-Laplace output perturbation", count=count)]
 
     def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
-                 prefix=""):
+                 prefix="", spent=()):
         """The one release: θ̂ + noise at ``spec`` (an :class:`backends._erm.ERMBudget`)."""
         from privfair.privacy import (Scheduled, calibrate_gaussian_sigma, gaussian_event,
                                       pure_event)

@@ -91,3 +91,20 @@ def test_the_test_only_noise_knob_is_gone(method):
     prob = _problem(_data(100))
     with pytest.raises(InvalidInputError, match="_noise_multiplier"):
         prob.plan(pf.DP(1.0, 1e-6, protect="row"), backend=method, _noise_multiplier=0.5)
+
+
+@pytest.mark.parametrize("method, constraint", [(m, False) for m in METHODS]
+                         + [("output_perturbation", True), ("objective_perturbation", True)])
+def test_plan_fits_beside_events_already_spent_against_the_same_budget(method, constraint):
+    """``plan(..., spent=events)`` (the planner's convention with lopt): the schedule is fitted
+    beside the events already recorded against the same (ε, δ), and the accountant that holds
+    them accepts every release of the run."""
+    prob = _problem(_data(), constraint=constraint)
+    privacy = pf.DP(1.0, 1e-6, protect="row")
+    b = get(method)
+    spent = [pf.privacy.laplace_event(1.0, 0.1, sensitivity_source="a test's earlier release")]
+    plan = b.plan(prob, prob.analyze(privacy), privacy, {}, spent=spent)
+    acc = pf.privacy.Accountant(delta=1e-6, relation="row", limit=(1.0, 1e-6))
+    acc.record(spent[0])
+    b.run(plan, rng=0, accountant=acc, progress=False)       # refused events would raise here
+    assert len(acc.events) > 1 and acc.total().epsilon <= 1.0 + 1e-9
