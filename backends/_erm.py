@@ -616,13 +616,6 @@ def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label,
     return out
 
 
-def fit_cached(tag, events, eps_cap, delta_cap, existing, hi):
-    """:func:`privfair.privacy.release.calibrate` (fast rules, then every rule) with the public
-    cache key ``tag`` — kept for ``backends/_oracles.calibrate_row`` until it calls
-    ``calibrate`` itself; no fitting of its own."""
-    return calibrate(events, eps_cap, delta_cap, spent=tuple(existing), hi=hi, key=tag)
-
-
 def release_margin(setup, release, lipschitz_phi, rho=RHO):
     """``release``: the ε of each Laplace release of u (None: not private).  A bound on |noise| of a convex combination of the (at most two) released u's, holding
     with probability ≥ 1 − ρ, times φ's Lipschitz constant: L_φ·b·log(2/ρ) for Laplace(b)
