@@ -58,7 +58,7 @@ class LinearAdapter:
     def _mass(self, theta, idx, k=None):
         """(mass on ŷ = 1, its derivative in the margin z) of the rows ``idx``: σ(k·z)
         (k the sharpness; the objective's cross-entropy reads k = 1), or the surrogate's."""
-        z = self.Xt[idx] @ theta
+        z = (self.Xt if idx is None else self.Xt[idx]) @ theta    # None: every row (no copy)
         if self.surrogate is None:
             k = self.k if k is None else k
             s = _sigmoid(k * z)
@@ -66,7 +66,7 @@ class LinearAdapter:
         from privfair.stats import SURROGATES
 
         r = self.rates
-        sign = np.where(self.y[idx] == 1, -1.0, 1.0)
+        sign = np.where((self.y if idx is None else self.y[idx]) == 1, -1.0, 1.0)
         val, der = SURROGATES[self.surrogate](sign * z)
         val = val / r._phiB
         der = np.where(val < 1.0, der / r._phiB, 0.0)
@@ -140,9 +140,9 @@ class TorchAdapter:
 
     def probs(self, theta, idx) -> np.ndarray:
         torch = self.torch
+        X = self.X if idx is None else self.X[torch.as_tensor(idx, device=self.dev)]
         with torch.no_grad():
-            z = torch.func.functional_call(self.module, self._params(theta),
-                                           (self.X[torch.as_tensor(idx, device=self.dev)],))
+            z = torch.func.functional_call(self.module, self._params(theta), (X,))
             return self._probs(self.k * z, self.binary_logit).double().cpu().numpy()
 
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):

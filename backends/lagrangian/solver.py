@@ -84,7 +84,6 @@ def train(problem, adapter, P, draws, gen, progress=False):
     Dh = G * L * L
     prior = np.full((G, L, L), m / (G * L * L))
     acc, wsum = np.zeros((G, L, L)), 0.0
-    all_rows = np.arange(n)
     theta = np.asarray(adapter.theta0, dtype=float).copy()
     lr, lr_d, lam_max = P["lr"], P["lr_dual"], P["lambda_max"]
     ck_steps = set(P["checkpoint_steps"])
@@ -119,7 +118,7 @@ def train(problem, adapter, P, draws, gen, progress=False):
             hist = H.centred_counts(gi, yi, Pb, G, L)
             # the group-free totals Σ_g C[g, y, ŷ] read x, y, θ only: exact on all rows,
             # scaled to a batch (public; no sampling noise on top of the centred release)
-            pub_tot = H.batch_counts(np.zeros(n, np.int64), y_all, adapter.probs(theta, all_rows),
+            pub_tot = H.batch_counts(np.zeros(n, np.int64), y_all, adapter.probs(theta, None),
                                      1, L)[0] * q
         if draws is not None:
             noise = np.asarray(draws.gaussian_noise("steps", (Dh + adapter.P,)), dtype=float)
