@@ -184,6 +184,7 @@ def _count_samples(D, cell, coordinate, eps, n_samples, seed, mult=1.0):
                          for _ in range(n_samples)])
 
 
+@pytest.mark.slow
 def test_cell_counts_release_passes_the_neighbour_tester_and_half_noise_is_refuted():
     """M2 on neighbouring datasets (one row's group flips; the cells, fixed by M1 and public
     data, are the same): the flipped row's count passes at ε; half the noise is refuted.

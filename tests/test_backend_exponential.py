@@ -106,6 +106,7 @@ def test_exact_output_probabilities_satisfy_the_ratio_for_every_neighbour():
             assert np.all(pD <= np.exp(eps) * pDp * (1 + 1e-9))
 
 
+@pytest.mark.slow
 def test_end_to_end_privacy_with_negative_control():
     """Neighbouring datasets (one row's group changes): the sampled outputs pass at ε; a control
     whose noise is shrunk until its *realized* privacy loss is about 3ε is refuted."""

@@ -265,6 +265,7 @@ def _outputs(data, q, eps, runs, seed, mult=1.0):
     return np.array(out), plan
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_pass_and_half_noise_is_refuted():
     eps, runs = 3.0, 1200
     D, Dp, q = _pair()

@@ -159,6 +159,7 @@ def _llr(x, mu, mu_p, scale):
     return ((np.abs(x - mu_p) - np.abs(x - mu)) / scale).sum(axis=1)
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_pass_and_half_noise_is_refuted(monkeypatch):
     from privfair.backends import _jagielski as J
 
