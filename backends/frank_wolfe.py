@@ -632,8 +632,13 @@ def _schedule(cal, c, privacy, spent):
     0 means ℓ_S is the same on every neighbour: public, nothing scheduled for it."""
     from privfair.privacy import Schedule
 
+    from privfair.errors import BackendRefusedError
+
     z = cal.mu if cal.kind == "gaussian" else cal.eps_L
     sens = c.delta_l["l2" if cal.kind == "gaussian" else "l1"] if z is not None else None
+    if z is not None and sens is None:     # never release what no sensitivity bounds
+        raise BackendRefusedError("backend", "frank_wolfe", "Δℓ of the loss releases is not "
+                                  "proven")
     releases = fw_releases(cal.kind, cal.T, cal.eps_E, z if sens else None, c.d,
                            em_sensitivity=c.em_sensitivity or 1.0,
                            release_sensitivity=sens or 1.0, n_candidates=c.m,

@@ -154,6 +154,7 @@ def _releases(s, T, eps_o, B=None):
             sensitivity_source="Σ_i c_i x̂_i, x̂ public: max‖x̂_i‖₁ × block bounds; " + src,
             label="[J] least-squares oracle"), exact=True)
     out = [first]
+    # Δℓ₁(S) = 0: the audited rates are the same on every neighbour — public, not scheduled
     if T > 1 and len(s.terms) and s.delta_S > 0:
         out.append(Scheduled("auditor", laplace_event(
             s.delta_S, eps_o, scale=laplace_scale(s.delta_S, eps_o), dimension=int(s.S.size),
@@ -422,7 +423,7 @@ class OracleLearnerBackend(Backend):
                 rec.update(oracle_sensitivity=sens)
             decisions.append(dec)
             if t < T - 1 and len(s.terms):
-                if private:
+                if private and "auditor" in draws.schedule:
                     l_S = np.asarray(draws.laplace("auditor", l_S), dtype=float)
                     rec["released_rates"] = l_S.tolist()
                 gain = s.A[:, s.S] @ l_S - s.c
