@@ -44,6 +44,7 @@ from ._erm_solver import (MAX_FALLBACK_STEPS, MAX_ITER, TAU_REL, Solution,  # no
                           certify_reason, fallback_steps, public_smoothness, solve,
                           solve_certified, tau_target)
 from .base import PUBLIC, RELEASED
+from .options import Option
 
 # ------------------------------------------------------------------------------------ refusals
 def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_constraint=True):
@@ -254,7 +255,7 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
     why = b.erm_reason(erm, None)
     if why:
         b.refuse(why)
-    opts = dict(options or {})
+    opts = b.options_from(options or {})     # typed refusals before the schedule is opened
     if not math.isfinite(epsilon):
         return b.private_erm(erm, None, draws=None, options=opts)
     rel = schedule_for(b, erm, ERMBudget(float(epsilon), float(delta)), "row", opts, label)
@@ -534,6 +535,28 @@ def lagrange_setup(problem, analysis, probe_share=PROBE_SHARE, empirical=False):
                          bool(empirical))
 
 
+# ------------------------------------------------------------------------------------ options
+#: post-processing of every row-private ERM's release (all three backends read it)
+PROJECT = Option("project", "bool", True,
+                 doc="project the noisy θ back onto the decision set (post-processing: free; "
+                     "soft-thresholds, so outputs are sparse)")
+#: the constraint form's public hyper-parameters (:func:`lagrange_run`; docs/sparsity.md §4)
+CONSTRAINT_OPTIONS = (
+    Option("probe_share", "float", PROBE_SHARE, low=0,
+           doc="constraint form: ε of a ν = 0 probe ERM ÷ the final ERM's (0: no probe, the "
+               "labels' statistic ŷ = y is released instead)"),
+    Option("release_share", "float", RELEASE_SHARE, low=0, low_open=True,
+           doc="constraint form: ε of each Laplace release of the constraint statistic ÷ the "
+               "final ERM's"),
+    Option("slack", "float", None, low=0,
+           doc="constraint form: the repair margin m (auto: the u releases' noise bound, "
+               f"holding w.p. ≥ {1 - RHO:g})"),
+)
+#: the option table of an ERM backend that takes the constraint form (output and objective
+#: perturbation; dual Frank–Wolfe declares its own)
+ERM_OPTIONS = (PROJECT,) + CONSTRAINT_OPTIONS
+
+
 #: ERM calls of the constraint form: a probe at ν = 0 and the final ERM
 LAGRANGE_CALLS = 2
 
@@ -665,8 +688,11 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, draws, relation="
     training data with probability ≥ 1 − ρ for the returned mixture.  ``budget`` is the plan's
     :class:`LagrangeBudget` (None: ε = ∞, nothing released) and every noise is drawn through
     ``draws`` (the plan's schedule, :func:`lagrange_releases`); ν₁ and the mixture weights are
-    post-processing."""
+    post-processing.  ``options``: the backend's validated options (None: its defaults)."""
     from privfair.stats import Rates
+
+    if options is None:
+        options = backend.options_from({})
 
     rates, g = problem.rates, problem.g[0]
     ds = rates.decisions
@@ -689,7 +715,7 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, draws, relation="
         if private and prefix == FINAL:     # the ω its scheduled release was calibrated to
             erm = with_weight_bound(erm, budget.final_weight_bound)
         return backend.private_erm(erm, spec, draws=draws, relation=relation, prefix=prefix,
-                                   options=options or {})
+                                   options=options)
 
     def release(theta, name):
         if theta is None:     # ŷ = y: counts C[g, y, ŷ] with all of a cell's rows at ŷ = y
@@ -777,7 +803,6 @@ class ERMBackend:
     need_strong = True
     need_c2 = False
     allow_constraint = True
-    OPTIONS = ("project", "probe_share", "slack", "release_share")
 
     def extra_reason(self, problem, analysis):
         return None
@@ -798,14 +823,6 @@ class ERMBackend:
         one, as objective perturbation's Δ/n does)."""
         return 0.0
 
-    def _opts(self, options):
-        from .base import unknown_option
-
-        bad = [k for k in options if k not in self.OPTIONS]
-        if bad:         # pf.sparse.fit reaches here directly; solve's planner checks first
-            raise unknown_option(bad[0], options[bad[0]], self.name, self.OPTIONS)
-        return dict(options)
-
     def accepts(self, problem, analysis):
         from .base import Verdict
 
@@ -824,7 +841,7 @@ class ERMBackend:
         public: n, the schema, the declared bounds and the problem's weights."""
         from .base import Plan
 
-        opts = self._opts(options)
+        opts = self.options_from(options)       # typed refusals before anything is spent
         r_f = objective_gradient(problem)
         private = privacy.is_private
         try:
@@ -839,8 +856,7 @@ class ERMBackend:
                   "norm": getattr(problem.rates.decisions.norm, "name", "l2"),
                   "radius": problem.rates.decisions.norm_radius}
         notes = list(self.base_notes(problem))
-        if opts:
-            params["options"] = opts
+        params["options"] = opts            # validated, defaults filled: run reads these
         if uses_conditional(problem, r_f):
             notes.append("conditional rates are weighted with the public denominators n·q (q the "
                          "group-mass bound), not the clamped empirical ones, so that each row's "
@@ -853,7 +869,7 @@ class ERMBackend:
                          "to the solve's (ε, δ)")
         risk, budget, release = math.inf, [], None
         if problem.g:
-            setup = lagrange_setup(problem, analysis, opts.get("probe_share", PROBE_SHARE),
+            setup = lagrange_setup(problem, analysis, opts["probe_share"],
                                    empirical=not private)
             notes.append("constraint: private ERM at ν = 0 (probe), its 0-1 constraint statistic "
                          "released (Laplace); the final ERM at the multiplier interpolated "
@@ -871,7 +887,7 @@ class ERMBackend:
                 if private and erm0 is not None:
                     b = lagrange_budget(self, erm0, setup, privacy.epsilon, privacy.delta,
                                         relation=relation, rules=rules, spent=spent,
-                                        release_share=opts.get("release_share", RELEASE_SHARE))
+                                        release_share=opts["release_share"])
                     b = replace(b, final_weight_bound=final_weight_bound(problem, setup))
                     why = self.erm_reason(with_weight_bound(erm0, b.final_weight_bound),
                                           privacy)
@@ -921,7 +937,7 @@ class ERMBackend:
         problem, an = plan.problem, plan.analysis
         src = as_source(rng)
         private = plan.privacy.is_private
-        opts = dict(plan.params.get("options", {}))
+        opts = plan.params["options"]         # validated by plan (options_from)
         release = plan.params.get("release")
         if private and release is None:     # a bug: the planner runs only a final plan
             raise RuntimeError(f"internal error: {self.name}'s private plan has no release "
@@ -931,12 +947,12 @@ class ERMBackend:
         r_f = objective_gradient(problem)
         ds = problem.rates.decisions
         if problem.g:
-            setup = lagrange_setup(problem, an, opts.get("probe_share", PROBE_SHARE),
+            setup = lagrange_setup(problem, an, opts["probe_share"],
                                    empirical=not private)
             budget = release.budget if private else None
             decisions, weights, trace, slack = lagrange_run(
                 self, problem, an, setup, budget, draws=draws, relation=relation,
-                slack=opts.get("slack"), options=opts)
+                slack=opts["slack"], options=opts)
             info = {"lagrange": trace, "slack": slack, "budget": budget, "notes": plan.notes}
             return make_result(self.name, decisions, ds, plan, trace, info, weights)
         erm = erm_from_problem(problem, r_f, empirical=not private)
@@ -949,14 +965,14 @@ class ERMBackend:
         (public; for direct use and tests: ``rel.schedule.open(accountant, rng)`` gives the
         draws :meth:`private_erm` takes, ``rel.budget`` its budget)."""
         return schedule_for(self, erm, ERMBudget(float(epsilon), float(delta)), relation,
-                            self._opts(options or {}), self.name)
+                            self.options_from(options or {}), self.name)
 
     def run_erm(self, erm, privacy, *, rng, accountant, options):
         """Plan and run one private ERM on a direct :func:`privfair.sparse.glm` problem (no
         Problem, nothing spent before): the schedule is fitted to ``privacy``, then drawn.
         The sensitivities are the row relation's (valid for every relation: a glm has no
         sensitive column, so its features may carry it)."""
-        opts = self._opts(options)
+        opts = self.options_from(options)
         spec = ERMBudget(privacy.epsilon, privacy.delta) if privacy.is_private else None
         draws = None
         if spec is not None:

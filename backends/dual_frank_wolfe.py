@@ -42,6 +42,7 @@ from privfair.theorems import NUMERIC
 
 from . import _erm as E
 from .base import Backend
+from .options import Option
 
 THEOREM = ("[K] Algorithm 2, Thm 3–4 (dual Frank–Wolfe; exponential-mechanism selection, Talwar, "
            "Thakurta & Zhang 2014) + output-perturbation primal recovery")
@@ -79,9 +80,19 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
     name = "dual_frank_wolfe"
     theorem = THEOREM
     need_strong = True
-    allow_constraint = False
-    OPTIONS = ("project", "T", "penalty", "selection_share")
-    option_names = OPTIONS
+    allow_constraint = False          # so the constraint form's options are not taken
+    option_table = (
+        E.PROJECT,
+        Option("T", "int", None, low=1,
+               doc=f"Frank–Wolfe steps (vertex selections); auto: [K] Thm 4's "
+                   f"T = Γ^(4/3)(nε)^(2/3)/(L·G)^(2/3), clipped to [{T_MIN}, {T_MAX}]"),
+        Option("penalty", "float", None, low=0, low_open=True,
+               doc="λ', the radius of the dual ball K (the sparsity penalty's weight); auto: "
+                   "ζ/(√n·G_|P|(F))"),
+        Option("selection_share", "float", SELECTION_SHARE, low=0, high=1, low_open=True,
+               high_open=True,
+               doc="share of ε for the T vertex selections; the primal recovery gets the rest"),
+    )
 
     def extra_reason(self, problem, analysis):
         return self._norm_reason(problem.rates.decisions)
@@ -103,14 +114,16 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         ds = erm.decisions
         zeta, n = erm.zeta, erm.n
         G = E.dual_width(ds)
-        lam = options.get("penalty", zeta / (math.sqrt(n) * max(G.value, 1e-12)))
+        lam = options["penalty"]
+        if lam is None:
+            lam = zeta / (math.sqrt(n) * max(G.value, 1e-12))
         tau = E.tau_target(erm)
         theta_sens = erm.gradient_sensitivity(relation) / erm.l2 + 2 * tau
         vmax = ds.norm.lipschitz_l2
         score_sens = lam * vmax * theta_sens
         L, Gam, GK = ds.radius, lam * 2 * vmax, lam * G.value
         eps = spec.epsilon if spec else 1.0
-        T = options.get("T")
+        T = options["T"]
         if T is None:
             T_thm = Gam ** (4 / 3) * (n * eps) ** (2 / 3) / max(L * GK, 1e-300) ** (2 / 3)
             T = int(min(T_MAX, max(T_MIN, math.ceil(T_thm))))
@@ -124,7 +137,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
             return [approximate_event(spec.epsilon, spec.delta, theorem=THEOREM, count=count)]
         return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
 
-    def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
+    def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
         """T vertex selections (one exponential-mechanism event, count T) at the largest ε per
         selection that composes with the recovery at (1 − share)·ε to ``spec`` — fitted here,
@@ -132,10 +145,9 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma,
                                       exponential_event, gaussian_event, pure_event)
 
-        options = options or {}
         c = self.constants(erm, spec, options, relation)
         eps, delta, T = spec.epsilon, spec.delta, c["T"]
-        share = options.get("selection_share", SELECTION_SHARE)
+        share = options["selection_share"]
         ef = (1 - share) * eps
         if delta > 0:
             unit = gaussian_event(1.0, calibrate_gaussian_sigma(1.0, ef, delta), epsilon=ef,
@@ -204,7 +216,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
             P = erm.P
             theta = theta + draws.custom(prefix + RECOVERY,
                                          lambda src, kappa: E.gamma_norm_noise(P, kappa, src))
-        if options.get("project", True):
+        if options["project"]:
             theta = ds.project(theta)
         return theta
 
@@ -242,7 +254,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         if spec is None:
             return 0.0, params, []
         eps, delta = spec.epsilon, spec.delta
-        share = opts.get("selection_share", SELECTION_SHARE)
+        share = opts["selection_share"]
         logS = sum(math.log(len(V)) for _, V in erm.decisions.norm.blocks())
         sig = (calibrate_gaussian_sigma(c["theta_sens"], (1 - share) * eps, delta) if delta > 0
                else c["theta_sens"] / ((1 - share) * eps))

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from . import _erm as E
 from .base import Backend
+from .options import Option
 
 THEOREM = ("objective perturbation (Chaudhuri et al. 2011; Kifer, Smith & Thakurta 2012, Thm 2; "
            "[K] Prop 2) with a certified minimizer (Iyengar et al. 2019)")
@@ -168,8 +169,12 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
     theorem = THEOREM
     need_strong = False
     need_c2 = True
-    OPTIONS = ("project", "probe_share", "slack", "release_share", "jacobian_share")
-    option_names = OPTIONS
+    #: the projection, the constraint form's three (backends._erm.ERM_OPTIONS) and ε₁'s share
+    option_table = E.ERM_OPTIONS + (
+        Option("jacobian_share", "float", None, low=0, high=1 - 2 * SMOOTH_SHARE, low_open=True,
+               high_open=True,
+               doc="ε₁/ε, the share of ε paying for the Jacobian (ridge Δ); auto: the public grid "
+                   f"{JACOBIAN_SHARES} entry with the smallest predicted bound"),)
 
     def certify_ridge(self, erm, privacy):
         """The ridge Δ/n the mechanism adds (Δ public: from β_H, ε₁, n and Λ)."""
@@ -182,13 +187,12 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
             return [approximate_event(spec.epsilon, spec.delta, theorem=THEOREM, count=count)]
         return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
 
-    def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
+    def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
         """The one release at ``spec``: its event claims (ε, δ) and records b's scale."""
         from privfair.privacy import Scheduled, approximate_event
 
-        c = constants(erm, spec.epsilon, spec.delta, (options or {}).get("jacobian_share"),
-                      relation)
+        c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)
         how = E.gradient_sensitivity(erm, relation)[1]
         src = (f"D = n·Δ_g = {c.D:.4g}, Δ_g = {how}; the gradient change lies in the span of the "
                f"two rows; β_H = {c.beta_H:.4g} (rank-one Hessian)")
@@ -208,7 +212,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
 
         if spec is None:            # ε = ∞ reference: no certificate needed
             return E.solve(erm).theta
-        c = constants(erm, spec.epsilon, spec.delta, options.get("jacobian_share"), relation)
+        c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)
         n, P = erm.n, erm.P
 
         def draw(source, scale):
@@ -221,14 +225,14 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
         b, smoothing = draws.custom(prefix + RELEASE, draw)
         sol = E.solve_certified(erm, lin=b / n, ridge=c.Delta / n, tau=c.tau)
         theta = sol.theta + smoothing
-        if options.get("project", True):
+        if options["project"]:
             theta = erm.decisions.project(theta)
         return theta
 
     def predicted(self, erm, spec, opts, relation="row"):
         if spec is None:
             return 0.0, {}, []
-        c = constants(erm, spec.epsilon, spec.delta, opts.get("jacobian_share"), relation)
+        c = constants(erm, spec.epsilon, spec.delta, opts["jacobian_share"], relation)
         params = {"jacobian_share": c.share, "Delta": c.Delta, "sigma": c.scale, "tau": c.tau,
                   "gradient_sensitivity": c.D}
         if c.delta2 is not None:

@@ -70,8 +70,8 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
     name = "output_perturbation"
     theorem = THEOREM
     need_strong = True
-    OPTIONS = ("project", "probe_share", "slack", "release_share")
-    option_names = OPTIONS
+    #: the projection and the constraint form's three (backends._erm.ERM_OPTIONS)
+    option_table = E.ERM_OPTIONS
 
     def sensitivity(self, erm, relation="row"):
         """(Δ₂, source): Δ_g/Λ + 2τ (module docstring)."""
@@ -92,7 +92,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
             return [gaussian_event(1.0, s, epsilon=spec.epsilon, delta=spec.delta, count=count)]
         return [pure_event(spec.epsilon, theorem="ℓ2-Laplace output perturbation", count=count)]
 
-    def releases(self, erm, spec, *, relation="row", options=None, label="", rules=None,
+    def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
         """The one release: θ̂ + noise at ``spec`` (an :class:`backends._erm.ERMBudget`)."""
         from privfair.privacy import (Scheduled, calibrate_gaussian_sigma, gaussian_event,
@@ -127,7 +127,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
                 P = erm.P
                 theta = theta + draws.custom(prefix + RELEASE,
                                              lambda src, kappa: E.gamma_norm_noise(P, kappa, src))
-        if options.get("project", True):
+        if options["project"]:
             theta = erm.decisions.project(theta)
         return theta
 
@@ -146,7 +146,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
                   "kappa_g": erm.gradient_sensitivity(relation) * erm.n / Lu if Lu > 0 else 2.0}
         if delta > 0:
             values["sigma_1"] = sigma / sens       # σ is linear in Δ₂ (Balle & Wang, Thm 8)
-        project = bool(opts.get("project", True))
+        project = opts["project"]
         risk = excess_bound(n=erm.n, epsilon=eps, project=project, **values)
         if project:
             notes.append("predicted: (ω·L·‖u‖ + Λ·r₂)·E‖b‖ (projection is 1-Lipschitz)")

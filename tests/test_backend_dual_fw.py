@@ -32,7 +32,7 @@ def test_product_sampler_is_the_exponential_mechanism_over_all_vertices():
     b = get("dual_frank_wolfe")
     erm = small_erm()
     ds = erm.decisions
-    c = b.constants(erm, E.ERMBudget(1.0, 1e-6), {"penalty": 1.0})
+    c = b.constants(erm, E.ERMBudget(1.0, 1e-6), b.options_from({"penalty": 1.0}))
     w = np.array([0.02, -0.05, 0.01]) * c["score_sens"] / 0.05 * 3
     blocks = ds.norm.blocks()
     verts = np.array([[s0, s1, s2] for s0 in (1, -1) for s1 in (1, -1) for s2 in (1, -1)], float)
@@ -51,7 +51,7 @@ def test_product_sampler_is_the_exponential_mechanism_over_all_vertices():
 def _selections(flip, n, seed, scale=1.0):
     b = get("dual_frank_wolfe")
     erm = small_erm(flip)
-    c = b.constants(erm, E.ERMBudget(1.0, 1e-6), {"penalty": 1.0})
+    c = b.constants(erm, E.ERMBudget(1.0, 1e-6), b.options_from({"penalty": 1.0}))
     c = dict(c, score_sens=c["score_sens"] * scale)
     w = E.solve_certified(erm).theta[:-1]
     src = as_source(seed)

@@ -102,11 +102,12 @@ def _outputs(method, flip, n, seed, spec=(1.0, 1e-3), multiplier=None):
     b = get(method)
     erm = tiny_erm(flip)
     src = as_source(seed)
-    rel = E.schedule_for(b, erm, E.ERMBudget(*spec), "row", {}, "t")
+    opts = b.options_from({})            # the defaults, as a plan passes them
+    rel = E.schedule_for(b, erm, E.ERMBudget(*spec), "row", opts, "t")
 
     def one():
         return b.private_erm(erm, rel.budget, draws=rel.schedule.open(None, src),
-                             options={})[0]
+                             options=opts)[0]
     if multiplier is None:
         return np.array([one() for _ in range(n)])
     with reduced_noise(multiplier):

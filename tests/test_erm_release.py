@@ -76,12 +76,12 @@ def test_reduced_noise_scales_the_drawn_noise_not_the_recorded_event():
     exact = pf.sparse.fit(erm, pf.DP(float("inf"), protect="row"), "output_perturbation",
                           project=False).decision
     acc = pf.privacy.Accountant(limit=(1.0, 0.0))
-    honest = b.private_erm(erm, rel.budget, draws=rel.schedule.open(acc, 7),
-                           options={"project": False})
+    opts = b.options_from({"project": False})
+    honest = b.private_erm(erm, rel.budget, draws=rel.schedule.open(acc, 7), options=opts)
     with reduced_noise(0.5):
         acc_half = pf.privacy.Accountant(limit=(1.0, 0.0))
         half = b.private_erm(erm, rel.budget, draws=rel.schedule.open(acc_half, 7),
-                             options={"project": False})
+                             options=opts)
     np.testing.assert_allclose(half - exact, 0.5 * (honest - exact), rtol=1e-9, atol=1e-12)
     assert acc.events[0].scale == acc_half.events[0].scale          # the claim is unchanged
 
@@ -108,3 +108,67 @@ def test_plan_fits_beside_events_already_spent_against_the_same_budget(method, c
     acc.record(spent[0])
     b.run(plan, rng=0, accountant=acc, progress=False)       # refused events would raise here
     assert len(acc.events) > 1 and acc.total().epsilon <= 1.0 + 1e-9
+
+
+# ------------------------------------------------------------------ declarative options (#17 item 5)
+BAD_VALUES = {   # (option, a bad value, words of the fix) for every option each backend declares
+    "output_perturbation": [("project", "yes", "True or False"), ("probe_share", -0.1, "≥ 0"),
+                            ("release_share", 0.0, "> 0"), ("slack", -1.0, "≥ 0"),
+                            ("slack", float("nan"), "finite")],
+    "objective_perturbation": [("project", 1, "True or False"), ("probe_share", "0.5", "≥ 0"),
+                               ("release_share", -1.0, "> 0"), ("slack", "auto", "≥ 0"),
+                               ("jacobian_share", 0.0, "(0, 0.99)"),
+                               ("jacobian_share", 0.995, "(0, 0.99)")],
+    "dual_frank_wolfe": [("project", None, "True or False"), ("T", 0, "whole number ≥ 1"),
+                         ("T", 2.5, "whole number"), ("penalty", 0.0, "> 0"),
+                         ("selection_share", 1.0, "(0, 1)"), ("selection_share", 0, "(0, 1)")],
+}
+
+
+@pytest.mark.parametrize("method, name, value, fix",
+                         [(m, *bad) for m, bads in BAD_VALUES.items() for bad in bads])
+def test_a_bad_option_value_is_refused_at_plan_time_naming_the_option(method, name, value, fix):
+    """The table's validator (backends/options.py) runs in ``plan`` — before the solve spends
+    anything, here not even the private group-mass estimate — and in the direct ERM path."""
+    prob = _problem(_data(100), group_mass_bound=None)
+    privacy = pf.DP(1.0, 1e-6, protect="row")
+    budget = pf.BudgetFilter(1.0, 1e-6)
+    with pytest.raises(InvalidInputError) as err:
+        prob.solve(privacy, backend=method, seed=0, budget=budget, progress=False,
+                   **{name: value})
+    assert err.value.field == name and fix in str(err.value) and method in str(err.value)
+    assert budget.spent == (0.0, 0.0)
+    ds = pf.SparseLinear(2, norm=pf.norms.l1(2), radius=2.0, l2=0.2, feature_bound=1.0)
+    rng = np.random.default_rng(0)
+    erm = pf.sparse.glm(rng.normal(size=(30, 2)), rng.integers(0, 2, 30), ds, "logistic")
+    with pytest.raises(InvalidInputError) as err:
+        pf.sparse.fit(erm, privacy, method, seed=0, **{name: value})
+    assert err.value.field == name
+
+
+def _options_read(path):
+    """Every option name the module at ``path`` reads from its options (``options["x"]``,
+    ``opts["x"]``, ``options.get("x"...)``, ``opts.get("x"...)``)."""
+    import re
+
+    text = path.read_text()
+    return set(re.findall(r"""\b(?:options|opts)(?:\[|\.get\()\s*["'](\w+)["']""", text))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_option_table_lists_every_option_the_backend_reads(method):
+    """A grep of the backend's module (and of backends/_erm.py, whose constraint form reads the
+    constraint options, for the backends that take the constraint form) against its table: an
+    option read but not declared would escape validation; one declared but not read does
+    nothing."""
+    import pathlib
+
+    b = get(method)
+    root = pathlib.Path(__file__).resolve().parents[1] / "backends"
+    read = _options_read(root / f"{method}.py")
+    if b.allow_constraint:
+        read |= _options_read(root / "_erm.py")
+    assert read == {o.name for o in b.option_table}
+    assert b.option_names == tuple(o.name for o in b.option_table)
+    assert all(o.doc and o.kind != "any" for o in b.option_table)     # type and doc each
+    assert set(b.options_from({})) == set(b.option_names)           # a default for each

@@ -124,7 +124,7 @@ def _objective_perturbation_outputs(flip, runs, seed, multiplier=1.0):
     rel = b.schedule(erm, 1.0, 0.0, _OPTS)
     with reduced_noise(multiplier):
         return np.array([b.private_erm(erm, rel.budget, draws=rel.schedule.open(None, src),
-                                       options=_OPTS)[0] for _ in range(runs)])
+                                       options=b.options_from(_OPTS))[0] for _ in range(runs)])
 
 
 def test_the_tight_instance_is_calibrated_to_its_true_shift():
