@@ -47,11 +47,13 @@ from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, unknown_option  # n
 
 #: the options this backend reads (docs/lagrangian.md, "Options")
 OPTIONS = ("epochs", "batch_size", "clip", "lr", "lr_dual", "hist_share", "ema", "lambda_max",
-           "mass_floor", "output", "n_checkpoints", "objective_surrogate", "sharpness")
+           "mass_floor", "output", "n_checkpoints", "objective_surrogate", "sharpness",
+           "randomize")
 
 DEFAULTS = {"epochs": 10.0, "clip": 1.0, "lr": 2.0, "lr_dual": 1.0, "hist_share": 0.3,
             "ema": 0.9, "lambda_max": 100.0, "mass_floor": 1e-3, "output": "mixture",
-            "n_checkpoints": 20, "objective_surrogate": "log", "sharpness": 5.0}
+            "n_checkpoints": 20, "objective_surrogate": "log", "sharpness": 5.0,
+            "randomize": 0}
 
 
 def default_batch(n: int) -> float:
@@ -119,10 +121,31 @@ def _options(options):
     if o["objective_surrogate"] not in ("log", "linear"):
         raise InvalidInputError("objective_surrogate", o["objective_surrogate"],
                                 "choose 'log' (cross-entropy for the error) or 'linear'")
-    k = o["n_checkpoints"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError("n_checkpoints", k, "pass a positive integer")
+    for name in ("n_checkpoints", "randomize"):
+        k = o[name]
+        if isinstance(k, bool) or not isinstance(k, int) or k < (1 if name == "n_checkpoints"
+                                                                 else 0):
+            raise InvalidInputError(name, k, "pass a positive integer" + (
+                " (0: release hard rules only)" if name == "randomize" else ""))
     return o
+
+
+def randomized(decisions, weights, kappa, k):
+    """Each hard rule 1[x·w + b > 0] replaced by the uniform mixture of the k rules
+    1[x·w + b + δ_j > 0], δ_j = logit((j − ½)/k)/κ: its expected prediction is σ(κ·(x·w + b))
+    rounded to a multiple of 1/k — the soft rule the constraints were trained on (κ the
+    ``sharpness``), so the released rates are the trained ones.  Post-processing of the
+    trained θ; run() then scales every component into the ball (the same rule)."""
+    u = (np.arange(k) + 0.5) / k
+    shifts = np.log(u / (1 - u)) / kappa
+    out_d, out_w = [], []
+    for d, w in zip(decisions, weights):
+        for s_ in shifts:
+            th = np.array(d, dtype=float)      # the trained (unscaled) θ
+            th[-1] += s_
+            out_d.append(th)
+            out_w.append(w / k)
+    return out_d, out_w
 
 
 class LagrangianSGDA(Backend):
@@ -192,7 +215,7 @@ class LagrangianSGDA(Backend):
                   "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
-                  "private": private}
+                  "randomize": o["randomize"], "private": private}
         budget, notes = [], []
         sched = None
         if private:
@@ -242,9 +265,12 @@ class LagrangianSGDA(Backend):
         if P["output"] == "last" or not ckpts:
             decisions, weights = [state["last"]], [1.0]
         elif P["output"] == "average":
-            decisions, weights = [adapter.release(np.mean(ckpts, axis=0))], [1.0]
+            decisions, weights = [np.mean(ckpts, axis=0)], [1.0]
         else:
             decisions, weights = ckpts, [1.0 / len(ckpts)] * len(ckpts)
+        if isinstance(adapter, LinearAdapter) and r.surrogate is None and P["randomize"]:
+            decisions, weights = randomized(decisions, weights, P["sharpness"], P["randomize"])
+        decisions = [adapter.release(d) for d in decisions]
         z, C, a2 = P["noise_multiplier"], P["clip"], P["hist_share"]
         Hb = math.sqrt(1 - 1 / r.G) if P["protect"] == "sensitive" else 1.0
         info = {"lambda": state["lambda"], "rates_estimate": state["rates_estimate"],

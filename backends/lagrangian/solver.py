@@ -139,10 +139,10 @@ def train(problem, adapter, P, draws, gen, progress=False):
         else:
             gv = np.zeros(0)
         if t in ck_steps:
-            checkpoints.append(adapter.release(theta))
+            checkpoints.append(theta.copy())        # raw: run() releases them
         if (t + 1) % max(1, T // 20) == 0 or t == T - 1:
             trace.append({"step": t + 1, "lambda": lam.tolist(), "g_estimate": gv.tolist()})
     state = {"lambda": lam.tolist(),
              "rates_estimate": H.rates_from_counts(Cest, lay, m, floor)[0].tolist(),
-             "last": adapter.release(theta)}
+             "last": theta.copy()}
     return checkpoints, trace, state
