@@ -18,8 +18,7 @@ DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.
             "average": True, "slice_weights": "balanced", "w_step": "plain",
             "w_noise": "centered", "temperature": 1.0, "select": "first",
             "select_penalty": 1.0}
-_OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius",
-                              "_noise_multiplier")
+_OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius")
 _EO_KINDS = ("fpr", "tpr", "tnr", "fnr", "rate")
 
 
@@ -130,10 +129,6 @@ def _options(options, notion=None, epsilon=math.inf):
         o["lam"] = o["path"][0]
     else:
         o["path"] = lambdas
-    m = o.get("_noise_multiplier", 1.0)
-    if not _real(m) or not 0 < m <= 1:
-        _bad("_noise_multiplier", m, "test-only knob in (0, 1]")
-    o["_noise_multiplier"] = float(m)
     _choice(o, "w_noise", ("centered", "per_slot", "uniform"))
     _choice(o, "w_step", ("plain", "newton"))
     if o["w_step"] == "newton" and o["lr_w"] > 1:

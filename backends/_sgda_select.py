@@ -1,7 +1,7 @@
 """The knob of ``sgda``: which checkpoint θ̄_s of the public λ path is released (docs/sgda.md).
 
-Two private rules, both ε_select-DP for the one index they output, both spending the share
-``select_share`` of ε recorded by the backend before anything is drawn:
+Three private rules, each ε_select-DP for the one choice it outputs, each spending the share
+``select_share`` of ε through the plan's schedule (release ``"select"``, recorded by its draw):
 
 * ``select="penalized"``: permute-and-flip (McKenna & Sheldon
   2020, Thm 1; ≡ report-noisy-max with Exponential(2Δu/ε) noise, Ding et al. 2021) on the score
@@ -105,10 +105,13 @@ def mixture_scores(problem, checkpoints, errors, cands, q_sel):
     return weights @ np.asarray(errors, dtype=float), g
 
 
-def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
+def choose(problem, checkpoints, errors, o, P, released, private, draws):
     """(mixture, info): the released mixture ``((index, weight), ...)`` of checkpoints under
-    ``o["select"]`` (module docstring).  ``refuse`` is no longer called: the one refusal this
-    rule could meet (no group-mass bound for Δg) is made by ``SGDABackend.plan``, before any draw."""
+    ``o["select"]`` (module docstring).  Private choices draw through ``draws`` (the plan's
+    schedule, release ``"select"``: its event was fixed at plan time, and its scale is the noise
+    temperature per unit of the score sensitivity, ``_sgda_schedule.SELECT_UNIT``/ε_select).
+    The one refusal this rule could meet (no group-mass bound for Δg) is made by
+    ``SGDABackend.plan``, before any draw."""
     from privfair.privacy import laplace_mechanism, permute_and_flip
 
     r = problem.rates
@@ -130,10 +133,12 @@ def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
         if not private:
             return cands[int(np.argmax(scores))], {"selection": "exact"}
         # err reads x, y and the released θ̄_s only: constant between neighbours (protect=
-        # "sensitive"); the penalty term moves by ≤ P·Δg.  The event was recorded by run().
+        # "sensitive"); the penalty term moves by ≤ P·Δg.  Temperature 2Δu/ε = Δu·scale, so
+        # permute-and-flip runs at ε' = 2/scale (= ε_select unless the audit reduces the noise).
         dg = max(sensitivity(g, r, q_sel) for g in problem.g)
         eps = P["epsilon_select"]
-        chosen = int(permute_and_flip(scores, pen * dg, eps, src))
+        chosen = int(draws.custom("select", lambda src, scale: permute_and_flip(
+            scores, pen * dg, 2.0 / scale, src)))
         return cands[chosen], {"selection": "permute-and-flip", "selection_candidates": len(cands),
                                "selection_sensitivity": pen * dg,
                                "selection_noise_scale": 2.0 * pen * dg / eps,
@@ -147,9 +152,15 @@ def choose(problem, checkpoints, errors, o, P, released, private, src, refuse):
     eps = P["epsilon_select"]
     b = 4.0 * dg / eps                                             # query noise scale
     margin = b * math.log(2.0) if o["margin"] == "auto" else o["margin"]
-    rho = float(laplace_mechanism(0.0, 2.0 * dg, eps, src))        # threshold noise
-    nu = np.asarray(laplace_mechanism(gvals, 4.0 * dg, eps, src), dtype=float)
-    passed = np.flatnonzero(-nu >= margin + rho)                   # −(g + ν') ≥ T + ρ
+
+    def above_threshold(src, scale):
+        # threshold noise Lap(2Δg/ε) = Lap(Δg·scale), query noise Lap(4Δg/ε) = Lap(2Δg·scale)
+        eps_run = 2.0 / scale
+        rho = float(laplace_mechanism(0.0, 2.0 * dg, eps_run, src))
+        nu = np.asarray(laplace_mechanism(gvals, 4.0 * dg, eps_run, src), dtype=float)
+        return np.flatnonzero(-nu >= margin + rho)                  # −(g + ν') ≥ T + ρ
+
+    passed = draws.custom("select", above_threshold)
     chosen = int(passed[0]) if passed.size else len(checkpoints) - 1
     return ((chosen, 1.0),), {"selection": "AboveThreshold", "selection_sensitivity": dg,
                               "selection_query_scale": b, "selection_margin": margin,

@@ -10,12 +10,15 @@ import numpy as np
 
 from . import _ermi as E
 
-def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw, src,
+def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zs, src, draws,
           progress=False):
     """The DP-SGDA loop: the tail-averaged θ of every stage (as decisions), the W radius D
-    and the W-block bound C_W."""
+    and the W-block bound C_W.
+
+    ``zs`` = (z, z_θ, z_W); ``draws`` (private runs) the plan's schedule opened on the run's
+    accountant: each step's noise is one draw of its release ``"steps"`` (N(0, z²) per
+    coordinate, divided by z into unit noise here); ``src`` samples the Poisson batches."""
     from privfair._progress import bar
-    from privfair.privacy import gaussian_noise_vector
     from privfair.privacy.randomness import GeneratorSource
 
     data, path = r.data, P["lambdas"]
@@ -50,7 +53,7 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
     mexp = q * n
     T, k = P["T"], len(path)
     bounds = [round(T * (s + 1) / k) for s in range(k)]
-    mult = o["_noise_multiplier"]
+    z, zt, zw = zs
     checkpoints, avg, na, stage = [], None, 0, 0
     # a bar on long runs only (a 1M-row GPU run, a neural network), showing the stage's λ
     steps = bar(range(T), "sgda", progress, min_steps=100)
@@ -84,10 +87,10 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zt, zw,
             noise = None
             if private:
                 Ct = o["clip"] * kmax
-                noise = gaussian_noise_vector(adapter.P + S * G * L, 1.0, src,
-                                              namespace="torch", device=dev)
-                s_th = s_th + (mult * zt * Ct) * noise[:adapter.P].view_as(s_th)
-                noise = (mult * zw) * noise[adapter.P:].view(S, G, L)
+                noise = draws.gaussian_noise("steps", adapter.P + S * G * L,
+                                             namespace="torch", device=dev) / z
+                s_th = s_th + (zt * Ct) * noise[:adapter.P].view_as(s_th)
+                noise = zw * noise[adapter.P:].view(S, G, L)
             s_w = w_release(torch, F, cb, ab, Fs, psq, noise, o["w_noise"])
             step = g_pub + lam * s_th
             W = w_step(W, gW, s_w, Fs, wt, mexp, o["lr_w"], o["w_step"], D)

@@ -44,10 +44,12 @@ sums move, through row i's contribution on B_t (if sampled):
 * One step releases both sums on the same B_t: scaling the blocks by 1/(z_θ C_θ,t) and
   1/(z_W B_W[c, r]) gives unit noise and per-row norm ≤ (z_θ⁻² + z_W⁻²)^½ = 1/z, so T steps are the
   Poisson-subsampled Gaussian mechanism with noise multiplier z under substitution
-  (``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``), calibrated by the
-  accountant (PLD) for the share ε_sgda; z_θ = z/√s_θ, z_W = z/√(1 − s_θ).
+  (``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``; at q = 1 the Gaussian
+  of sensitivity 2), z fitted at plan time (``_sgda_schedule.py``: ``privfair.privacy.calibrate``)
+  to what the other two releases leave of (ε, δ); z_θ = z/√s_θ, z_W = z/√(1 − s_θ).
 * The count release (Laplace, ‖Δñ‖₁ ≤ 2) and the choice of λ (ε_select, pure) compose with it;
-  the certificate is the accountant's total.  [L] Thm 3.3's closed form (σ_w² ≥ 16T ln(1/δ)/(ε²n²ρ),
+  the three are the plan's :class:`~privfair.privacy.Schedule`, and every noise is drawn through
+  it (``schedule.open(accountant, rng)``); the certificate is the accountant's total.  [L] Thm 3.3's closed form (σ_w² ≥ 16T ln(1/δ)/(ε²n²ρ),
   σ_θ² ≥ 16L²D² ln(1/δ)T/(ε²n²ρ), stated for ε ≤ 2 ln(1/δ), T ≥ (n√ε/2m)², with the private ρ)
   is reported beside the accountant's σ in ``result.info["noise"]``.
 
@@ -89,13 +91,13 @@ W-maximiser is independent of λ); the output is a stage's tail average, not a r
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from . import _ermi as E
 from . import _jagielski as J
+from . import _sgda_schedule as SCH
 from . import _sgda_select as SEL
 from . import _sgda_train as T_
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
@@ -105,18 +107,6 @@ from ._sgda_options import (_OPTIONS, DEFAULTS, EO_DEFAULTS,  # noqa: F401 (publ
 from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
 
 BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
-
-
-@functools.lru_cache(maxsize=64)
-def noise_multiplier(epsilon, delta, T, q):
-    """z: the smallest noise multiplier of T Poisson-subsampled Gaussian steps (rate q,
-    substitution, per-row norm 1) that the accountant (PLD) proves (epsilon, delta)-DP."""
-    from privfair.privacy import calibrate_gaussian
-
-    if q >= 1.0:   # no subsampling: a substituted row moves the sum by up to 2 (both ends ≤ 1)
-        return float(calibrate_gaussian(epsilon, delta, T=T, sensitivity=2.0))
-    return float(calibrate_gaussian(epsilon, delta, T=T, sensitivity=1.0, sampling_rate=q,
-                                    neighbouring="replace", method="pld", rtol=5e-3))
 
 
 def thm34_rate(d_theta, d_w, epsilon, delta, n, log=math.log, sqrt=math.sqrt, Max=max):
@@ -257,7 +247,8 @@ class SGDABackend(Backend):
             if count_share:
                 budget.append((f"Laplace release of the {r.G * r.L} group-label counts (‖Δ‖₁ ≤ 2) "
                                "for p̃", params["epsilon_count"], 0.0))
-            budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}) of both players",
+            budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}) of both players "
+                           "(nominal share; z is fitted to what the other releases leave)",
                            eps_sgda, privacy.delta))
             if select:
                 rule = ("AboveThreshold" if o["select"] == "first" else "permute-and-flip")
@@ -284,16 +275,21 @@ class SGDABackend(Backend):
         notes = [knob,
                  "predicted excess risk ∞: [L] Thm 3.4 bounds the stationarity gap of FERMI with "
                  "unspecified constants, not an excess risk",
-                 "noise multiplier calibrated at run time by the accountant (PLD, substitution); "
+                 "noise multiplier z fitted at plan time by the accountant's rules (PLD, "
+                 "substitution) to what the count and selection releases leave of (ε, δ); "
                  "[L] Thm 3.3's closed-form σ is reported beside it in result.info['noise']"]
-        if o["_noise_multiplier"] != 1.0:
-            params["_noise_multiplier"] = o["_noise_multiplier"]
-            notes.append(f"TEST ONLY: noise × {o['_noise_multiplier']:g} below what the "
-                         "certificate records — this run is NOT private")
+        sched, z = None, None
+        if private:
+            sched, z = SCH.schedule(
+                privacy, G=r.G, L=r.L, T=T, q=q, epsilon_count=params["epsilon_count"],
+                epsilon_select=params["epsilon_select"], rule=o["select"], n_path=len(path),
+                penalty=o["select_penalty"], theta_share=o["theta_share"])
+        params["z"] = z
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=math.inf if privacy.is_private else 0.0,
                    theorem=self.theorem, notes=notes)
         out.run_options = o
+        out.schedule = sched      # the plan's releases, fixed here; run() draws through it
         return out
 
     def formula(self, plan):
@@ -316,63 +312,32 @@ class SGDABackend(Backend):
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         import torch
 
-        from privfair.privacy import (laplace_mechanism, pure_event,
-                                      subsampled_gaussian_event)
         from privfair.privacy.randomness import as_source
 
         problem, privacy, P = plan.problem, plan.privacy, plan.params
         o = plan.run_options
         src = as_source(rng)
-        if o["_noise_multiplier"] != 1.0 and not src.seeded:
-            self.refuse("the test-only _noise_multiplier runs only seeded (it is not private)")
         dev = _device(torch, device)
         r = problem.rates
         data, ds = r.data, r.decisions
         notion, path = P["fairness"] or "demographic_parity", P["lambdas"]
         private, fair = P["private"], max(path) > 0
-        record = private and accountant is not None
         c_np, S = E.slices(notion, data.y, r.L)
 
-        # --- privacy: every event is recorded before anything is drawn -------------------
+        # --- privacy: every noise is drawn through the plan's schedule, whose draws record
+        # their events (the plan checked that they fit; a plan is final) -----------------
+        draws = plan.schedule.open(accountant, src) if private else None
         z = zt = zw = None
         if private:
-            z = noise_multiplier(P["epsilon_sgda"] * (1 - 1e-3), privacy.delta, P["T"],
-                                 P["sampling_rate"])
+            z = P["z"]
             zt, zw = z / math.sqrt(P["theta_share"]), z / math.sqrt(1 - P["theta_share"])
-        if record:
-            accountant.record(subsampled_gaussian_event(
-                z, 1.0, P["sampling_rate"], count=P["T"], neighbouring="replace",
-                label="DP-SGDA steps (θ and W players, one Poisson batch each step)",
-                sensitivity_source=(
-                    "one row's group changes: W-block F_i ⊗ (e_a − 1/G) (‖·‖ ≤ √(1 − 1/G); "
-                    "w_noise='per_slot': 2F_i/√p̃, ‖·‖ ≤ 2/√p̃ of its slot) and θ-block "
-                    "J̃ᵢᵀk̄ (‖·‖ ≤ ζ·max‖k̄‖), each scaled by 1/(z_part·bound) → per-row norm "
-                    f"(z_θ⁻² + z_W⁻²)^½ = 1/z (z_θ = {zt:.4g}, z_W = {zw:.4g})"
-                    + (" — TEST-ONLY noise multiplier" if o["_noise_multiplier"] != 1 else ""))))
-            if P["select"] and o["select"] in ("penalized", "mixture"):
-                among = (f"{len(path)} checkpoints and their mixtures" if o["select"] == "mixture"
-                         else f"{len(path)} checkpoints")
-                accountant.record(pure_event(
-                    P["epsilon_select"], theorem="permute-and-flip (McKenna & Sheldon 2020, Thm 1)",
-                    label=f"choice of λ among {among} (score −(err + "
-                          f"{o['select_penalty']:g}·max(0, g)))",
-                    sensitivity_source="Δu = P·Δg: err reads x, y only (public under "
-                                       "protect='sensitive'); Δg = L_g·Δℓ (clamped rates)"))
-            elif P["select"]:
-                accountant.record(pure_event(
-                    P["epsilon_select"], theorem="AboveThreshold (Dwork & Roth 2014, Thm 3.23)",
-                    label=f"choice of λ among {len(path)} checkpoints",
-                    sensitivity_source="Δg = L_g·Δℓ (compiler constants, clamped rates)"))
         counts = data.counts().astype(float)
         released = None
         if o.get("group_probabilities") is not None:
             p_tilde = _public_p(o["group_probabilities"], r, notion, counts)
         elif private:
-            released = np.asarray(laplace_mechanism(
-                counts.ravel(), 2.0, P["epsilon_count"], src, accountant=accountant,
-                label="group-label counts for p̃",
-                sensitivity_source="one row leaves one (group, label) cell and joins another, "
-                                   "‖Δ‖₁ ≤ 2"), dtype=float).reshape(counts.shape)
+            released = np.asarray(draws.laplace("counts", counts.ravel()),
+                                  dtype=float).reshape(counts.shape)
             p_tilde = E.group_probabilities(released, notion)
         else:       # the sensitive attribute is not read (no fairness term) or ε = ∞: under
             # privacy, p̃ must not come from the private counts (it is exposed in info, and was
@@ -387,14 +352,15 @@ class SGDABackend(Backend):
             torch.set_num_threads(1)   # per-step tensors are small: intra-op threads only cost
         try:
             checkpoints, D, CW = T_.train(torch, adapter, dev, r, P, o, c_np, S, p_tilde,
-                                             private, fair, zt, zw, src, progress)
+                                          private, fair, (z, zt, zw), src, draws, progress)
         finally:
             torch.set_num_threads(threads)
-        return self._finish(problem, plan, checkpoints, o, P, released, private, src, p_tilde,
-                            (z, zt, zw, D, CW))
+        return self._finish(problem, plan, checkpoints, o, P, released, private, draws,
+                            p_tilde, (z, zt, zw, D, CW))
 
 
-    def _finish(self, problem, plan, checkpoints, o, P, released, private, src, p_tilde, noise):
+    def _finish(self, problem, plan, checkpoints, o, P, released, private, draws, p_tilde,
+                noise):
         from privfair.result import Result
 
         r, privacy = problem.rates, plan.privacy
@@ -408,8 +374,7 @@ class SGDABackend(Backend):
         errors = [float(np.mean(np.asarray(ds.predict(d, data.X)) != data.y)) for d in checkpoints]
         mix, sel = ((len(checkpoints) - 1, 1.0),), {}
         if P["select"]:
-            mix, sel = SEL.choose(problem, checkpoints, errors, o, P, released, private, src,
-                                  self.refuse)
+            mix, sel = SEL.choose(problem, checkpoints, errors, o, P, released, private, draws)
         chosen = max(mix, key=lambda c: c[1])[0]          # the heaviest component
         info = {"lambdas": list(path), "chosen_lambda": path[chosen], "chosen_index": chosen,
                 "chosen_mixture": [(path[i], w) for i, w in mix],

@@ -43,10 +43,15 @@ on one axis; the held-out runs then test it as any other output.  Because the sc
 function once the pilot is read, the held-out test keeps its level.
 
 Negative controls (:class:`Control`): the same instance run with less noise than the claim
-says — by default ``noise × 1/2`` (the backend's test-only ``_noise_multiplier=0.5``: every
-noise scale halved, the certificate unchanged) and ``ε × 2`` (the backend run at 2ε, the claim
-kept at ε: the bug of an exponential mechanism without its factor 2, docs/traps.md #9).  A
-control is *refuted* when some field's lower bound on the privacy loss exceeds the claim.
+says — by default ``noise × 1/2`` (the solve runs inside
+:func:`privfair.privacy.reduced_noise` ``(0.5)``: every noise a backend draws through its
+schedule is drawn at half the scale its recorded event claims, the certificate unchanged) and
+``ε × 2`` (the backend run at 2ε, the claim kept at ε: the bug of an exponential mechanism
+without its factor 2, docs/traps.md #9).  The control is a wrapper the audit applies, not an
+argument of production code; a backend that does not yet draw through the release plumbing
+still declares the test-only option ``_noise_multiplier``, and only such a backend gets it as
+well (:func:`control_options`).  A control is *refuted* when some field's lower bound on the
+privacy loss exceeds the claim.
 
 The accountant's composition is a function of the public events only, identical in every run of
 one condition; the audit memoizes it (:func:`memoized_accounting`) — PLD accounting costs ~0.1 s
@@ -63,7 +68,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 import numpy as np
 
 __all__ = ["Control", "DEFAULT_CONTROLS", "FieldCheck", "ConditionResult", "exposed_fields",
-           "collect", "check_fields", "memoized_accounting", "run_condition"]
+           "collect", "check_fields", "memoized_accounting", "run_condition", "control_options",
+           "LEGACY_NOISE_OPTION"]
 
 #: significant digits at which exposed floats are compared
 DIGITS = 10
@@ -78,9 +84,10 @@ _ABSENT = "<absent>"
 
 @dataclass(frozen=True)
 class Control:
-    """A negative control: the backend run at ``epsilon_factor``·ε with ``options`` added, tested
-    against the honest claim.  ``expect_refuted=False`` marks a control that provably cannot be
-    refuted on the instance (``why`` says why); it is run and reported, not counted."""
+    """A negative control: the backend run at ``epsilon_factor``·ε with ``options`` added, and
+    inside :func:`privfair.privacy.reduced_noise` ``(noise_multiplier)`` when that is not 1,
+    tested against the honest claim.  ``expect_refuted=False`` marks a control that provably
+    cannot be refuted on the instance (``why`` says why); it is run and reported, not counted."""
 
     key: str
     label: str
@@ -88,9 +95,32 @@ class Control:
     options: dict = field(default_factory=dict)
     expect_refuted: bool = True
     why: str = ""
+    noise_multiplier: float = 1.0
+
+    def options_for(self, option_names) -> dict:
+        """The solve options of this control for a backend declaring ``option_names``:
+        ``options``, plus the legacy ``_noise_multiplier`` where :func:`control_options` says."""
+        return {**self.options, **control_options(self.noise_multiplier, option_names)}
 
 
-NOISE_HALF = Control("noise/2", "noise × 1/2", 1.0, {"_noise_multiplier": 0.5})
+#: the test-only option of backends that do not yet draw their noise through the release
+#: plumbing (``privfair.privacy.release.Draws``): the reduced-noise wrapper cannot reach their
+#: hand-drawn noise, so the audit passes them this option as well.  This path goes away when
+#: every backend draws through Draws (issue #17).
+LEGACY_NOISE_OPTION = "_noise_multiplier"
+
+
+def control_options(noise_multiplier, option_names) -> dict:
+    """``{"_noise_multiplier": m}`` for a backend whose declared options (``option_names``,
+    :attr:`backends.base.Backend.option_names`) still include it and m ≠ 1; ``{}`` otherwise
+    (a backend that draws through its schedule gets the control from the wrapper alone)."""
+    m = float(noise_multiplier)
+    if m != 1.0 and option_names is not None and LEGACY_NOISE_OPTION in option_names:
+        return {LEGACY_NOISE_OPTION: m}
+    return {}
+
+
+NOISE_HALF = Control("noise/2", "noise × 1/2", 1.0, {}, noise_multiplier=0.5)
 EPS_DOUBLE = Control("eps*2", "ε × 2", 2.0, {})
 DEFAULT_CONTROLS = (NOISE_HALF, EPS_DOUBLE)
 
@@ -233,17 +263,14 @@ def memoized_accounting():
 
 def collect(backend, inst, data, privacy, options, runs, seed, progress=False, label=""):
     """Fields of ``runs`` end-to-end solves of ``inst`` on ``data`` (list of dicts, in run
-    order), each solve seeded by its own child of ``seed`` (a SeedSequence or int)."""
+    order), each solve seeded by its own child of ``seed`` (a SeedSequence or int).
+    ``progress``: as ``Problem.solve(progress=...)`` (a bar over the solves)."""
     seeds = (seed if isinstance(seed, np.random.SeedSequence)
              else np.random.SeedSequence(seed)).spawn(runs)
+    from .._progress import bar
+
     problem = inst.build(data)
-    iterator = seeds
-    if progress:
-        import sys
-
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(seeds, desc=label, leave=False, file=sys.stderr)
+    iterator = bar(seeds, label or "audit", progress)
     out = []
     for s in iterator:
         try:
@@ -290,6 +317,7 @@ class ConditionResult:
     others: tuple
     untested: int
     failures: tuple            # (failures on D, failures on D′)
+    noise_multiplier: float = 1.0     # the reduced_noise wrapper the solves ran in
 
     @property
     def checks(self):
@@ -388,10 +416,14 @@ def _test(A, B, epsilon, delta, z, pilot):
     return check_dp_heldout(A, B, epsilon, delta, z=z, pilot=pilot)
 
 
-def check_fields(records_D, records_Dp, epsilon, delta=0.0, z=4.0, pilot=0.25):
+def check_fields(records_D, records_Dp, epsilon, delta=0.0, z=4.0, pilot=0.25, progress=False,
+                 label=""):
     """Test every exposed field (module docstring): (decision FieldCheck — None when every
-    solve raised —, [other FieldChecks], number of fields constant over the pilot)."""
+    solve raised —, [other FieldChecks], number of fields constant over the pilot).
+    ``progress``: a bar over the fields (as ``Problem.solve(progress=...)``)."""
     from scipy import stats
+
+    from .._progress import bar
 
     ka, kb = max(1, int(len(records_D) * pilot)), max(1, int(len(records_Dp) * pilot))
     names = sorted(set().union(*records_D, *records_Dp) - {"decision"})
@@ -404,7 +436,7 @@ def check_fields(records_D, records_Dp, epsilon, delta=0.0, z=4.0, pilot=0.25):
         dec_a = [fill if v is None else v for v in dec_a]
         dec_b = [fill if v is None else v for v in dec_b]
     candidates, seen, untested = [], {}, 0
-    for name in names:
+    for name in bar(names, f"{label} fields".strip(), progress, min_steps=50):
         A, B = _encode(_column(records_D, name), _column(records_Dp, name))
         if not _varies(A, B, ka, kb):
             untested += 1
@@ -426,23 +458,57 @@ def check_fields(records_D, records_Dp, epsilon, delta=0.0, z=4.0, pilot=0.25):
         decision = FieldCheck("decision", _test(A, B, epsilon, delta, z_dec, pilot), z_dec)
     aliases = {i: tuple(al) for i, al in seen.values()}
     others = [FieldCheck(name, _test(A, B, epsilon, delta, z_f, pilot), z_f, aliases.get(i, ()))
-              for i, (name, A, B) in enumerate(candidates)]
+              for i, (name, A, B) in enumerate(bar(candidates, f"{label} tests".strip(),
+                                                   progress, min_steps=20))]
     return decision, others, untested
 
 
 def run_condition(backend, inst, D, Dp, privacy_run, options, claim, runs, seeds, z=4.0,
-                  progress=False, label=""):
+                  progress=False, label="", noise_multiplier=1.0, option_names=None):
     """Collect ``runs`` solves on D and on D′ (``seeds``: two SeedSequences) under
-    ``privacy_run`` and ``options``, and test every field against ``claim`` = (ε, δ)."""
+    ``privacy_run`` and ``options``, and test every field against ``claim`` = (ε, δ).
+
+    ``noise_multiplier`` ≠ 1 runs every solve inside :func:`~privfair.privacy.reduced_noise`
+    (the noise control); a backend whose declared ``option_names`` still include
+    ``_noise_multiplier`` also gets that option (:func:`control_options`; the legacy path).
+    ``progress`` shows bars over the solves and over the field tests."""
+    from .release import reduced_noise
+
     started = time.perf_counter()
-    with memoized_accounting():
-        a = collect(backend, inst, D, privacy_run, options, runs, seeds[0], progress,
+    opts = {**options, **control_options(noise_multiplier, option_names)}
+    with memoized_accounting(), reduced_noise(noise_multiplier):
+        a = collect(backend, inst, D, privacy_run, opts, runs, seeds[0], progress,
                     f"{label} D")
-        b = collect(backend, inst, Dp, privacy_run, options, runs, seeds[1], progress,
+        b = collect(backend, inst, Dp, privacy_run, opts, runs, seeds[1], progress,
                     f"{label} D'")
     eps, delta = claim
-    decision, others, untested = check_fields(a, b, eps, delta, z)
+    decision, others, untested = check_fields(a, b, eps, delta, z, progress=progress,
+                                              label=label)
     failures = (sum(bool(r.get("raised")) for r in a), sum(bool(r.get("raised")) for r in b))
-    return ConditionResult(label, float(privacy_run.epsilon), dict(options), runs,
+    return ConditionResult(label, float(privacy_run.epsilon), dict(opts), runs,
                            time.perf_counter() - started, decision, tuple(others), untested,
-                           failures)
+                           failures, float(noise_multiplier))
+
+
+def certificate_of(backend, inst, D, privacy, options, seed, progress=False):
+    """The claim an audit tests: the certificate of one honest solve of ``inst`` on D, the
+    solve's own progress shown as ``Problem.solve(progress=...)`` says."""
+    return inst.build(D).solve(privacy, backend=backend, seed=seed, progress=progress,
+                               **options).certificate
+
+
+def run_control(backend, inst, D, Dp, privacy, control, options, claim, runs, seeds, z=4.0,
+                progress=False):
+    """One condition of an audit: ``control`` (a :class:`Control`; None for the honest run) on
+    ``backend`` (an object with ``name`` and ``option_names``) — at ``epsilon_factor``·ε, with
+    the control's options and its reduced-noise wrapper."""
+    from dataclasses import replace as _replace
+
+    if control is None:
+        return run_condition(backend.name, inst, D, Dp, privacy, options, claim, runs, seeds,
+                             z, progress, "honest")
+    run_privacy = _replace(privacy, epsilon=control.epsilon_factor * privacy.epsilon)
+    return run_condition(backend.name, inst, D, Dp, run_privacy, {**options, **control.options},
+                         claim, runs, seeds, z, progress, control.label,
+                         noise_multiplier=control.noise_multiplier,
+                         option_names=getattr(backend, "option_names", None))
