@@ -276,3 +276,58 @@ def test_calibrate_gaussian_never_overshoots(eps, log_delta, T, q):
     acc = pp.Accountant(delta=delta, pld_discretization=1e-3)
     acc.record(pp.subsampled_gaussian_event(s, 1.0, q, count=T))
     assert acc.total().epsilon <= eps
+
+
+# ------------------------------------------------------------------ tiny δ (issue #19, item 3)
+def test_pld_is_not_trusted_below_its_float_floor():
+    """Below comp.PLD_MIN_DELTA dp-accounting's FFT round-off exceeds δ (at 1e-14 its ε was not
+    even monotone in the discretization): PLD declines, with the reason."""
+    ev = pp.subsampled_gaussian_event(2.0, 1.0, 0.01, count=100)
+    assert comp.pld_epsilon([ev], 1e-9)[0] is not None
+    eps, why = comp.pld_epsilon([ev], 1e-14)
+    assert eps is None and "round-off" in why
+
+
+def test_rdp_curve_matches_dp_accounting_and_quadrature():
+    """rdp_curve's quadrature against dp-accounting's closed-form RDP (add/remove, integer
+    orders) and, for substitution, against scipy's adaptive quadrature; never below either."""
+    import dp_accounting as dpa
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+    from scipy import integrate
+    from scipy.stats import norm
+
+    orders = [2.0, 3.0, 8.0, 32.0]
+    for sigma, q in [(1.0, 0.05), (4.0, 0.001)]:
+        ours = comp.rdp_curve(sigma, q, orders, "add_remove")
+        acc = rdp.RdpAccountant(orders)
+        acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), 1)
+        ref = np.array(acc._rdp)    # dp-accounting's curve (no public getter; its own array)
+        finite = np.isfinite(ours)
+        assert finite.sum() >= 2
+        assert np.all(ours[finite] >= ref[finite] * (1 - 1e-6))
+        assert np.allclose(ours[finite], ref[finite], rtol=1e-5)
+    sigma, q, a = 1.5, 0.1, 4.0
+    P = lambda x: (1 - q) * norm.pdf(x, 0, sigma) + q * norm.pdf(x, -1, sigma)  # noqa: E731
+    Q = lambda x: (1 - q) * norm.pdf(x, 0, sigma) + q * norm.pdf(x, 1, sigma)  # noqa: E731
+    J = integrate.quad(lambda x: Q(x) * np.expm1(a * np.log(P(x) / Q(x))), -20, 20,
+                       epsabs=1e-16, epsrel=1e-12, limit=400)[0]
+    ours = comp.rdp_curve(sigma, q, [a], "replace")[0]
+    assert ours >= math.log1p(J) / (a - 1) and ours == pytest.approx(math.log1p(J) / (a - 1),
+                                                                    rel=1e-5)
+
+
+@pytest.mark.parametrize("delta", [1e-14, 1e-300])
+def test_substituted_subsampled_gaussians_are_accounted_at_tiny_delta(delta):
+    """At δ = 1e-14 (1/n² at n = 10⁷) and 1e-300 the accountant still proves a finite ε for
+    DP-SGD-like steps under substitution (RDP of the PLD's dominating pair), monotone in σ
+    and in the number of events — what a bisection and the accountant's prefix checks need."""
+    q, T = 2048 / 10_000_000, 1000
+    acc = pp.Accountant(delta=delta)
+    acc.record(pp.subsampled_gaussian_event(2.0, 1.0, q, count=T))
+    e1 = acc.total()
+    assert e1.rule == "rdp" and 0 < e1.epsilon < math.inf
+    acc.record(pp.pure_event(0.1, theorem="t"))
+    assert acc.total().epsilon >= e1.epsilon
+    acc2 = pp.Accountant(delta=delta)
+    acc2.record(pp.subsampled_gaussian_event(2.5, 1.0, q, count=T))
+    assert acc2.total().epsilon < e1.epsilon

@@ -174,11 +174,12 @@ def calibrate_gaussian(epsilon, delta, T=1, sensitivity=1.0, sampling_rate=None,
 def _bisect_sigma(eps, d, t, sens, q, neighbouring, method, disc, rtol) -> float:
     def epsilon_at(sigma):
         ev = subsampled_gaussian_event(sigma, sens, q, count=t, neighbouring=neighbouring)
+        val = None
         if method == "pld":
             val, _ = pld_epsilon([ev], d, disc)
-        else:
+        if val is None:         # RDP, or PLD declined (δ below its float floor: rdp applies)
             val, _ = rdp_epsilon([ev], d)
-        return val
+        return math.inf if val is None else val
 
     hi = sens
     while epsilon_at(hi) > eps:
