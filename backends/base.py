@@ -52,6 +52,7 @@ class Plan:
         a backend that expects to do well on this problem for a reason it states in
         ``rank_reason`` (shown by ``explain()``), 1 otherwise.
     rank_reason : str
+    schedule : privfair.privacy.Schedule or None
     """
 
     backend: str
@@ -65,6 +66,10 @@ class Plan:
     notes: list = field(default_factory=list)
     rank: int = 1
     rank_reason: str = ""
+    #: the plan's releases (:class:`privfair.privacy.Schedule`), fitted once at plan time and
+    #: drawn in ``run`` through ``schedule.open(accountant, rng)``; None for a plan without
+    #: noise (ε = ∞) or a backend that keeps several schedules in ``params``
+    schedule: object = None
 
     def explain(self) -> str:
         """The plan in a few lines, each wrapped to ``privfair._text.WIDTH`` characters."""
@@ -221,20 +226,6 @@ def check_exposure(backend, result) -> None:
         raise RuntimeError(f"internal error: backend {backend.name} exposes undeclared "
                            f"Result.info field(s) {undeclared}; declare their provenance in "
                            f"{type(backend).__name__}.exposes")
-
-
-def plan_noise_multiplier(options, params, notes) -> None:
-    """The test-only ``_noise_multiplier`` knob (audit controls), checked at plan time: k in
-    (0, 1] goes into ``params`` with a note that the run is NOT private (its draws use k× the
-    noise its events record; the backend still refuses it unless the run is seeded)."""
-    if "_noise_multiplier" not in options:
-        return
-    k = options["_noise_multiplier"]
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0 < k <= 1:
-        raise InvalidInputError("_noise_multiplier", k, "test-only knob in (0, 1]")
-    params["_noise_multiplier"] = float(k)
-    notes.append(f"TEST ONLY: noise × {k:g} below what the certificate records — this run is "
-                 "NOT private")
 
 
 class Backend:

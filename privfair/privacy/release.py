@@ -67,6 +67,16 @@ def _fits(events, epsilon, delta, rules) -> bool:
         return False
 
 
+def _fits_any(events, epsilon, delta) -> bool:
+    """Does some rule prove the composition ≤ (ε, δ)?  Cheapest rules first, stopping at the
+    first that proves it (as :meth:`Accountant.would_exceed` does): a plan at a huge ε is
+    checked by basic composition, not by a slow PLD."""
+    for rule in ("basic", "gdp", "optimal", "advanced", "rdp", "pld"):
+        if _fits(events, epsilon, delta, (rule,)):
+            return True
+    return False
+
+
 def calibrate(events_at: Callable[[float], Sequence[Event]], epsilon: float, delta: float, *,
               spent: Sequence[Event] = (), hi: float | None = None, lo: float | None = None,
               rules: Sequence[str] | None = None, steps: int = 26, key=None) -> float:
@@ -168,8 +178,8 @@ class Schedule:
             raise ValueError(f"internal error: release names repeat in {names}")
         self.releases = {r.name: r for r in releases}
         self.epsilon, self.delta = float(epsilon), float(delta)
-        if releases and not _fits(list(spent) + self.events(), epsilon * (1 + 1e-9), delta,
-                                  None):
+        if releases and not _fits_any(list(spent) + self.events(), epsilon * (1 + 1e-9),
+                                      delta):
             raise InvalidPrivacyError(
                 "epsilon", epsilon, f"the planned releases ({', '.join(names)}) do not fit "
                 f"(ε={epsilon:g}, δ={delta:g}) after what was already spent")
@@ -239,7 +249,8 @@ class Draws:
             raise RuntimeError(f"internal error: release {name!r} drawn more often than its "
                                f"scheduled count {rel.event.count}")
         self._left[name] -= k
-        return rel, rel.event.scale * _MULT.get()
+        scale = rel.event.scale
+        return rel, None if scale is None else scale * _MULT.get()
 
     def _generator(self) -> np.random.Generator:
         from .mechanisms import _float_generator
@@ -284,6 +295,9 @@ class Draws:
     def custom(self, name: str, draw: Callable):
         """A mechanism with its own sampler (e.g. objective perturbation's noise of Gamma-
         distributed norm): ``draw(source, scale)`` is called once, after the event is
-        recorded, with the run's randomness and the event's scale."""
-        _, s = self._take(name)
-        return draw(self.source, s)
+        recorded, with the run's randomness and the event's scale (None for an event declared
+        by its theorem alone, e.g. a private optimizer's (ε, δ); such a draw must then apply
+        :func:`noise_multiplier` itself)."""
+        rel, _ = self._take(name)
+        s = rel.event.scale
+        return draw(self.source, None if s is None else s * _MULT.get())
