@@ -36,7 +36,6 @@ import numpy as np
 from .decisions import LinearClassifier, _as_X
 from .erm import ERM, LOSSES, GLMLoss, clip_rows, logistic_gradient_diameter  # noqa: F401
 from .errors import InvalidInputError, ModelingError
-from .projections import GroupLayout, project_disjoint_group_ball
 
 __all__ = ["SparseLinear", "GLMLoss", "LOSSES", "ERM", "glm", "fit", "clip_rows",
            "logistic_gradient_diameter"]
@@ -109,12 +108,6 @@ class SparseLinear(LinearClassifier):
         self.intercept_bound = _positive(ib, "intercept_bound", allow_zero=True) if intercept else 0.0
         self.radius = math.hypot(self.norm_radius * kappa, self.intercept_bound)
         self.diameter = 2.0 * self.radius
-        # disjoint groups of more than one coordinate (not ℓ1, not one group): the certified ERM
-        # solver projects hundreds of times, and the norm's own projection loops over groups
-        self._group_layout = None
-        if (norm is not None and getattr(norm, "disjoint", False) and norm.name != "l1"
-                and len(getattr(norm, "groups", ())) > 1):
-            self._group_layout = GroupLayout(norm.groups, norm.weights, norm.p)
 
     # ------------------------------------------------------------------ the set
     def omega(self, w) -> float:
@@ -134,9 +127,7 @@ class SparseLinear(LinearClassifier):
         if self.norm is None:
             nw = np.linalg.norm(w)
             th[:-1] = w if nw <= r else w * (r / nw)
-        elif self._group_layout is not None:      # disjoint groups: vectorized (privfair.projections)
-            th[:-1] = project_disjoint_group_ball(w, self._group_layout, r)
-        else:
+        else:       # disjoint groups: vectorized, privfair.projections (through the norm)
             th[:-1] = self.norm.project(w, r)
         th[-1] = float(np.clip(th[-1], -self.intercept_bound, self.intercept_bound))
         return th

@@ -168,6 +168,32 @@ def test_exact_projections_match_a_qp(k):
         assert np.allclose(proj, w.value, atol=1e-5)
 
 
+def test_group_norm_projection_has_one_home():
+    """GroupNorm.project of disjoint groups is privfair.projections.project_disjoint_group_ball
+    (bit for bit: the same function, the one the certified ERM solver calls through
+    SparseLinear.project); ℓ1 and ℓ∞ keep their closed forms, which agree with it."""
+    from privfair.projections import GroupLayout, project_disjoint_group_ball
+
+    rng = np.random.default_rng(7)
+    cases = [norms.group([[0, 1], [2, 3, 4], [5]], weights=[1.0, 2.0, 0.5]),
+             norms.group([[3, 0], [1, 4], [2, 5]]), norms.l1(6), norms.linf(6)]
+    for N in cases:
+        layout = GroupLayout(N.groups, N.weights, N.p)
+        for r in (0.05, 0.7, 3.0, 50.0):
+            x = 2 * rng.normal(size=N.p)
+            ref = project_disjoint_group_ball(x, layout, r)
+            got = N.project(x, r)
+            if N.name in ("l1", "linf"):
+                np.testing.assert_allclose(got, ref, atol=1e-9)
+            else:
+                assert np.array_equal(got, ref)
+            assert N(got) <= r * (1 + 1e-9)
+    C = pf.SparseLinear(6, norm=cases[0], radius=0.7, l2=0.1)
+    th = np.concatenate([2 * rng.normal(size=6), [0.3]])
+    assert np.array_equal(C.project(th)[:-1], project_disjoint_group_ball(
+        th[:-1], GroupLayout(cases[0].groups, cases[0].weights, 6), 0.7))
+
+
 def test_generic_projection_by_qp_lies_in_the_ball():
     N = concave_card(5)
     x = np.array([2.0, -1.0, 0.5, 0.0, 3.0])
