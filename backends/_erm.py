@@ -798,7 +798,9 @@ class ERMBackend:
     :class:`ERMBudget`, plan time), ``private_erm`` (that ERM, its noise drawn through a
     :class:`~privfair.privacy.release.Draws`, run time), ``planned_events`` (cheap events with
     the same privacy claim, for budget fitting) and ``predicted`` (its theorem's excess
-    risk)."""
+    risk).  Each backend declares ``option_table`` (:data:`ERM_OPTIONS` where it takes the
+    constraint form); ``plan``, ``schedule``, ``run_erm`` and :func:`private_weighted_erm`
+    validate through ``options_from``, and the methods above read those validated options."""
 
     need_strong = True
     need_c2 = False
