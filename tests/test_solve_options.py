@@ -61,8 +61,9 @@ def test_every_owned_backend_declares_its_options():
     for name in OWNED:
         names = get(name).option_names
         assert isinstance(names, tuple) and all(isinstance(k, str) for k in names), name
-    # exponential has no public option, only the test-only knob of the audit's controls
-    assert get("exponential").option_names == ("_noise_multiplier",)
+    # exponential takes no option (the audit's noise control is privacy.reduced_noise, not an
+    # option of production code)
+    assert get("exponential").option_names == ()
     assert "slack" in get(PP).option_names and "T" in get(FW).option_names
 
 
@@ -132,8 +133,9 @@ def test_legitimate_options_still_work(fw_problem, pp_problem):
     res = pp_problem.solve(pf.DP(1.0), backend=PP, slack="none", beta=0.1, seed=0,
                            progress=False)
     assert res.plan.params["slack"] == "none" and res.plan.params["beta"] == 0.1
-    # the test-only knob stays accepted (and is refused where it always was: unseeded)
-    with pytest.raises(BackendRefusedError, match="_noise_multiplier"):
+    # the old test-only knob is gone from production signatures: an unknown option, refused
+    # before anything is spent (the audit uses privacy.reduced_noise instead)
+    with pytest.raises(InvalidInputError, match="_noise_multiplier"):
         fw_problem.solve(pf.DP(1.0), backend=FW, T=2, _noise_multiplier=0.1, progress=False)
 
 
@@ -154,11 +156,11 @@ def test_auto_passes_each_erm_backend_only_its_own_options():
 
 def test_direct_erm_path_names_the_misspelt_option():
     with pytest.raises(InvalidInputError, match="did you mean 'project'") as info:
-        get("output_perturbation")._opts({"projct": False})
+        get("output_perturbation").options_from({"projct": False})
     assert info.value.field == "projct"
 
 
-def test_refusal_message_names_the_backend_once(fw_problem):
+def test_refusal_message_names_the_backend_once(pp_problem):
     with pytest.raises(BackendRefusedError) as info:
         get("exponential").refuse("a reason")
     err = info.value
@@ -166,8 +168,7 @@ def test_refusal_message_names_the_backend_once(fw_problem):
     assert str(err) == "backend='exponential' is invalid: a reason"
     budget = pf.BudgetFilter(1.0)
     with pytest.raises(BackendRefusedError) as info:     # refused by the backend: nothing spent
-        fw_problem.solve(pf.DP(1.0), backend=FW, T=2, _noise_multiplier=0.1, budget=budget,
-                         progress=False)
+        pp_problem.solve(pf.DP(1.0), backend=FW, budget=budget, progress=False)
     msg = str(info.value)
     assert msg.startswith("backend='frank_wolfe' is invalid: ") and "'='" not in msg
     assert msg.count("backend=") == 1
