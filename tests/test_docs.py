@@ -1,9 +1,19 @@
-"""The runnable code of the README and the quickstart runs as printed.
+"""Every ```python block of the README and of docs/*.md runs as printed.
 
 Why: these are the first code a user copies; an API change that breaks them should fail here,
 not in a user's terminal.  Blocks of one page run in order in one namespace (a tutorial builds
-on its earlier steps).  Other pages' snippets are fragments (``X_train``, ``backend.run(...)``)
-and are covered by the examples and the modules' doctests instead.
+on its earlier steps), in a temporary working directory (pages save reports).
+
+A block that is not meant to run — a signature listing, a sketch of a backend's internals, an
+error transcript — is preceded by an HTML comment naming why, invisible on the rendered page::
+
+    <!-- no-run: a sketch of a backend's run(), not a program -->
+    ```python
+    ...
+
+Keep those few: a snippet a user can copy should run.  :data:`KNOWN_BROKEN` lists the blocks of
+pages this test's owner does not maintain that do not run today (each a strict xfail: a fixed
+block must be removed from it).
 """
 
 import os
@@ -15,8 +25,23 @@ import pytest
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
 
 
+NO_RUN = re.compile(r"<!--\s*no-run:\s*(?P<why>[^>]*?)\s*-->\s*\n```python\n", re.S)
+
+
 def _blocks(text):
-    return re.findall(r"```python\n(.*?)```", text, re.S)
+    """The runnable ```python blocks of a page (those not marked no-run), in order."""
+    skipped = {m.end() for m in NO_RUN.finditer(text)}
+    return [m.group(1) for m in re.finditer(r"```python\n(.*?)```", text, re.S)
+            if m.start() + len("```python\n") not in skipped]
+
+
+def no_run_blocks(text):
+    """(reason, code) of the blocks marked no-run."""
+    out = []
+    for m in NO_RUN.finditer(text):
+        code = text[m.end():text.index("```", m.end())]
+        out.append((m.group("why"), code))
+    return out
 
 
 def python_blocks(page):
@@ -108,3 +133,77 @@ def test_pages_have_blocks(page):
     # a page reorganised so that its code is no longer a ```python block would make the tests
     # above pass vacuously
     assert python_blocks(page)
+
+
+# ------------------------------------------------------------------------- every page, every block
+def documented_pages(runnable=False):
+    """README.md and docs/*.md with a ```python block (``runnable``: one not marked no-run)."""
+    pages = ["README.md"] + sorted(os.path.join("docs", f) for f in os.listdir(
+        os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    out = []
+    for p in pages:
+        text = open(os.path.join(ROOT, p), encoding="utf-8").read()
+        if (_blocks(text) if runnable else "```python" in text):
+            out.append(p)
+    return out
+
+
+#: page → why its blocks do not run today, for pages maintained elsewhere (strict xfail).
+KNOWN_BROKEN = {
+    # maintained with the scale work (#19): block 3 connects to a Dask cluster
+    # (Client("tcp://scheduler.example.org:8786")) — to be marked no-run by its owner
+    "docs/scale.md": "block 3 needs a Dask cluster; its owner marks it no-run",
+}
+
+#: page → why its blocks run too long for the suite today (skipped, with the reason; remove when
+#: fixed — the page then runs like the others).
+KNOWN_TOO_SLOW = {
+    "README.md": "its pf.report(prob, ...) on full Adult ran > 14 min here: backend "
+                 "lagrangian's plan calibrates its noise by PLD at every what-if n the report "
+                 "plans (backends/lagrangian noise_multiplier, uncached); its owner caches it",
+}
+
+#: pages whose blocks need an optional extra
+EXTRAS = {"docs/sgda.md": "torch", "docs/sklearn.md": "sklearn", "README.md": "sklearn"}
+
+
+def _page_params():
+    out = []
+    for page in documented_pages(runnable=True):
+        marks = [pytest.mark.slow]
+        if page in KNOWN_BROKEN:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN[page]))
+        if page in KNOWN_TOO_SLOW:
+            marks.append(pytest.mark.skip(reason=KNOWN_TOO_SLOW[page]))
+        out.append(pytest.param(page, marks=marks, id=page))
+    return out
+
+
+@pytest.mark.parametrize("page", _page_params())
+def test_every_python_block_of_the_page_runs(page, tmp_path, monkeypatch):
+    extra = EXTRAS.get(page)
+    if extra:
+        pytest.importorskip(extra, reason=f"{page} uses the optional {extra}")
+    monkeypatch.chdir(tmp_path)                 # pages save report.html and the like
+    import matplotlib
+
+    matplotlib.use("Agg")
+    run_page(page, python_blocks(page))
+
+
+def test_no_run_markers_name_a_reason_and_stay_few():
+    total, marked = 0, []
+    for page in documented_pages():
+        text = open(os.path.join(ROOT, page), encoding="utf-8").read()
+        total += len(re.findall(r"```python\n", text))
+        for why, _ in no_run_blocks(text):
+            assert len(why) >= 10, f"{page}: say why a block does not run (got {why!r})"
+            marked.append((page, why))
+    assert len(marked) <= total // 3, marked     # most snippets run as printed
+
+
+def test_the_no_run_marker_is_recognised():
+    text = ("```python\nx = 1\n```\n<!-- no-run: a signature listing -->\n```python\nf(a, ...)\n```\n"
+            "```python\ny = 2\n```\n")
+    assert _blocks(text) == ["x = 1\n", "y = 2\n"]
+    assert no_run_blocks(text) == [("a signature listing", "f(a, ...)\n")]
