@@ -189,8 +189,7 @@ def test_maximizing_a_convex_function_says_minimize_not_smax():
 
 
 def test_str_of_a_big_problem_is_wrapped_without_losing_text():
-    from privfair._text import WIDTH
-
+    WIDTH = 100          # the project's line width for printed output (privfair/_text.py)
     r, G = _six_groups()
     gaps = [pf.abs(r.fpr[g] - r.fpr[h]) for i, g in enumerate(G) for h in G[i + 1:]]
     prob = pf.Problem(pf.minimize(r.error()), [pf.smax(*gaps, eta=50) <= 0.05,
