@@ -54,6 +54,7 @@ import math
 
 import numpy as np
 
+from privfair import passes
 from privfair.theorems import NUMERIC
 
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
@@ -368,7 +369,10 @@ class CellsBackend(Backend):
         # (2) M1: the proxy's sufficient statistic, then Newton from it (post-processing)
         features = ds.features_for(X)
         inter = pp["interactions"]
-        U = features.design(X, y, interactions=inter)
+        # the design rows u_i are read one chunk at a time (never the n×dim matrix U): T and
+        # every Newton step of the proxy's fit are passes over the rows (#19)
+        rows, design = data.rows(), proxy_design(features, inter)
+        T_exact = rows.map_sum(passes.weighted_sum, design, ("group", 0))   # Σ a_i u_i
         draws = None
         if private:
             schedule = getattr(plan, "schedule", None)
@@ -377,13 +381,14 @@ class CellsBackend(Backend):
             draws = schedule.open(accountant, rng)
             m1 = schedule["M1"].event
             draw = draws.gaussian if m1.mechanism == "gaussian" else draws.laplace
-            T = np.asarray(draw("M1", _proxy.proxy_statistic(U, a)), dtype=float)
+            T = np.asarray(draw("M1", T_exact), dtype=float)
             info["M1_sensitivity"], info["M1_scale"] = m1.sensitivity, m1.scale
         else:
-            T = _proxy.proxy_statistic(U, a)
-        proxy_coef = _proxy.logistic_from_statistic(U, T, ds.ridge)
+            T = T_exact
+        del T_exact
+        proxy_coef = _proxy.logistic_from_statistic(rows, T, ds.ridge, design=design)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
-        p_xy = sigmoid(U @ proxy_coef)                       # P(first group | x, y), per row
+        p_xy = rule.group_given_label(X, y)                  # P(first group | x, y), per row
         p = rule.proxy(X, s)
         # (3) public cells: quantile edges of s and of the released proxy
         s_edges, p_edges = quantile_edges(s, ds.score_bins), quantile_edges(p, ds.proxy_bins)
@@ -477,7 +482,7 @@ def _schedule(rates, privacy, split, proxy_share, interactions, n_counts, spent=
     from ._draws import whole_epsilon
 
     ds, data = rates.decisions, rates.data
-    U = ds.features_for(data.X).design(data.X, data.y, interactions=interactions)
+    U = extreme_design_rows(data, ds.features_for(data.X), interactions)
 
     def releases(e):
         e1, e2 = budget_split(e, split, proxy_share)
@@ -485,6 +490,32 @@ def _schedule(rates, privacy, split, proxy_share, interactions, n_counts, spent=
                 Scheduled("M2", _proxy.counts_event(n_counts, e2), exact=True)]
     eps = whole_epsilon(lambda e: [r.event for r in releases(e)], privacy, spent)
     return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps
+
+
+def proxy_design(features, interactions):
+    """The proxy's design rows u_i as a :mod:`privfair.passes` design (built per chunk)."""
+    inner = passes.ProxyDesign(features, interactions)
+    return passes.Mapped(inner, inner.dim)
+
+
+def extreme_design_rows(data, features, interactions) -> np.ndarray:
+    """The design rows of largest ‖u_i‖₂ and of largest ‖u_i‖₁: a (2, dim) array on which
+    :func:`_proxy.proxy_sensitivity` — a maximum over rows — takes the value it takes on the
+    whole U, found chunk by chunk without the n×dim matrix (each chunk's design rows are the
+    whole U's rows bit for bit; a row's norm may round differently in the last bit when summed
+    inside a 2-row or an n-row array, as any float sum may).  A maximum does not merge by
+    addition, so this reads the in-memory chunks directly rather than through ``map_sum``."""
+    best = [(-np.inf, 0), (-np.inf, 0)]
+    for c in data.rows().chunks():
+        U = features.design(c.X, c.y, interactions)
+        for k, v in enumerate((np.einsum("ij,ij->i", U, U), np.abs(U).sum(axis=1))):
+            i = int(np.argmax(v))
+            if v[i] > best[k][0]:
+                best[k] = (float(v[i]), c.start + i)
+    if data.n == 0:
+        return features.design(data.X, data.y, interactions)
+    idx = [best[0][1], best[1][1]]
+    return features.design(data.X[idx], data.y[idx], interactions)
 
 
 def _solve_any(prob) -> str:

@@ -86,20 +86,93 @@ class ProxyFeatures:
         """Length of u(x): 1 + the number of columns kept."""
         return 1 + sum(len(b) for b in self.blocks)
 
+    # -- blockwise evaluation (#19): chunks of rows, no n×dim temporary ------------------------
+    def _layout(self):
+        """(column order of u(x) after the intercept, each block's first position, block sizes)."""
+        sizes = np.array([len(b) for b in self.blocks], dtype=np.intp)
+        perm = np.array([j for b in self.blocks for j in b], dtype=np.intp)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+        return perm, starts, sizes
+
+    def _spans(self, n):
+        """Row ranges of the chunks (about :data:`privfair.passes.CHUNK_BYTES` of X each)."""
+        from .passes import chunk_rows_for
+
+        k = chunk_rows_for(max(self.n_features, self.dim))
+        return [(s, min(n, s + k)) for s in range(0, n, k)]
+
+    def _clipped(self, X) -> np.ndarray:
+        """u(x) without its leading 1 for the rows of one chunk: (k, dim − 1), each block
+        scaled to row-norm ≤ clip (the chunk's columns are gathered once, then scaled in place)."""
+        perm, starts, sizes = self._layout()
+        Z = X[:, perm]
+        if Z.shape[1]:
+            sq = Z * Z
+            single = sizes == 1
+            norm = np.empty((Z.shape[0], sizes.size))
+            norm[:, single] = np.sqrt(sq[:, starts[single]])
+            for b in np.flatnonzero(~single):     # the few multi-column blocks: summed as
+                a = starts[b]                      # np.linalg.norm sums (the same numbers)
+                norm[:, b] = np.sqrt(np.add.reduce(sq[:, a:a + sizes[b]], axis=1))
+            Z *= np.repeat(np.minimum(1.0, self.clip / np.maximum(norm, 1e-300)), sizes, axis=1)
+        return Z
+
     def __call__(self, X) -> np.ndarray:
+        """The rows u(x) (n, dim): the output is the only n-sized allocation."""
         X = _as_X(X, self.n_features)
-        cols = [np.ones((X.shape[0], 1))]
-        for b in self.blocks:
-            Z = X[:, list(b)]
-            norm = np.linalg.norm(Z, axis=1, keepdims=True)
-            cols.append(Z * np.minimum(1.0, self.clip / np.maximum(norm, 1e-300)))
-        return np.hstack(cols)
+        out = np.empty((X.shape[0], self.dim))
+        out[:, 0] = 1.0
+        for s, e in self._spans(X.shape[0]):
+            out[s:e, 1:] = self._clipped(X[s:e])
+        return out
 
     def design(self, X, y, interactions: bool) -> np.ndarray:
-        """Rows u_i of the proxy's logistic model of the group given (x, y): [z, y] or [z, y·z]."""
-        Z = self(X)
-        y = np.asarray(y, dtype=float)[:, None]
-        return np.hstack([Z, y * Z]) if interactions else np.hstack([Z, y])
+        """Rows u_i of the proxy's logistic model of the group given (x, y): [z, y] or [z, y·z].
+
+        Filled chunk by chunk into the output (no intermediate n×dim matrices); the whole
+        matrix is only needed by callers that want it — the ``cells`` backend reads the rows
+        through :class:`privfair.passes.ProxyDesign`, one chunk at a time."""
+        X = _as_X(X, self.n_features)
+        y = np.asarray(y, dtype=float).reshape(-1)
+        if y.shape[0] != X.shape[0]:
+            raise InvalidInputError("y", f"{y.shape[0]} labels", f"pass one per row ({X.shape[0]})")
+        m = self.dim
+        out = np.empty((X.shape[0], 2 * m if interactions else m + 1))
+        out[:, 0] = 1.0
+        for s, e in self._spans(X.shape[0]):
+            out[s:e, 1:m] = self._clipped(X[s:e])
+        if interactions:
+            np.multiply(out[:, :m], y[:, None], out=out[:, m:])
+        else:
+            out[:, m] = y
+        return out
+
+    def dot(self, X, coef) -> np.ndarray:
+        """u(x)·coef for every row (coef (dim,) → (n,), or (dim, m) → (n, m)), computed chunk
+        by chunk as coef₀ + clip(x)·coef₁: — the n×dim matrix u(X) is never formed."""
+        X = _as_X(X, self.n_features)
+        coef = np.asarray(coef, dtype=float)
+        if coef.shape[0] != self.dim:
+            raise InvalidInputError("coef", f"{coef.shape[0]} entries",
+                                    f"pass one per entry of u(x) ({self.dim})")
+        out = np.empty((X.shape[0],) + coef.shape[1:])
+        for s, e in self._spans(X.shape[0]):
+            out[s:e] = self._clipped(X[s:e]) @ coef[1:] + coef[0]
+        return out
+
+    def design_dot(self, X, y, coef, interactions: bool) -> np.ndarray:
+        """u_i·θ for the design rows u_i = [z, y] or [z, y·z] (:meth:`design`) without forming
+        them: z·θ_z + y·θ_y, or z·θ_a + y·(z·θ_b)."""
+        coef = np.asarray(coef, dtype=float).reshape(-1)
+        y = np.asarray(y, dtype=float).reshape(-1)
+        m = self.dim
+        if coef.size != (2 * m if interactions else m + 1):
+            raise InvalidInputError("coef", f"{coef.size} entries", "pass one per column of "
+                                    f"the design ({2 * m if interactions else m + 1})")
+        if interactions:
+            zt = self.dot(X, coef.reshape(2, m).T)
+            return zt[:, 0] + y * zt[:, 1]
+        return self.dot(X, coef[:m]) + y * coef[m]
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,16 +211,25 @@ class CellRule:
         return sigmoid(self.score_coef[0] + X @ self.score_coef[1:])
 
     def group_given_label(self, X, y) -> np.ndarray:
-        """P(first group | x, y) under the proxy, for given labels ``y`` (rows of training data)."""
-        return sigmoid(self.features.design(X, y, self.interactions) @ self.proxy_coef)
+        """P(first group | x, y) under the proxy, for given labels ``y`` (rows of training data);
+        u_i·θ blockwise (:meth:`ProxyFeatures.design_dot`), without the n×dim design."""
+        return sigmoid(self.features.design_dot(X, y, self.proxy_coef, self.interactions))
 
     def proxy(self, X, s=None) -> np.ndarray:
-        """p(x) = s(x)·P(first group | x, y=1) + (1 − s(x))·P(first group | x, y=0) (no label)."""
+        """p(x) = s(x)·P(first group | x, y=1) + (1 − s(x))·P(first group | x, y=0) (no label).
+
+        One blockwise pass over X gives z·θ for both labels: with θ = [θ_a, θ_b] (interacted
+        design) u·θ is z·θ_a at y = 0 and z·θ_a + z·θ_b at y = 1; with [θ_z, θ_y], z·θ_z and
+        z·θ_z + θ_y."""
         s = self.score(X) if s is None else s
-        n = int(np.shape(X)[0])
-        p1 = self.group_given_label(X, np.ones(n))
-        p0 = self.group_given_label(X, np.zeros(n))
-        return s * p1 + (1.0 - s) * p0
+        m, theta = self.features.dim, self.proxy_coef
+        if self.interactions:
+            zt = self.features.dot(X, theta.reshape(2, m).T)
+            lin0, lin1 = zt[:, 0], zt[:, 0] + zt[:, 1]
+        else:
+            lin0 = self.features.dot(X, theta[:m])
+            lin1 = lin0 + theta[m]
+        return s * sigmoid(lin1) + (1.0 - s) * sigmoid(lin0)
 
     def cells(self, X) -> np.ndarray:
         """Cell index of every row."""
@@ -242,7 +324,13 @@ class ProxyCells(DecisionSet):
                 raise InvalidInputError("feature_groups", self.feature_groups,
                                         f"the data has {d} columns")
             return ProxyFeatures(self.feature_groups, self.clip, d)
-        binary = np.all((X == 0) | (X == 1), axis=0)
+        from .passes import chunk_rows_for
+
+        binary = np.ones(d, dtype=bool)
+        k = chunk_rows_for(d)
+        for s in range(0, X.shape[0], k):      # chunk by chunk: no n×d boolean temporaries
+            c = X[s:s + k]
+            binary &= np.all((c == 0) | (c == 1), axis=0)
         blocks = [tuple(int(j) for j in np.flatnonzero(~binary))] if (~binary).any() else []
         blocks += [(int(j),) for j in np.flatnonzero(binary)]
         return ProxyFeatures(tuple(b for b in blocks if b), self.clip, d)

@@ -1,0 +1,200 @@
+"""The ``cells`` backend as passes over the rows (#19): the proxy's design u_i is built one chunk
+at a time (never the n×dim matrix U), and every number equals the previous dense computation
+(the n×dim hstack of the clipped blocks) up to float summation order."""
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair import passes
+from privfair.backends import _proxy
+from privfair.backends.cells import extreme_design_rows, proxy_design
+from privfair.cells import ProxyFeatures, sigmoid
+from privfair.scores import fit_score, logistic_from_statistic
+
+# the solves here fit on all the rows (holdout=0) to compare with the dense computation on them
+pytestmark = pytest.mark.filterwarnings("ignore::privfair.errors.UncheckedResultWarning")
+
+
+# -- the pre-#19 dense computation, kept here as the reference ------------------------------
+def dense_features(f, X):
+    cols = [np.ones((X.shape[0], 1))]
+    for b in f.blocks:
+        Z = X[:, list(b)]
+        norm = np.linalg.norm(Z, axis=1, keepdims=True)
+        cols.append(Z * np.minimum(1.0, f.clip / np.maximum(norm, 1e-300)))
+    return np.hstack(cols)
+
+
+def dense_design(f, X, y, inter):
+    Z = dense_features(f, X)
+    y = np.asarray(y, dtype=float)[:, None]
+    return np.hstack([Z, y * Z]) if inter else np.hstack([Z, y])
+
+
+def dense_proxy(rule, X, s):
+    n = X.shape[0]
+    p1 = sigmoid(dense_design(rule.features, X, np.ones(n), rule.interactions) @ rule.proxy_coef)
+    p0 = sigmoid(dense_design(rule.features, X, np.zeros(n), rule.interactions) @ rule.proxy_coef)
+    return s * p1 + (1.0 - s) * p0
+
+
+def rows(n=3000, seed=0):
+    """Numeric columns (one block of 7 ≥ the 8-way unrolling, one of 2), 0/1 columns, a
+    column outside every block; a group correlated with them."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    X = np.hstack([rng.normal(size=(n, 9)) * 2 + a[:, None], rng.integers(0, 2, (n, 6)),
+                   rng.normal(size=(n, 1))])
+    y = (X[:, 0] + rng.logistic(size=n) > 0.5).astype(int)
+    return X, y, a
+
+
+FEATURES = [lambda X: pf.ProxyCells(clip=1.5).features_for(X),
+            lambda X: ProxyFeatures(((0, 1, 2, 3, 4, 5, 6), (8, 7)) + tuple((j,) for j in
+                                                                         range(9, 15)), 2.0, 16)]
+
+
+@pytest.mark.parametrize("make", FEATURES)
+@pytest.mark.parametrize("inter", [False, True])
+def test_design_is_the_dense_design_bit_for_bit(make, inter, monkeypatch):
+    X, y, _ = rows()
+    monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: 700)   # 5 chunks
+    f = make(X)
+    assert np.array_equal(f(X), dense_features(f, X))
+    assert np.array_equal(f.design(X, y, inter), dense_design(f, X, y, inter))
+
+
+@pytest.mark.parametrize("make", FEATURES)
+@pytest.mark.parametrize("inter", [False, True])
+def test_blockwise_products_equal_the_dense_ones(make, inter, monkeypatch):
+    X, y, _ = rows(seed=1)
+    monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: 700)
+    f = make(X)
+    U = dense_design(f, X, y, inter)
+    theta = np.random.default_rng(2).normal(size=U.shape[1])
+    np.testing.assert_allclose(f.design_dot(X, y, theta, inter), U @ theta, rtol=1e-13,
+                               atol=1e-13)
+    W = np.random.default_rng(3).normal(size=(f.dim, 3))
+    np.testing.assert_allclose(f.dot(X, W), dense_features(f, X) @ W, rtol=1e-13, atol=1e-13)
+    C = pf.ProxyCells(4, 3)
+    score_coef = np.random.default_rng(4).normal(size=X.shape[1] + 1) * 0.3
+    rule = C.rule(score_coef, theta, f, inter, [], [], np.zeros(C.n_cells))
+    s = rule.score(X)
+    np.testing.assert_allclose(rule.group_given_label(X, y), sigmoid(U @ theta), rtol=1e-13,
+                               atol=1e-15)
+    np.testing.assert_allclose(rule.proxy(X, s), dense_proxy(rule, X, s), rtol=1e-13,
+                               atol=1e-15)
+    with pytest.raises(pf.errors.InvalidInputError, match="coef"):
+        f.design_dot(X, y, theta[:-1], inter)
+
+
+@pytest.mark.parametrize("inter", [False, True])
+def test_proxy_statistic_and_fit_through_passes_equal_the_dense_ones(inter):
+    X, y, a = rows(seed=5)
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    f = pf.ProxyCells().features_for(X)
+    U = dense_design(f, X, y, inter)
+    src, design = data.rows(chunk_rows=640), proxy_design(f, inter)
+    T = src.map_sum(passes.weighted_sum, design, ("group", 0))
+    np.testing.assert_allclose(T, _proxy.proxy_statistic(U, a == 0), rtol=1e-12, atol=1e-10)
+    noisy = T + np.random.default_rng(6).normal(size=T.size) * 20     # a noisy release
+    np.testing.assert_allclose(logistic_from_statistic(src, noisy, 1.0, design=design),
+                               logistic_from_statistic(U, noisy, 1.0), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("inter", [False, True])
+def test_extreme_rows_give_the_whole_designs_sensitivity_exactly(inter, monkeypatch):
+    X, y, a = rows(seed=7)
+    X[1234, :9] *= 0.01          # no clipping there: the ℓ1 and ℓ2 maxima differ in the row
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: 500)
+    for f in (pf.ProxyCells(clip=1.5).features_for(X), pf.ProxyCells(clip=50.0).features_for(X)):
+        U = dense_design(f, X, y, inter)
+        ext = extreme_design_rows(data, f, inter)
+        assert ext.shape == (2, U.shape[1])
+        for norm in ("l2", "l1"):
+            # the row of the maximum; its norm summed as the whole U's (einsum may round a
+            # row of a 2-row array and of an n-row array differently, by an ulp)
+            assert _proxy.proxy_sensitivity(ext, norm) == pytest.approx(
+                _proxy.proxy_sensitivity(U, norm), rel=1e-15)
+        for delta in (1e-6, 0.0):
+            got, want = _proxy.proxy_event(ext, 0.5, delta), _proxy.proxy_event(U, 0.5, delta)
+            assert (got.mechanism, got.dimension, got.epsilon, got.delta) == \
+                (want.mechanism, want.dimension, want.epsilon, want.delta)
+            assert got.sensitivity == pytest.approx(want.sensitivity, rel=1e-15)
+            assert got.scale == pytest.approx(want.scale, rel=1e-12)
+
+
+def problem(data, eo=False):
+    r = pf.rates(pf.ProxyCells(6, 3), data)
+    if eo:
+        gap = pf.maximum(pf.abs(r.fpr[0] - r.fpr[1]), pf.abs(r.tpr[0] - r.tpr[1]))
+        return pf.Problem(pf.minimize(r.error()), [gap <= 0.05])
+    return pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection[0] - r.selection[1]) <= 0.05])
+
+
+@pytest.mark.parametrize("eo", [False, True])
+def test_solve_equals_the_dense_pipeline(eo):
+    # at ε = ∞ (no noise) the rule's proxy and its cells are the dense computation's; in a
+    # private solve the certificate's M1 sensitivity is the dense U's, exactly
+    X, y, a = rows(n=4000, seed=8)
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    prob = problem(data, eo)
+    res = prob.solve(pf.DP(np.inf), backend="cells", seed=0, progress=False,
+                     holdout=0)
+    rule = res.decision
+    f = pf.ProxyCells(6, 3).features_for(X)
+    assert rule.features == f
+    U = dense_design(f, X, y, rule.interactions)
+    ref = logistic_from_statistic(U, U.T @ (a == 0).astype(float), 1.0)
+    np.testing.assert_allclose(rule.proxy_coef, ref, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(rule.score_coef, fit_score(X, y), rtol=1e-12, atol=1e-14)
+    s = rule.score(X)
+    np.testing.assert_allclose(rule.proxy(X), dense_proxy(rule, X, s), rtol=1e-12, atol=1e-15)
+    private = prob.solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False,
+                     holdout=0)
+    m1 = private.certificate.releases[0]
+    assert m1.sensitivity == pytest.approx(_proxy.proxy_sensitivity(
+        dense_design(f, X, y, private.decision.interactions), "l2"), rel=1e-15)
+
+
+def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
+    # every design, clipped block and Hessian operand of a solve is at most one chunk of rows
+    # (the 2-row array of the extreme rows at plan time aside): no n×dim U, no hstack of it
+    X, y, a = rows(n=6000, seed=9)
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    chunk = 512
+    monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: chunk)
+    seen = []
+    real_design, real_clipped, real_gram = ProxyFeatures.design, ProxyFeatures._clipped, \
+        passes._Plain.gram
+    real_hstack = np.hstack
+
+    def design(self, X, *a, **k):
+        seen.append(("design", np.shape(X)[0]))
+        return real_design(self, X, *a, **k)
+
+    def clipped(self, X):
+        seen.append(("clipped", X.shape[0]))
+        return real_clipped(self, X)
+
+    def gram(self, Z, w):
+        seen.append(("gram", Z.shape[0]))
+        return real_gram(self, Z, w)
+
+    def hstack(arrays, *a, **k):
+        out = real_hstack(arrays, *a, **k)
+        seen.append(("hstack", out.shape[0]))
+        return out
+
+    monkeypatch.setattr(ProxyFeatures, "design", design)
+    monkeypatch.setattr(ProxyFeatures, "_clipped", clipped)
+    monkeypatch.setattr(passes._Plain, "gram", gram)
+    monkeypatch.setattr(np, "hstack", hstack)
+    res = problem(data).solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False,
+                     holdout=0)
+    assert res.backend == "cells"
+    kinds = {k for k, _ in seen}
+    assert {"design", "clipped", "gram"} <= kinds
+    assert all(rows_ <= chunk for _, rows_ in seen), max(r for _, r in seen)
