@@ -183,8 +183,8 @@ class LagrangianSGDA(Backend):
             if ds.n_classes != r.L:
                 return Verdict(False, f"the model has {ds.n_classes} classes, the data {r.L}")
         else:
-            return Verdict(False, "needs a differentiable decision set: pf.LinearClassifier or "
-                                  f"pf.TorchModel; got {type(ds).__name__}")
+            return Verdict(False, "the decision set must be differentiable (pf.LinearClassifier "
+                                  f"or pf.TorchModel); got {type(ds).__name__}")
         priv = analysis.privacy
         if priv.is_private and priv.delta <= 0:
             return Verdict(False, "the Gaussian release needs δ > 0, e.g. pf.DP(1.0, 1e-5)")
