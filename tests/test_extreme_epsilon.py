@@ -256,19 +256,21 @@ def test_nan_from_a_rule_is_not_a_claim(monkeypatch):
 @pytest.mark.parametrize("eps", [1e-50, 1e-100, 1e-300, 1e-320])
 @pytest.mark.parametrize("T", [2, 20])
 def test_gaussian_calibration_refuses_or_fits_without_looping(eps, T):
-    # was an endless loop: the Gaussian releases' ε has a floor, so no start value fitted
+    # was an endless loop: the Gaussian releases' ε has a floor, so no start value fitted.
+    # (lopt's budget now comes from _oracles.calibrate_lopt through privacy.calibrate.)
     t0 = time.perf_counter()
     try:
-        cal = O.calibrate("gaussian", T, eps, 1e-6)
+        budget = O.calibrate_lopt("gaussian", T, eps, 1e-6, dim=3)
     except BackendRefusedError as err:
         assert "too small" in str(err)
     else:   # what it returns must compose to ≤ ε by the accountant's rules
-        total = O._compose(O.planned_events(cal, T), 1e-6, ("rdp",))
-        assert 0 < cal["oracle_epsilon"] and total <= eps
+        acc = Accountant(delta=1e-6, rules=("rdp",))
+        acc.extend([r.event for r in O.lopt_releases(budget, dim=3)])
+        assert acc.total(1e-6).epsilon <= eps
     assert time.perf_counter() - t0 < 10
     if eps <= 1e-300 or T == 2:
         with pytest.raises(BackendRefusedError, match="too small"):
-            O.calibrate("gaussian", T, eps, 1e-6)
+            O.calibrate_lopt("gaussian", T, eps, 1e-6, dim=3)
 
 
 @pytest.mark.parametrize("backend", ["exponential", "lopt", "auto"])
