@@ -501,19 +501,24 @@ def proxy_design(features, interactions):
 def extreme_design_rows(data, features, interactions) -> np.ndarray:
     """The design rows of largest ‖u_i‖₂ and of largest ‖u_i‖₁: a (2, dim) array on which
     :func:`_proxy.proxy_sensitivity` — a maximum over rows — takes the value it takes on the
-    whole U, found chunk by chunk without the n×dim matrix (each chunk's design rows are the
-    whole U's rows bit for bit; a row's norm may round differently in the last bit when summed
-    inside a 2-row or an n-row array, as any float sum may).  A maximum does not merge by
-    addition, so this reads the in-memory chunks directly rather than through ``map_sum``."""
+    whole U, found chunk by chunk without the n×dim matrix.  The rows are located from z_i =
+    u(x_i) alone (‖[z, y]‖ reads ‖z‖ and |y|, ‖[z, y·z]‖ = ‖z‖·(1 + |y|) in ℓ1 and
+    ‖z‖·√(1 + y²) in ℓ2); the sensitivity is then computed on the design rows themselves (the
+    same numbers as U's rows; a norm may round differently in its last bit when two rows tie,
+    as any float sum may).  A maximum does not merge by addition, so this reads the in-memory
+    chunks directly rather than through ``map_sum``."""
+    if data.n == 0:
+        return features.design(data.X, data.y, interactions)
     best = [(-np.inf, 0), (-np.inf, 0)]
     for c in data.rows().chunks():
-        U = features.design(c.X, c.y, interactions)
-        for k, v in enumerate((np.einsum("ij,ij->i", U, U), np.abs(U).sum(axis=1))):
+        Z = features(c.X)
+        y = np.abs(c.y.astype(float))
+        sq, l1 = np.einsum("ij,ij->i", Z, Z), np.abs(Z).sum(axis=1)
+        norms = (sq * (1.0 + y * y), l1 * (1.0 + y)) if interactions else (sq + y * y, l1 + y)
+        for k, v in enumerate(norms):
             i = int(np.argmax(v))
             if v[i] > best[k][0]:
                 best[k] = (float(v[i]), c.start + i)
-    if data.n == 0:
-        return features.design(data.X, data.y, interactions)
     idx = [best[0][1], best[1][1]]
     return features.design(data.X[idx], data.y[idx], interactions)
 

@@ -29,6 +29,7 @@ one block clipped to ``clip``.  The clipping bounds ‖u‖, hence the sensitivi
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -56,6 +57,19 @@ def quantile_edges(values, bins: int) -> np.ndarray:
 def bin_index(values, inner_edges) -> np.ndarray:
     """Bin of every value: b with inner_edges[b−1] ≤ v < inner_edges[b] (0 .. len(edges))."""
     return np.searchsorted(np.asarray(inner_edges), np.asarray(values, dtype=float), side="right")
+
+
+@functools.lru_cache(maxsize=64)
+def _layout_of(blocks):
+    """The column layout of :class:`ProxyFeatures` with these blocks (see ``_layout``)."""
+    sizes = np.array([len(b) for b in blocks], dtype=np.intp)
+    perm = np.array([j for b in blocks for j in b], dtype=np.intp)
+    starts = (np.cumsum(sizes) - sizes).astype(np.intp)
+    for a in (sizes, perm, starts):
+        a.setflags(write=False)
+    single = starts[sizes == 1]
+    single.setflags(write=False)
+    return perm, starts, sizes, single
 
 
 def _readonly(a):
@@ -88,11 +102,9 @@ class ProxyFeatures:
 
     # -- blockwise evaluation (#19): chunks of rows, no n×dim temporary ------------------------
     def _layout(self):
-        """(column order of u(x) after the intercept, each block's first position, block sizes)."""
-        sizes = np.array([len(b) for b in self.blocks], dtype=np.intp)
-        perm = np.array([j for b in self.blocks for j in b], dtype=np.intp)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
-        return perm, starts, sizes
+        """(column order of u(x) after the intercept, each block's first position, block
+        sizes, the positions of the one-column blocks)."""
+        return _layout_of(self.blocks)
 
     def _spans(self, n):
         """Row ranges of the chunks (about :data:`privfair.passes.CHUNK_BYTES` of X each)."""
@@ -101,20 +113,37 @@ class ProxyFeatures:
         k = chunk_rows_for(max(self.n_features, self.dim))
         return [(s, min(n, s + k)) for s in range(0, n, k)]
 
+    def _clip_into(self, X, Z) -> None:
+        """Z[...] = u(x) without its leading 1, for the rows of one chunk X; Z is a (k, dim − 1)
+        array or view (e.g. the columns of a design being filled).  Each block is scaled by
+        min(1, clip/‖x_B‖) — the same float operations as the dense formula, so the same
+        numbers — but only where that scale can differ from 1: a one-column block whose
+        entries in the chunk all have |x| ≤ clip has scale exactly 1 (x·1 = x), which is every
+        0/1 column when clip ≥ 1, so the usual chunk costs a gather and two column reductions."""
+        perm, starts, sizes, single = self._layout()
+        if perm.size == X.shape[1] and (perm.size == 0 or perm[-1] == perm.size - 1) \
+                and np.all(perm[1:] > perm[:-1]):
+            Z[...] = X                          # the blocks keep X's column order: a copy
+        else:
+            np.take(X, perm, axis=1, out=Z, mode="clip")
+        if not Z.shape[0] or not Z.shape[1]:
+            return
+        big = np.maximum(Z.max(axis=0), -Z.min(axis=0)) > self.clip
+        for j in single[big[single]]:           # one-column blocks with an entry beyond clip
+            z = Z[:, j]
+            z *= np.minimum(1.0, self.clip / np.maximum(np.sqrt(z * z), 1e-300))
+        for b in np.flatnonzero(sizes > 1):     # multi-column blocks: the squares summed
+            a, e = starts[b], starts[b] + sizes[b]  # column after column, as np.linalg.norm
+            blk = Z[:, a:e]                         # sums the columns of X[:, block] (an
+            sq = blk[:, 0] * blk[:, 0]              # F-ordered copy): the same numbers
+            for j in range(1, e - a):
+                sq += blk[:, j] * blk[:, j]
+            blk *= np.minimum(1.0, self.clip / np.maximum(np.sqrt(sq), 1e-300))[:, None]
+
     def _clipped(self, X) -> np.ndarray:
-        """u(x) without its leading 1 for the rows of one chunk: (k, dim − 1), each block
-        scaled to row-norm ≤ clip (the chunk's columns are gathered once, then scaled in place)."""
-        perm, starts, sizes = self._layout()
-        Z = X[:, perm]
-        if Z.shape[1]:
-            sq = Z * Z
-            single = sizes == 1
-            norm = np.empty((Z.shape[0], sizes.size))
-            norm[:, single] = np.sqrt(sq[:, starts[single]])
-            for b in np.flatnonzero(~single):     # the few multi-column blocks: summed as
-                a = starts[b]                      # np.linalg.norm sums (the same numbers)
-                norm[:, b] = np.sqrt(np.add.reduce(sq[:, a:a + sizes[b]], axis=1))
-            Z *= np.repeat(np.minimum(1.0, self.clip / np.maximum(norm, 1e-300)), sizes, axis=1)
+        """u(x) without its leading 1 for the rows of one chunk: a new (k, dim − 1) array."""
+        Z = np.empty((X.shape[0], self.dim - 1))
+        self._clip_into(X, Z)
         return Z
 
     def __call__(self, X) -> np.ndarray:
@@ -123,7 +152,7 @@ class ProxyFeatures:
         out = np.empty((X.shape[0], self.dim))
         out[:, 0] = 1.0
         for s, e in self._spans(X.shape[0]):
-            out[s:e, 1:] = self._clipped(X[s:e])
+            self._clip_into(X[s:e], out[s:e, 1:])
         return out
 
     def design(self, X, y, interactions: bool) -> np.ndarray:
@@ -140,7 +169,7 @@ class ProxyFeatures:
         out = np.empty((X.shape[0], 2 * m if interactions else m + 1))
         out[:, 0] = 1.0
         for s, e in self._spans(X.shape[0]):
-            out[s:e, 1:m] = self._clipped(X[s:e])
+            self._clip_into(X[s:e], out[s:e, 1:m])
         if interactions:
             np.multiply(out[:, :m], y[:, None], out=out[:, m:])
         else:

@@ -52,7 +52,10 @@ def rows(n=3000, seed=0):
 
 FEATURES = [lambda X: pf.ProxyCells(clip=1.5).features_for(X),
             lambda X: ProxyFeatures(((0, 1, 2, 3, 4, 5, 6), (8, 7)) + tuple((j,) for j in
-                                                                         range(9, 15)), 2.0, 16)]
+                                                                         range(9, 15)), 2.0, 16),
+            # blocks in X's column order (no gather); a one-column block beyond clip (col 15)
+            lambda X: ProxyFeatures((tuple(range(9)),) + tuple((j,) for j in range(9, 16)),
+                                    1.0, 16)]
 
 
 @pytest.mark.parametrize("make", FEATURES)
