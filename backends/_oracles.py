@@ -20,6 +20,7 @@ and the terms of the predicted bound.  See :mod:`backends.lopt` for the algorith
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,14 +175,19 @@ def erm_gradient_fn(rates, r, device=None):
     import torch
 
     dev = "cuda" if device == "cuda" else "cpu"
-    X = torch.as_tensor(rates._Xc, dtype=torch.float64, device=dev)
+    # X itself and the per-row clipping scale c (x̃_i = c_i·x_i): no clipped n×d copy (#19);
+    # on the CPU the tensor shares X's memory (read only here, hence no warning about it)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        X = torch.as_tensor(rates.data.X, dtype=torch.float64, device=dev)
+    c = torch.as_tensor(rates._clip_scale, dtype=torch.float64, device=dev)
     sign = torch.as_tensor(np.where(rates.data.y == 1, -1.0, 1.0), device=dev)
     coef = torch.as_tensor(row_coefficients(rates, r, "clamped"), device=dev)
     phiB, kind = rates._phiB, rates.surrogate
 
     def grad(theta):
         th = torch.as_tensor(theta, dtype=torch.float64, device=dev)
-        u = sign * (X @ th[:-1] + th[-1])
+        u = sign * ((X @ th[:-1]) * c + th[-1])
         if kind == "logistic":
             val, der = torch.nn.functional.softplus(u), torch.sigmoid(u)
         elif kind == "smoothed_hinge":
@@ -191,7 +197,7 @@ def erm_gradient_fn(rates, r, device=None):
             val, der = torch.clamp(1 + u, min=0.0), (u > -1).to(u.dtype)
         der = torch.where(val / phiB < 1.0, der / phiB, 0.0 * der)
         cd = coef * der
-        return torch.cat([X.T @ cd, cd.sum().reshape(1)])
+        return torch.cat([X.T @ (cd * c), cd.sum().reshape(1)])
     return grad
 
 

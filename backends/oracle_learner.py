@@ -110,7 +110,11 @@ def _group_mass(problem, analysis):
 
 def _x1(data):
     """max_i ‖(x_i, 1)‖₁ — public under protect="sensitive" (X is the same in neighbours)."""
-    return float(np.abs(data.X).sum(axis=1).max() + 1.0)
+    best = 0.0
+    for c in data.rows().chunks():      # a maximum over rows, chunk by chunk: no |X| copy
+        if len(c):
+            best = max(best, float(np.abs(c.X).sum(axis=1).max()))
+    return best + 1.0
 
 
 def _calibrate(s, T, privacy, spent=()):
@@ -373,6 +377,7 @@ class OracleLearnerBackend(Backend):
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """numpy on the CPU (``device`` is ignored: the work is one (|H|, K) matrix product per
         round, or one small least-squares solve)."""
+        from privfair.designs import ClippedRows
         from privfair.result import Result
 
         from ._draws import laplace, select
@@ -391,7 +396,8 @@ class OracleLearnerBackend(Backend):
         L_all = s.all_statistics() if s.kind == "finite" else None   # private; never released
         if s.kind == "regression":
             data = r.data
-            Xh = np.c_[data.X, np.ones(data.n)]
+            # [x_i, 1] as a view over X (no n×(d+1) copy); its Gram matrix is a chunked pass
+            Xh = ClippedRows(data.X, np.ones(data.n))
             ridge = p.get("ridge", RIDGE) * data.n
             gram = Xh.T @ Xh + ridge * np.eye(Xh.shape[1])      # public under protect="sensitive"
         theta = np.zeros(len(s.terms))
