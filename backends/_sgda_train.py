@@ -97,7 +97,9 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zs, src
         else:
             step = g_pub
         theta = adapter.project(torch, theta - o["lr"] / (1.0 + lam) * step / mexp)
-        if not o["average"] or t >= (start + bounds[stage]) // 2:
+        if not o["average"]:            # the stage's last iterate (was: the mean of all of them)
+            avg, na = theta.clone(), 1
+        elif t >= (start + bounds[stage]) // 2:      # the mean over the stage's second half
             avg = theta.clone() if na == 0 else avg + (theta - avg) / (na + 1)
             na += 1
         if t + 1 == bounds[stage]:
