@@ -32,7 +32,7 @@ backend first (``rank = 0``) for differentiable decision sets on the strength of
 numbers in docs/lagrangian.md (bench/raco.py), which it says in ``rank_reason``.
 
 Defaults (public rule from n, ε, δ; docs/lagrangian.md "Defaults"): expected batch
-m = max(256, n/50) (q = m/n), ``epochs`` passes (T = ⌈epochs/q⌉), clip C = 1, histogram
+m = max(256, n/50) (q = m/n rounded up to the grid 2^(k/4)), ``epochs`` passes (T = ⌈epochs/q⌉), clip C = 1, histogram
 share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, λ_max = 100, EMA rate 0.9 on the
 released histograms, output the uniform mixture of 20 checkpoints of the second half.
 """
@@ -56,9 +56,15 @@ DEFAULTS = {"epochs": 10.0, "clip": 1.0, "lr": 2.0, "lr_dual": 1.0, "hist_share"
             "randomize": 0}
 
 
-def default_batch(n: int) -> float:
-    """The default expected batch size m = max(256, n/50), capped at n (public: n only)."""
-    return float(min(n, max(256.0, n / 50.0)))
+def default_rate(n: int) -> float:
+    """The default sampling rate: m = max(256, n/50) rows a batch (capped at n), q = m/n (1/50
+    for n ≥ 12,800; below, 256/n rounded *up* to the grid 2^(k/4)) — public (n only); the grid makes q, hence T and the calibrated z,
+    the same for nearby n, so plans at many n (``pf.report``'s sample-size search) reuse one
+    calibration (it is cached by (ε, δ, T, q))."""
+    if n >= 50 * 256:
+        return 1.0 / 50.0                  # m = n/50: q is already the same for every n
+    q = min(1.0, 256.0 / n)
+    return min(1.0, 2.0 ** (math.ceil(4.0 * math.log2(q) - 1e-9) / 4.0))
 
 
 #: the smallest noise multiplier tried (a PLD of a much narrower Gaussian is slow to build and
@@ -200,8 +206,10 @@ class LagrangianSGDA(Backend):
         o = _options(options)
         r = problem.rates
         n = r.n
-        m = min(float(n), o["batch_size"]) if o.get("batch_size") else default_batch(n)
-        q = min(1.0, max(1.0 / n, m / n))
+        if o.get("batch_size"):
+            q = min(1.0, max(1.0 / n, min(float(n), o["batch_size"]) / n))
+        else:
+            q = default_rate(n)
         T = max(1, int(math.ceil(o["epochs"] / q)))
         half = T // 2
         K = max(1, min(o["n_checkpoints"], T - half)) if o["output"] == "mixture" else 1
