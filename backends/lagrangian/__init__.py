@@ -39,6 +39,7 @@ released histograms, output the uniform mixture of 20 checkpoints of the second 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -83,6 +84,16 @@ def noise_multiplier(epsilon, delta, T, q) -> float:
     x = calibrate(lambda x: [_event(1.0 / x, q, T)], epsilon, delta, hi=1.0 / Z_MIN,
                   rules=("pld",), steps=14, key=("lagrangian_sgda", T, q))
     return 1.0 / x
+
+
+@functools.lru_cache(maxsize=64)
+def _schedule(epsilon, delta, T, q, unit, z):
+    """The plan's one scheduled release, checked against (ε, δ) by the accountant (Schedule's
+    own check); cached on its public parameters — a Schedule is immutable and every run opens
+    its own Draws on it."""
+    from privfair.privacy import Schedule, Scheduled
+
+    return Schedule([Scheduled("steps", _event(z, q, T, unit))], epsilon, delta)
 
 
 def _event(z, q, T, unit="row"):
@@ -201,8 +212,6 @@ class LagrangianSGDA(Backend):
 
     # ---------------------------------------------------------------------------- plan
     def plan(self, problem, analysis, privacy, options) -> Plan:
-        from privfair.privacy import Schedule, Scheduled
-
         o = _options(options)
         r = problem.rates
         n = r.n
@@ -227,8 +236,7 @@ class LagrangianSGDA(Backend):
         budget, notes = [], []
         sched = None
         if private:
-            sched = Schedule([Scheduled("steps", _event(z, q, T, privacy.protect))],
-                             privacy.epsilon, privacy.delta)
+            sched = _schedule(privacy.epsilon, privacy.delta, T, q, privacy.protect, z)
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}, z = {z:.3g}): "
                            "histogram and clipped Lagrangian gradient in one release",
                            privacy.epsilon, privacy.delta))
