@@ -546,9 +546,17 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
     for p in plans.ranked:
         fn = lambda m, b=p.backend: bound_at(problem, privacy, b, alpha, m)
         f = _formula(p.backend, p)
+        # bounds are non-increasing in n: one that is ∞ at the grid's largest n and at N_MAX is
+        # ∞ on the whole grid and never reaches α.  A backend whose theorem bounds no excess
+        # risk (sgda's stationarity) plans for seconds at each n, and ~40 what-if plans of it
+        # made a report take minutes; two settle it.
+        if math.isinf(p.predicted_excess_risk) and math.isinf(fn(int(grid[-1]))) and \
+                math.isinf(fn(N_MAX)):
+            needed, curve = math.inf, [(int(m), math.inf) for m in grid]
+        else:
+            needed, curve = n_needed(fn, alpha, n), [(int(m), fn(m)) for m in grid]
         bounds.append(BackendBound(p.backend, p.theorem, float(p.predicted_excess_risk),
-                                   n_needed(fn, alpha, n), f,
-                                   [(int(m), fn(m)) for m in grid]))
+                                   needed, f, curve))
     accepted = [b.backend for b in bounds]
     if backends == ("all",):
         chosen = accepted
