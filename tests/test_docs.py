@@ -158,9 +158,9 @@ KNOWN_BROKEN = {
 #: page → why its blocks run too long for the suite today (skipped, with the reason; remove when
 #: fixed — the page then runs like the others).
 KNOWN_TOO_SLOW = {
-    "README.md": "its pf.report(prob, ...) on full Adult ran > 14 min here: backend "
-                 "lagrangian's plan calibrates its noise by PLD at every what-if n the report "
-                 "plans (backends/lagrangian noise_multiplier, uncached); its owner caches it",
+    "README.md": "its pf.report(prob, ...) on full Adult ran > 14 min here: the what-if plans "
+                 "of backends lagrangian_sgda and sgda calibrate their noise by PLD at every n "
+                 "the report plans (uncached); their owners cache it or plan ∞ bounds once",
 }
 
 #: pages whose blocks need an optional extra

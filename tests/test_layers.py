@@ -64,7 +64,7 @@ IMPORT_ALLOWLIST = {
 }
 
 #: "module: name" → number of reads of another module's underscore attribute ``name``.
-UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 213 reads: 132 in privfair/backends, 81 in tests
+UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends, 85 in tests
     # the language: protocol methods of Expression (_cvx, _bounds, _mono, _lip, ...) called on
     # child expressions from sibling modules — to become public hooks of the atom protocol
     'privfair.expr.affine: _affine': 1,
@@ -89,9 +89,9 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 213 reads: 132 in privfair/backends
     'privfair.privacy.release: _float_generator': 1,
     # backends: Rates' private layout (_joint, _rate, _sel, _Xc, _phiB, ...) → the public layout of ℓ
     # (#17 item 2); helpers of other backend modules (_erm, _sgda_options, ...) → public names
-    'privfair.backends._erm: _Xc': 1,
     'privfair.backends._erm: _bound': 2,
     'privfair.backends._erm: _cell': 1,
+    'privfair.backends._erm: _clip_scale': 1,
     'privfair.backends._erm: _denominators': 2,
     'privfair.backends._erm: _from_counts': 1,
     'privfair.backends._erm: _joint': 3,
@@ -107,9 +107,9 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 213 reads: 132 in privfair/backends
     'privfair.backends._jagielski: _joint': 4,
     'privfair.backends._jagielski: _rate': 4,
     'privfair.backends._jagielski: _sel': 5,
-    'privfair.backends._oracles: _Xc': 1,
     'privfair.backends._oracles: _bound': 1,
     'privfair.backends._oracles: _bounds': 4,
+    'privfair.backends._oracles: _clip_scale': 1,
     'privfair.backends._oracles: _dependency': 1,
     'privfair.backends._oracles: _joint': 5,
     'privfair.backends._oracles: _local_gbound': 1,
@@ -169,12 +169,15 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 213 reads: 132 in privfair/backends
     'tests.test_backend_perturbation: _erm': 1,
     'tests.test_backend_postprocessing: _jagielski': 3,
     'tests.test_backend_postprocessing: _shape': 1,
-    'tests.test_backend_sgda: _ermi': 1,
+    'tests.test_backend_sgda: _ermi': 2,
     'tests.test_backend_sgda: _probs': 3,
     'tests.test_backend_sgda: _sgda_schedule': 1,
     'tests.test_backend_sgda: _sgda_select': 1,
     'tests.test_backend_sgda: _sgda_train': 3,
     'tests.test_backend_sgda: _xhat': 1,
+    'tests.test_designs: _erm': 1,
+    'tests.test_designs: _oracles': 1,
+    'tests.test_designs: _x1': 1,
     'tests.test_explain: _text': 1,
     'tests.test_extreme_epsilon: _accept': 1,
     'tests.test_extreme_epsilon: _exact': 1,
