@@ -56,15 +56,35 @@ FAST_RULES = ("basic", "advanced", "optimal", "gdp")
 _CACHE: dict = {}
 
 
+#: memo of :func:`_fits` — events are frozen, public values, and a bisection is deterministic,
+#: so planning the same problem again (a report, a Pareto sweep, ``plan`` then ``solve``) asks
+#: the same questions; a PLD answer costs ~0.5 s.  Bounded: cleared when full.
+_FITS: dict = {}
+_FITS_MAX = 8192
+
+
 def _fits(events, epsilon, delta, rules) -> bool:
     from .accountant import Accountant
 
+    try:
+        key = (tuple(events), float(epsilon), float(delta),
+               None if rules is None else tuple(rules))
+        hash(key)
+    except TypeError:               # an unhashable field: no memo
+        key = None
+    if key is not None and key in _FITS:
+        return _FITS[key]
     acc = Accountant(delta=delta or None, rules=rules)
     acc.extend(events)
     try:
-        return acc.total(delta or None).epsilon <= epsilon * (1 - 1e-9)
+        ok = acc.total(delta or None).epsilon <= epsilon * (1 - 1e-9)
     except InvalidPrivacyError:     # no rule proves it: it does not fit
-        return False
+        ok = False
+    if key is not None:
+        if len(_FITS) >= _FITS_MAX:
+            _FITS.clear()
+        _FITS[key] = ok
+    return ok
 
 
 def _fits_any(events, epsilon, delta) -> bool:
