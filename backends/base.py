@@ -146,6 +146,9 @@ class Plan:
         tag, meaning = self._bound_lines()
         lines = [f"{self.backend}: predicted excess risk {self.predicted_excess_risk:.4g}{tag} "
                  f"({self.theorem})"] + meaning
+        if self.rank_reason:
+            lines.append(f"  ranked {'first' if self.rank == 0 else 'by its bound'}: "
+                         f"{self.rank_reason}")
         if self.params:
             lines.append("  parameters: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.params.items()))
         for what, eps, delta in self.budget:
