@@ -350,7 +350,7 @@ def test_audit_prints_every_condition_and_a_summary(capsys):
                  "--no-progress"]) in (0, 1)
     out = capsys.readouterr().out
     assert "honest run: backend at ε=1" in out and "PASS: no evidence" in out
-    assert "negative control 'noise × 1/2': backend at ε=1 with _noise_multiplier=0.5" in out
+    assert "negative control 'noise × 1/2': backend at ε=1 with reduced_noise(0.5)" in out
     assert "negative control 'ε × 2': backend at ε=2" in out
     assert "other exposed fields:" in out and "empirical privacy loss: ε ≥" in out
     assert re.search(r"summary \(claim ε = .*\n  honest\s+ε ≥ \S+\s+PASS", out)
