@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from privfair.errors import BackendRefusedError, InvalidInputError
 
+from .options import unknown_option  # noqa: F401  (its home; backends import it from here)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -179,22 +181,6 @@ def objective_range(problem):
         return float(lo), float(hi)
     c = float(np.asarray(b).reshape(-1)[0]) if np.size(b) else 0.0
     return max(float(lo), c + float(w[:kj].min())), min(float(hi), c + float(w[:kj].max()))
-
-
-def unknown_option(name, value, backend, known):
-    """The typed error for a solve option ``name`` that backend ``backend`` does not take.
-
-    ``known`` are the names it takes; the fix lists them (test-only names, which start with an
-    underscore, are accepted but not listed) and suggests the closest one, if any is close."""
-    import difflib
-
-    public = sorted(k for k in known if not k.startswith("_"))
-    fix = f"unknown option for backend {backend!r}; " + (
-        f"it takes: {', '.join(public)}" if public else "it takes no options")
-    close = difflib.get_close_matches(str(name), sorted(known), n=3)
-    if close:
-        fix += " — did you mean " + " or ".join(map(repr, close)) + "?"
-    return InvalidInputError(str(name), value, fix)
 
 
 def _fmt(v):

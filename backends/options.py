@@ -29,7 +29,7 @@ import numpy as np
 
 from privfair.errors import InvalidInputError
 
-__all__ = ["Option", "validate", "rows", "REQUIRED"]
+__all__ = ["Option", "validate", "rows", "unknown_option", "REQUIRED"]
 
 #: the default of an option that has none (it must be given when used)
 REQUIRED = object()
@@ -154,13 +154,7 @@ def validate(table, given: dict, backend: str) -> dict:
     by_name = {o.name: o for o in table}
     for name, value in given.items():
         if name not in by_name:
-            public = sorted(n for n in by_name if not n.startswith("_"))
-            fix = f"unknown option for backend {backend!r}; " + (
-                f"it takes: {', '.join(public)}" if public else "it takes no options")
-            close = difflib.get_close_matches(str(name), sorted(by_name), n=3)
-            if close:
-                fix += " — did you mean " + " or ".join(map(repr, close)) + "?"
-            raise InvalidInputError(str(name), value, fix)
+            raise unknown_option(name, value, backend, by_name)
     out = {}
     for o in table:
         if o.name in given:
@@ -168,6 +162,20 @@ def validate(table, given: dict, backend: str) -> dict:
         elif o.default is not REQUIRED and not o.name.startswith("_"):
             out[o.name] = o.default
     return out
+
+
+def unknown_option(name, value, backend, known) -> InvalidInputError:
+    """The typed error for a solve option ``name`` that backend ``backend`` does not take.
+
+    ``known`` are the names it takes; the fix lists them (test-only names, which start with an
+    underscore, are not listed) and suggests the closest one, if any is close."""
+    public = sorted(k for k in known if not k.startswith("_"))
+    fix = f"unknown option for backend {backend!r}; " + (
+        f"it takes: {', '.join(public)}" if public else "it takes no options")
+    close = difflib.get_close_matches(str(name), sorted(known), n=3)
+    if close:
+        fix += " — did you mean " + " or ".join(map(repr, close)) + "?"
+    return InvalidInputError(str(name), value, fix)
 
 
 def rows(table) -> list:
