@@ -6,7 +6,7 @@ constraints), over a differentiable decision set: ``pf.LinearClassifier`` (numpy
 needed) or ``pf.TorchModel`` (torch, CPU or CUDA; multi-class labels), any number of groups.
 
 Algorithm.  RaCO-DP (Yaghini, Cebere, Menart, Bellet, Papernot, ICLR 2026, arXiv 2505.22703;
-ALGORITHMS.md §10), generalized: per Poisson-subsampled step one private histogram of the
+docs/lagrangian.md), generalized: per Poisson-subsampled step one private histogram of the
 batch's (group, label, soft-prediction) counts, from which ℓ̂ and the dual gradient g(ℓ̂) are
 post-processed (``histogram``), and a DP-SGD primal step on per-example gradients of
 f + λᵀg by the chain rule through ∂f/∂ℓ and ∂g/∂ℓ at ℓ̂ (``models``); dual ascent
