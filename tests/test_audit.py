@@ -226,8 +226,8 @@ def test_audit_passes_honestly_and_refutes_both_controls(backend, capsys):
     assert code == 0, out
     assert bounds["honest"] <= claim and "PASS: no evidence" in out
     counted = {"noise × 1/2", "ε × 2"}
-    if backend == "objective_perturbation":       # loose by 2 on the logistic loss
-        counted = {"noise × 1/4"}
+    if backend in ("cells", "objective_perturbation"):   # see _cells_controls/_logistic_controls
+        counted = {"noise × 1/4", "ε × 2"}
         assert "not counted" in out
     for label in counted:
         assert bounds[label] > claim, (label, out)

@@ -85,7 +85,9 @@ __all__ = ["AuditInstance", "audit_pair", "ridge_pair", "sgda_pair", "audit_inst
 #: runs on each dataset when ``--runs`` is not given: enough for the noise × 1/2 and ε × 2
 #: controls to be refuted (see docs/cli.md for the measured bounds), few enough for ~1 minute
 AUDIT_RUNS = {"exponential": 3000, "lopt": 3000, "oracle_learner": 3000, "cells": 1000,
-              "sgda": 3000}
+              "sgda": 3000,
+              # ε × 2 is refuted at 2000 runs only barely (ε ≥ 1.05); 3000 give ε ≥ 1.09
+              "objective_perturbation": 3000}
 DEFAULT_RUNS = 2000
 
 #: iterative backends run with T = 1: one selection at the whole ε (module docstring; lopt's
@@ -271,15 +273,30 @@ def _sgda_controls():
 
 
 def _logistic_controls():
-    """objective_perturbation's controls: noise × 1/2 and ε × 2 cannot be refuted on a logistic
-    instance (module docstring), so they are reported, not counted; noise × 1/4 is."""
+    """objective_perturbation's controls on the ridge-logistic instance: ε × 2 and noise × 1/4
+    are counted; noise × 1/2 is reported.  With the tight logistic gradient sensitivity (#16,
+    :func:`privfair.erm.logistic_gradient_diameter`) the noise is calibrated to 1.06·R where
+    one row moves the gradient by R, so half the noise leaks only ~1.1ε here: measured
+    ε ≥ 0.88 at 2,000 runs and 0.99 at 3,000 (2026-11-25) — too close to the claim to count."""
     from .audit import EPS_DOUBLE, NOISE_HALF, Control
 
-    why = ("on one feature the logistic loss's gradient moves by at most R = ζ when a row is "
-           "replaced, half the 2ζ the mechanism calibrates b to, so at half the noise (or 2ε) the "
-           "output is still (1.02ε)-DP: no run count can refute it")
-    return (replace(NOISE_HALF, expect_refuted=False, why=why),
-            replace(EPS_DOUBLE, expect_refuted=False, why=why),
+    why = ("the noise is calibrated to 1.06·R and a row moves the gradient by R, so half the "
+           "noise leaks only ~1.1ε: measured ε ≥ 0.99 at 3,000 runs")
+    return (replace(NOISE_HALF, expect_refuted=False, why=why), EPS_DOUBLE,
+            Control("noise/4", "noise × 1/4", 1.0, {}, noise_multiplier=0.25))
+
+
+def _cells_controls():
+    """cells' controls: ε × 2 and noise × 1/4 are counted; noise × 1/2 is reported.  cells
+    shrinks its released proxy statistic by the noise variance its plan records (a public
+    number), so under :func:`~privfair.privacy.reduced_noise` it shrinks as if the full noise
+    had been drawn and leaks less than a plain half-noise release: at 1,000 runs the bound
+    reached ε ≥ 0.90 against the claim 1 (measured 2026-11-25)."""
+    from .audit import EPS_DOUBLE, NOISE_HALF, Control
+
+    why = ("cells shrinks its release by the planned (nominal) noise variance, so a half-noise "
+           "draw leaks less than twice the claim; measured ε ≥ 0.90 at 1,000 runs")
+    return (replace(NOISE_HALF, expect_refuted=False, why=why), EPS_DOUBLE,
             Control("noise/4", "noise × 1/4", 1.0, {}, noise_multiplier=0.25))
 
 
@@ -299,7 +316,7 @@ def audit_instances(backend: str) -> list:
         AuditInstance("postprocessed", "PostProcessed(1[0.2 <= x <= 0.5]), minimize the error",
                       postprocessed_problem),
         AuditInstance("one_cell", "ProxyCells(1, 1), minimize (fp[a] − 0.1)²", one_cell_problem,
-                      {"proxy_share": 0.01}),
+                      {"proxy_share": 0.01}, controls=_cells_controls()),
         AuditInstance("ridge_hinge", "SparseLinear(1, l1, radius 1, l2=1000, no "
                       "intercept, R=10), smoothed hinge, minimize the error",
                       ridge_problem("smoothed_hinge"),
