@@ -19,6 +19,7 @@ from privfair.backends import _oracles as O
 from privfair.backends import get
 from privfair.errors import BackendRefusedError, InvalidPrivacyError
 from privfair.privacy import (Accountant, exponential_mechanism, gaussian_event, laplace_event,
+                              subsampled_gaussian_event,
                               laplace_mechanism, permute_and_flip, pure_event)
 from privfair.privacy import _exact
 from privfair.privacy import composition as C
@@ -360,3 +361,21 @@ def test_cli_audit_at_epsilon_800_runs(capsys):
     from privfair.cli import main
     assert main(["audit", "--backend", "exponential", "--epsilon", "800", "--runs", "400"]) == 0
     assert "PASS" in capsys.readouterr().out
+
+
+def test_pld_is_not_tried_past_a_million_compositions_and_rdp_still_bounds_them():
+    # sgda planned at a report's what-if n composed 2·10¹⁰ subsampled steps: dp-accounting's
+    # sparse self-composition bounds its size by size ** count as a Python integer and never
+    # returned (it hung CI); RDP composes any count in closed form
+    ev = [subsampled_gaussian_event(1.0, 1.0, 1e-6, count=19_531_250_000)]
+    disc, why = C.pld_discretization(ev, 1e-4)
+    assert disc is None and "RDP" in why
+    t0 = time.perf_counter()
+    acc = Accountant(delta=1e-9)
+    acc.record(ev[0])
+    tot = acc.total()
+    assert time.perf_counter() - t0 < 10
+    assert tot.rule == "rdp" and math.isfinite(tot.epsilon) and tot.epsilon > 0
+    # at a count below the cap PLD is still tried
+    assert C.pld_discretization([subsampled_gaussian_event(1.0, 1.0, 0.01, count=1000)],
+                                1e-4)[0] is not None

@@ -280,6 +280,11 @@ _PLD_MAX_SPAN_POINTS = 10_000_000
 _PLD_MAX_WIDTH = 1e4
 #: dp-accounting truncates the Gaussian's noise at tail mass e^{-50}: |x − mean| ≤ ~10σ
 _PLD_TAIL_Z = 10.5
+#: ... nor past this many self-compositions of one release: dp-accounting's sparse
+#: self-composition first bounds its result size by ``size ** count`` as a Python integer
+#: (2·10¹⁰ steps — sgda planned at a what-if n of a report — never returned), and RDP composes
+#: any count in closed form with a gap that vanishes as the count grows
+_PLD_MAX_COUNT = 1_000_000
 
 
 def _pld_width(ev: Event) -> float:
@@ -305,6 +310,10 @@ def pld_discretization(events, discretization: float = 1e-4):
     its tails (Chernoff bounds), so it spans ~0.9√n·w (measured) rather than n·w (we allow
     1 + 2√n); composing different releases adds the spans."""
     groups = group_events(events)
+    most = max((n for _, n in groups), default=0)
+    if most > _PLD_MAX_COUNT:
+        return None, (f"{most:,} compositions of one release exceed PLD accounting's "
+                      f"{_PLD_MAX_COUNT:,}; RDP composes them in closed form")
     widths = [(_pld_width(ev), n) for ev, n in groups]
     worst = max((w for w, _ in widths), default=0.0)
     if not math.isfinite(worst) or worst > _PLD_MAX_WIDTH:
@@ -484,9 +493,11 @@ def rdp_epsilon(events, delta: float, orders=None):
         return None, "RDP accounting is used for δ > 0"
     if any(ev.kind == "subsampled_gaussian" and ev.neighbouring != "add_remove"
            for ev in events):
-        if delta >= PLD_MIN_DELTA:
+        most = max((n for _, n in group_events(events)), default=0)
+        if delta >= PLD_MIN_DELTA and most <= _PLD_MAX_COUNT:
             return None, ("no RDP bound for subsampled Gaussians under substitution at this δ "
-                          "(PLD accounts for them; below δ = 1e-10, rdp_curve does)")
+                          "(PLD accounts for them; below δ = 1e-10 or past "
+                          f"{_PLD_MAX_COUNT:,} compositions, rdp_curve does)")
         return _rdp_replace_epsilon(events, delta)
     acc = rdp.RdpAccountant(orders) if orders is not None else rdp.RdpAccountant()
     for ev, n in group_events(events):
