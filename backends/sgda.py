@@ -71,10 +71,11 @@ the checkpoints and their two-checkpoint mixtures (a mixture's rates move by ≤
 clamped with the declared group-mass bound, or with lower bounds from the released counts).
 ``lam=`` fixes λ (no selection, nothing spent on it).
 
-Theorem ([L] Thm 3.4).  E‖∇FERMI(θ̂)‖² = O(√max(d_θ, kl) ln(1/δ)/(εn)) for a uniformly random
+Theorem ([L] Thm 3.4).  E‖∇FERMI(θ̂)‖² = O(√(max(d_θ, kl)·ln(1/δ))/(εn)) for a uniformly random
 iterate, with unspecified constants and smoothness assumptions — a stationarity bound, not an
 excess risk: the plan predicts ∞ (so ``auto`` does not pick it spuriously); the rate at constant
-1 is ``thm34_rate`` (params["stationarity_rate"]), and ``formula`` returns it times C_L = ∞.
+1 is :func:`privfair.formulas.l34_bound` (params["stationarity_rate"]), and ``formula`` returns
+it times C_L = ∞.
 
 Defaults: chosen on a validation split of adult.data (docs/sgda.md, "How the defaults were
 chosen"); equalized odds overrides some, keyed on the public ε (``eo_defaults``).
@@ -95,6 +96,8 @@ import math
 
 import numpy as np
 
+from privfair import formulas as F
+
 from . import _ermi as E
 from . import _jagielski as J
 from . import _sgda_schedule as SCH
@@ -107,18 +110,6 @@ from ._sgda_options import (_OPTIONS, DEFAULTS, EO_DEFAULTS,  # noqa: F401 (publ
 from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
 
 BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
-
-
-def thm34_rate(d_theta, d_w, epsilon, delta, n, log=math.log, sqrt=math.sqrt, Max=max):
-    """[L] Thm 3.4's rate √max(d_θ, d_W)·ln(1/δ)/(εn) for E‖∇FERMI(θ̂)‖² (d_W = kl, here the
-    S·G·L entries of W), constant 1: the theorem's constant is unspecified.  Pure; the math
-    functions may be sympy's (Backend.formula)."""
-    return sqrt(Max(d_theta, d_w)) * log(1 / delta) / (epsilon * n)
-
-
-def paper_sigma_w(epsilon, delta, T, n, rho):
-    """[L] Thm 3.3's σ_w (std of the noise on the mean W-gradient), as printed."""
-    return math.sqrt(16 * T * math.log(1 / delta) / (epsilon ** 2 * n ** 2 * rho))
 
 
 class SGDABackend(Backend):
@@ -234,7 +225,8 @@ class SGDABackend(Backend):
             int(r.decisions.P)
         d_w = (r.L if notion == "equalized_odds" else 1) * r.G * r.L
         params = {"d_theta": d_theta, "d_w": d_w, "stationarity_rate": (
-                      thm34_rate(d_theta, d_w, privacy.epsilon, privacy.delta, n)
+                      F.l34_bound(d_theta=d_theta, k=d_w, l=1, n=n, epsilon=privacy.epsilon,
+                                  delta=privacy.delta)
                       if private else 0.0),
                   "fairness": notion, "lambdas": list(path), "select": select, "epochs": o["epochs"],
                   "batch_size": q * n, "sampling_rate": q, "T": T, "lr": o["lr"],
@@ -293,10 +285,11 @@ class SGDABackend(Backend):
         return out
 
     def formula(self, plan):
-        """[L] Thm 3.4 as planned: excess = C_L·√max(d_θ, d_W)·ln(1/δ)/(εn) (:func:`thm34_rate`).
-        The theorem bounds a stationarity gap with an unspecified constant, not an excess risk:
-        ``values`` gives C_L = ∞, which is why the plan predicts ∞; the plan records the rate at
-        C_L = 1 as ``params["stationarity_rate"]``.  None at ε = ∞ / λ = 0 (nothing private)."""
+        """[L] Thm 3.4 as planned: excess = C_L·√(max(d_θ, d_W)·ln(1/δ))/(εn), the rate of
+        :func:`privfair.formulas.l34_bound` (d_W in the place of k·l).  The theorem bounds a
+        stationarity gap with an unspecified constant, not an excess risk: ``values`` gives
+        C_L = ∞, which is why the plan predicts ∞; the plan records the rate at C_L = 1 as
+        ``params["stationarity_rate"]``.  None at ε = ∞ / λ = 0 (nothing private)."""
         import sympy as sp
 
         P = plan.params
@@ -304,7 +297,8 @@ class SGDABackend(Backend):
             return None
         C, dt, dw = sp.symbols("C_L d_theta d_W", positive=True)
         e, d, n = sp.symbols("epsilon delta n", positive=True)
-        expr = C * thm34_rate(dt, dw, e, d, n, log=sp.log, sqrt=sp.sqrt, Max=sp.Max)
+        expr = C * F.l34_bound(d_theta=dt, k=dw, l=1, n=n, epsilon=e, delta=d,
+                               ops=F.symbolic())
         return (sp.Eq(sp.Symbol("excess"), expr, evaluate=False),
                 {"C_L": sp.oo, "d_theta": P["d_theta"], "d_W": P["d_w"]})
 
@@ -386,7 +380,7 @@ class SGDABackend(Backend):
         if private:
             rho = float(p_tilde.min())
             ours = zw * CW * T_.w_noise_factor(o["w_noise"], r.G) / mexp
-            paper = paper_sigma_w(privacy.epsilon, privacy.delta, T, n, rho)
+            paper = F.l33_sigma_w(T=T, n=n, epsilon=privacy.epsilon, delta=privacy.delta, rho=rho)
             info["noise"] = {
                 "z": z, "z_theta": zt, "z_w": zw, "C_w": CW, "clip_zeta": o["clip"],
                 "sigma_w_mean_grad": ours, "paper_sigma_w_mean_grad": paper,

@@ -523,7 +523,7 @@ def test_formula_is_thm34_rate_with_an_unspecified_constant():
     assert evaluate(eq, dict(values, C_L=1.0), **std) == pytest.approx(
         plan.params["stationarity_rate"], rel=1e-12)
     assert plan.params["stationarity_rate"] == pytest.approx(
-        math.sqrt(max(3, 2 * 2 * 2)) * math.log(1e6) / (2.0 * data.n), rel=1e-12)
+        math.sqrt(max(3, 2 * 2 * 2) * math.log(1e6)) / (2.0 * data.n), rel=1e-12)
     inf_plan = get(SGDA).plan(prob, prob.analyze(pf.DP(math.inf)), pf.DP(math.inf), {})
     assert get(SGDA).formula(inf_plan) is None
 

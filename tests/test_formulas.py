@@ -5,6 +5,7 @@ formula later is checked without editing this file.
 """
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -309,18 +310,16 @@ def test_backend_copies_agree_with_the_formulas():
     err, gap = _jagielski.thm31_terms(3, 4000, 0.9, 0.05, 0.1)
     assert err == pytest.approx(F.j31_error(3, 4000, 0.9, 0.05), rel=1e-12)
     assert gap == pytest.approx(F.j31_gap(3, 4000, 0.9, 0.05, 0.1), rel=1e-12)
+
+
+def test_sgda_has_no_copy_of_the_dp_fermi_formulas():
+    """sgda's [L] Thm 3.3 σ_w and Thm 3.4 rate come from privfair.formulas (#17): its own copy
+    of Thm 3.4 had ln(1/δ) outside the square root, against the paper."""
     from privfair.backends import sgda
 
-    assert sgda.paper_sigma_w(0.9, 1e-6, 200, 5000, 0.1) == pytest.approx(
-        F.l33_sigma_w(T=200, n=5000, epsilon=0.9, delta=1e-6, rho=0.1), rel=1e-12)
-
-
-@pytest.mark.xfail(strict=True, reason="backends/sgda.py's thm34_rate puts ln(1/δ) outside the "
-                   "square root ([L] Thm 3.4 has it inside: privfair.formulas.l34_bound); its "
-                   "owner switches sgda to the formula (#17 item 3), then this xfail is removed")
-def test_sgda_stationarity_rate_is_the_papers():
-    from privfair.backends import sgda
-
-    got = sgda.thm34_rate(10, 8, 0.9, 1e-6, 5000)
-    assert got == pytest.approx(F.l34_bound(d_theta=10, k=8, l=1, n=5000, epsilon=0.9,
-                                            delta=1e-6), rel=1e-12)
+    assert not hasattr(sgda, "thm34_rate") and not hasattr(sgda, "paper_sigma_w")
+    plan = SimpleNamespace(params={"private": True, "d_theta": 10, "d_w": 8})
+    eq, values = sgda.SGDABackend.formula(None, plan)
+    std = dict(epsilon=0.9, delta=1e-6, n=5000)
+    assert evaluate(eq, dict(values, C_L=1.0), **std) == pytest.approx(
+        F.l34_bound(d_theta=10, k=8, l=1, **std), rel=1e-12)
