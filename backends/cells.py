@@ -58,11 +58,23 @@ from privfair import passes
 from privfair.theorems import NUMERIC
 
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from .options import Option
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
 RHO = 0.05
 #: the constraints are tightened by the Φ(MARGIN_Z) = 95% one-sided quantile of the noise's effect
 MARGIN_Z = 1.645
+
+#: the solve options (declared once: validated by ``options_from`` at plan time, before anything
+#: is spent, and listed by ``privfair backends``)
+OPTIONS = (
+    Option("proxy_share", "float", None, low=0, high=1, low_open=True, high_open=True,
+           doc="M1's (the proxy's) share of ε; auto: 1/(k+1), k = label blocks M2 releases"),
+    Option("margin_z", "float", MARGIN_Z, low=0,
+           doc="tighten each constraint by the Φ(z) quantile of the count noise's effect"),
+    Option("proxy_interactions", "bool", False,
+           doc="proxy design [z, y·z] instead of [z, y] (doubles M1's dimension)"),
+)
 
 _JOINT = (("tn", 0, 0), ("fp", 0, 1), ("fn", 1, 0), ("tp", 1, 1))
 _RATES = (("tnr", 0, 0), ("fpr", 0, 1), ("fnr", 1, 0), ("tpr", 1, 1))
@@ -242,7 +254,7 @@ class CellsBackend(Backend):
         "note_shrinkage": (RELEASED, "a statement about the released counts"),
         "note": (RELEASED, "a statement about the released solution"),
     }
-    option_names = ("proxy_share", "margin_z", "proxy_interactions")
+    option_table = OPTIONS
     theorem = ("proxy cells: analytic Gaussian (Balle–Wang 2018) + Laplace (Dwork et al. 2006) "
                "+ post-processing (Dwork–Roth Prop 2.1)")
     needs_group_mass = False       # group sizes come from the noisy counts (post-processing)
@@ -283,14 +295,15 @@ class CellsBackend(Backend):
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         """The split, the bound and the two releases, scheduled (``spent``: events already
         recorded against the same (ε, δ))."""
+        options = self.options_from(options or {})   # typed refusals before anything is spent
         r = problem.rates
         ds = r.decisions
         split = needs_label_split(problem)
-        inter = bool(options.get("proxy_interactions", False))
+        inter = options["proxy_interactions"]
         m = ds.n_cells * (2 if split else 1)
         schedule, eps = None, privacy.epsilon
         eps1, eps2 = budget_split(eps, split, options.get("proxy_share"))
-        z = float(options.get("margin_z", MARGIN_Z))
+        z = options["margin_z"]
         params = {"score_bins": ds.score_bins, "proxy_bins": ds.proxy_bins, "cells": ds.n_cells,
                   "monotone": ds.monotone, "label_split": split, "released_counts": m,
                   "interactions": inter,

@@ -55,7 +55,9 @@ class ExponentialBackend(Backend):
     name = "exponential"
     bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     theorem = "[A] Thm 5.2 / Cor 5.3 (exponential mechanism, McSherry–Talwar)"
-    option_names = ()   # no hyper-parameters: one draw at the whole ε
+    #: no hyper-parameters: one draw at the whole ε (an empty table: every option is refused,
+    #: naming the backend, before anything is spent)
+    option_table = ()
 
     def accepts(self, problem, analysis) -> Verdict:
         ds = getattr(problem.rates, "decisions", None)
@@ -67,6 +69,7 @@ class ExponentialBackend(Backend):
 
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         """One draw at ε (``spent``: events already recorded against the same (ε, δ))."""
+        self.options_from(options or {})  # none taken: a typed refusal of any option given
         m = len(problem.rates.decisions)
         delta_h = analysis.sensitivity_h
         params = {"G": analysis.G, "candidates": m, "sensitivity_h": delta_h,

@@ -59,30 +59,30 @@ from privfair._text import said_once
 
 from . import _jagielski as J
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from .options import Option
 
 T_GRID = (1, 2, 3, 5, 8, 12, 20, 30, 50, 80)
 T_DEFAULT = 20            # private runs without a finite bound (regression oracle)
 T_NONPRIVATE = 1000       # ε = ∞ reference runs
 B_STEPS = 12              # B ∈ {G·2^-k : k < B_STEPS} ∪ {1} for the search
 RIDGE = 1e-3              # ρ = RIDGE·n in the least-squares oracle (post-processing)
-_OPTIONS = ("T", "B", "beta", "eta", "ridge")
 
-
-def _options(options):
-    from privfair.errors import InvalidInputError
-
-    o = {k: options[k] for k in _OPTIONS if k in options}
-    if "T" in o and (isinstance(o["T"], bool) or not isinstance(o["T"], int) or o["T"] < 1):
-        raise InvalidInputError("T", o["T"], "pass a positive integer number of rounds")
-    for k in ("B", "eta", "ridge"):
-        if k in o and (isinstance(o[k], bool) or not isinstance(o[k], (int, float))
-                       or not 0 < o[k] < math.inf):
-            raise InvalidInputError(k, o[k], "pass a positive finite number")
-    beta = o.get("beta", J.BETA)
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 1:
-        raise InvalidInputError("beta", beta, "pass a failure probability in (0, 1), e.g. 0.05")
-    o["beta"] = float(beta)
-    return o
+#: the solve options (declared once: validated by ``options_from`` at plan time, before anything
+#: is spent, and listed by ``privfair backends``)
+OPTIONS = (
+    Option("T", "int", None, low=1,
+           doc="rounds: T best responses and T − 1 auditor releases; auto: the grid value with "
+               f"the smallest predicted excess ({T_DEFAULT} for the regression oracle)"),
+    Option("B", "float", None, low=0, low_open=True,
+           doc="bound on the multipliers' ℓ1 norm; auto: the grid value G·2^-k with the "
+               "smallest predicted excess"),
+    Option("beta", "float", J.BETA, low=0, high=1, low_open=True, high_open=True,
+           doc="failure probability of the equilibrium bound (Thm 4.3–4.4)"),
+    Option("eta", "float", None, low=0, low_open=True,
+           doc="the auditor's exponentiated-gradient step; auto: the regret bound's"),
+    Option("ridge", "float", RIDGE, low=0, low_open=True,
+           doc="least-squares oracle's ridge ρ = ridge·n"),
+)
 
 
 def _kind(problem):
@@ -239,7 +239,7 @@ class OracleLearnerBackend(Backend):
         "epsilon_per_mechanism": (PUBLIC, "the fitted per-release ε"),
         "gamma": (PUBLIC, "the constraint levels"),
     }
-    option_names = _OPTIONS
+    option_table = OPTIONS
     theorem = "[J] Algorithm 3 + Subroutine 2 / Thm 4.3–4.4 (private Lagrangian game)"
     needs_group_mass = True
 
@@ -270,7 +270,8 @@ class OracleLearnerBackend(Backend):
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         """The game's T, B, η and its releases, scheduled (``spent``: events already recorded
         against the same (ε, δ))."""
-        o = _options(options)
+        given = self.options_from(options or {})   # typed refusals before anything is spent
+        o = {k: v for k, v in given.items() if v is not None}   # None: chosen below
         s = _Setup(problem, analysis, privacy)
         G = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
         beta = o["beta"]
@@ -341,8 +342,8 @@ class OracleLearnerBackend(Backend):
                                                if B < G else "")
                          + (" — relative to the γ-fair optimum (B > G)" if B > G and nterms
                             else ""))
-        if "ridge" in o:
-            params["ridge"] = float(o["ridge"])
+        if s.kind == "regression":          # the only oracle that reads it
+            params["ridge"] = o["ridge"]
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
         out._setup = s                    # public constants, reused by run

@@ -47,22 +47,28 @@ from privfair._text import said_once
 
 from . import _jagielski as J
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from .options import Option
 
-_OPTIONS = ("base", "beta", "slack")
+def _check_base(base):
+    """A base predictor :func:`privfair.postprocess.as_base` can use (its typed error naming
+    ``base`` otherwise), returned as given: plan time refuses what ``run`` could not read."""
+    from privfair.postprocess import as_base
+
+    as_base(base)
+    return base
 
 
-def _options(options):
-    from privfair.errors import InvalidInputError
-
-    o = {k: options[k] for k in _OPTIONS if k in options}
-    beta = o.get("beta", J.BETA)
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 1:
-        raise InvalidInputError("beta", beta, "pass a failure probability in (0, 1), e.g. 0.05")
-    o["beta"] = float(beta)
-    if o.get("slack", "paper") not in ("paper", "none"):
-        raise InvalidInputError("slack", o["slack"], "choose 'paper' ([J] LP (1)) or 'none'")
-    o.setdefault("slack", "paper")
-    return o
+#: the solve options (declared once: validated by ``options_from`` at plan time, listed by
+#: ``privfair backends``)
+OPTIONS = (
+    Option("base", "any", None, check=_check_base,
+           doc="base predictor (callable X → scores, or a fitted estimator); auto: "
+               "PostProcessed(base=), else logistic regression of y on X (protect='sensitive')"),
+    Option("beta", "float", J.BETA, low=0, high=1, low_open=True, high_open=True,
+           doc="failure probability of [J] Thm 3.1's bound and of the LP's slack"),
+    Option("slack", "str", "paper", choices=("paper", "none"),
+           doc="'paper': [J] LP (1)'s slack on each gap; 'none': none (no Thm 3.1 bound)"),
+)
 
 
 def _shape(problem):
@@ -99,7 +105,7 @@ class PostprocessingBackend(Backend):
         "status": (RELEASED, "the LP's status on the released counts"),
         "gamma": (PUBLIC, "the constraint levels"),
     }
-    option_names = _OPTIONS
+    option_table = OPTIONS
     theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
     needs_group_mass = False      # the LP reads released counts only
 
@@ -129,7 +135,7 @@ class PostprocessingBackend(Backend):
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         """The LP's plan and its one release, scheduled (``spent``: events already recorded
         against the same (ε, δ))."""
-        o = _options(options)
+        o = self.options_from(options or {})  # typed refusals before anything is spent
         r = problem.rates
         ds = r.decisions
         base_given = o.get("base") is not None or ds.base is not None
@@ -178,7 +184,7 @@ class PostprocessingBackend(Backend):
             budget, risk = [], 0.0
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
-        out.run_options = {k: options[k] for k in _OPTIONS if k in options}   # base= etc.
+        out.run_options = o                   # validated, defaults filled (base= etc.)
         out.schedule = schedule
         out._shape = (pairs, knobs, w_joint)          # public: read from the problem only
         return out
@@ -207,7 +213,7 @@ class PostprocessingBackend(Backend):
         from privfair.result import Result
 
         problem, privacy = plan.problem, plan.privacy
-        o = _options(getattr(plan, "run_options", {}))
+        o = self.options_from(getattr(plan, "run_options", {}))
         rng = as_source(rng)
         r = problem.rates
         ds, data = r.decisions, r.data
