@@ -70,23 +70,36 @@ def _one_line(text) -> str:
 
 # --------------------------------------------------------------------------- argument types
 def _epsilon(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid ε {text!r}: pass a positive number or 'inf'")
-    if not value > 0:   # also rejects nan
-        raise argparse.ArgumentTypeError(f"invalid ε {text!r}: pass a positive number or 'inf'")
-    return value
+    """``--epsilon``: a number, then the privacy core's own check (:class:`privfair.DP`, the one
+    place ε is validated), so the command line accepts exactly what the library does."""
+    return _privacy_number(text, "ε", "pass a positive number or 'inf'",
+                           lambda v: _dp(v, 0.0).epsilon)
 
 
 def _delta(text):
+    """``--delta``: a number, then the privacy core's own check (as for ``--epsilon``)."""
+    return _privacy_number(text, "δ", "pass a number in [0, 1)", lambda v: _dp(1.0, v).delta)
+
+
+def _dp(epsilon, delta):
+    from .privacy import DP
+
+    return DP(epsilon, delta)
+
+
+def _privacy_number(text, symbol, fix, check):
+    """``float(text)`` validated by ``check`` (which raises InvalidPrivacyError), or argparse's
+    one-line error naming the flag's value and the privacy core's fix."""
+    from .errors import InvalidPrivacyError
+
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid δ {text!r}: pass a number in [0, 1)")
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"invalid δ {text!r}: pass a number in [0, 1)")
-    return value
+        raise argparse.ArgumentTypeError(f"invalid {symbol} {text!r}: {fix}") from None
+    try:
+        return check(value)
+    except InvalidPrivacyError as err:
+        raise argparse.ArgumentTypeError(f"invalid {symbol} {text!r}: {err.fix}") from None
 
 
 def _positive_float(text):
@@ -388,6 +401,9 @@ def _cmd_datasets(args) -> int:
 def _cmd_backends(args) -> int:
     from .backends import BACKENDS
 
+    if args.markdown:
+        print("\n".join(options_markdown(BACKENDS)))
+        return EXIT_OK
     for name, b in BACKENDS.items():
         flags = []
         if getattr(b, "non_private_only", False):
@@ -396,7 +412,72 @@ def _cmd_backends(args) -> int:
             flags.append("needs no group-mass bound")
         extra = f"  [{'; '.join(flags)}]" if flags else ""
         print(f"{name:16s} {b.theorem}{extra}")
+        print("\n".join(option_lines(b)))
     return EXIT_OK
+
+
+#: the columns of a backend's options, as :func:`privfair.backends.options.rows` gives them
+OPTION_COLUMNS = ("option", "type", "range", "default", "doc")
+#: where the doc column may start at the latest; past it each doc goes under its option
+WIDE_COLUMNS = 60
+
+
+def option_lines(backend, indent: str = "    ") -> list:
+    """The lines ``privfair backends`` prints under ``backend``: its declared option table
+    (name, type, range, default, one-line doc; the doc wrapped under its column), else the
+    option names it declares, else a note that it declares none."""
+    from ._tables import text_table
+    from ._text import wrap
+    from .backends.options import rows
+
+    table = getattr(backend, "option_table", None)
+    if table is None:
+        names = getattr(backend, "option_names", None)
+        if names is None:
+            return [indent + "options: not declared (any option is passed on unchecked)"]
+        public = [n for n in names if not n.startswith("_")]
+        return [line for line in wrap(
+            indent + "options: " + (", ".join(public) or "none")
+            + (" (names only: no table of types, ranges and defaults yet)" if public else ""),
+            continuation=indent + "  ")]
+    rs = rows(table)
+    if not rs:
+        return [indent + "options: none"]
+    left = text_table(OPTION_COLUMNS[:4], [r[:4] for r in rs])
+    width = len(indent) + max(map(len, left)) + 2
+    out = []
+    for cells, doc in zip(left, [OPTION_COLUMNS[4]] + [r[4] for r in rs]):
+        if width <= WIDE_COLUMNS:         # the doc in a fifth column, wrapped under it
+            line = indent + cells.ljust(width - len(indent))
+            out += wrap(line + doc, continuation=" " * width) if doc else [line.rstrip()]
+        else:                             # long ranges or defaults: the doc on its own lines
+            out.append(indent + cells)
+            if doc and cells is not left[0]:
+                out += wrap(indent * 2 + doc, continuation=indent * 2)
+    return out
+
+
+def options_markdown(backends) -> list:
+    """Markdown of every backend's options (``privfair backends --markdown``; docs/backends.md
+    embeds it): a table per backend with a declared table, its names otherwise."""
+    from ._tables import markdown_table
+    from .backends.options import rows
+
+    out = []
+    for name, b in backends.items():
+        table = getattr(b, "option_table", None)
+        out += ["", f"### `{name}`", ""]
+        if table is not None and rows(table):
+            out += markdown_table(OPTION_COLUMNS, [(f"`{r[0]}`",) + tuple(r[1:])
+                                                   for r in rows(table)])
+        elif table is not None:
+            out.append("No options: every option is refused.")
+        else:
+            names = [n for n in getattr(b, "option_names", None) or () if not n.startswith("_")]
+            out.append("Options (names only; no table yet): "
+                       + ", ".join(f"`{n}`" for n in names) if names else
+                       "Options: not declared.")
+    return out[1:]
 
 
 def _cmd_demo(args) -> int:
@@ -825,9 +906,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--no-progress", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_audit)
 
-    b = sub.add_parser("backends", help="list the registered backends and their theorems",
+    b = sub.add_parser("backends", help="list the registered backends, their theorems and options",
                        description="List the registered backends with the theorem each one's "
-                       "privacy proof and risk bound come from.")
+                       "privacy proof and risk bound come from, and the solve options each "
+                       "takes (problem.solve(..., backend=NAME, OPTION=value)): type, range, "
+                       "default and what it does.")
+    b.add_argument("--markdown", action="store_true",
+                   help="print the options as Markdown tables (docs/backends.md embeds them)")
     b.set_defaults(func=_cmd_backends)
 
     d = sub.add_parser("datasets", help="list the bundled datasets",
