@@ -200,3 +200,57 @@ def test_validation_precedes_any_draw_for_valid_calls_too():
     # sanity: the exploding source really explodes once validation passes
     with pytest.raises(AssertionError, match="randomness drawn"):
         pp.laplace_mechanism(np.zeros(2), 1.0, 1.0, rng=RNG)
+
+
+# ----------------------------------------------------------------- one check for ε and δ (#17)
+EPS_TEXTS = ["1", "0.5", "1e-9", "inf", "1e308", "0", "-0", "-1", "nan", "-inf", "x", ""]
+DELTA_TEXTS = ["0", "1e-6", "0.999", "1", "1.5", "-1e-9", "nan", "inf", "y"]
+
+
+def _cli_accepts(flag, text, capsys):
+    """Whether ``privfair audit --FLAG TEXT`` parses, and argparse's message when not."""
+    from privfair.cli import build_parser
+
+    try:
+        # FLAG=TEXT: argparse would read "-inf" or "-1e-9" after a space as another flag
+        build_parser().parse_args(["audit", "--backend", "exponential", f"{flag}={text}"])
+    except SystemExit as exc:
+        assert exc.code == 2
+        return False, capsys.readouterr().err
+    return True, ""
+
+
+def _dp_accepts(**kw):
+    try:
+        pp.DP(**kw)
+    except InvalidPrivacyError as err:
+        return False, err.fix
+    return True, ""
+
+
+@pytest.mark.parametrize("text", EPS_TEXTS)
+def test_the_command_line_accepts_exactly_the_epsilon_dp_accepts(text, capsys):
+    # --epsilon is checked by the privacy core (pf.DP), not by a second rule of its own: the
+    # same values pass, and a refusal carries the core's fix
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    ok, err = _cli_accepts("--epsilon", text, capsys)
+    want, fix = _dp_accepts(epsilon=value) if value is not None else (False, "")
+    assert ok == want
+    if not ok:
+        assert f"invalid ε {text!r}" in err and fix in err
+
+
+@pytest.mark.parametrize("text", DELTA_TEXTS)
+def test_the_command_line_accepts_exactly_the_delta_dp_accepts(text, capsys):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    ok, err = _cli_accepts("--delta", text, capsys)
+    want, fix = _dp_accepts(epsilon=1.0, delta=value) if value is not None else (False, "")
+    assert ok == want
+    if not ok:
+        assert f"invalid δ {text!r}" in err and fix in err
