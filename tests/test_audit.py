@@ -214,9 +214,7 @@ def _run_cli(backend, capsys, *extra):
 
 
 AUDITED = ["exponential", "frank_wolfe", "lopt", "oracle_learner", "postprocessing", "cells",
-           "output_perturbation", "dual_frank_wolfe", "objective_perturbation",
-           pytest.param("sgda", marks=pytest.mark.skipif(
-               not HAS_TORCH, reason="sgda's audit instance is a torch model (the 'torch' extra)"))]
+           "output_perturbation", "dual_frank_wolfe", "objective_perturbation"]
 
 
 @pytest.mark.slow
@@ -231,3 +229,31 @@ def test_audit_passes_honestly_and_refutes_both_controls(backend, capsys):
         assert "not counted" in out
     for label in counted:
         assert bounds[label] > claim, (label, out)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_TORCH, reason="sgda's audit instance is a torch model (the 'torch' "
+                                          "extra)")
+def test_sgda_audit_passes_honestly_and_refutes_half_noise():
+    """sgda's full audit (``privfair audit --backend sgda --negative-control``, 3000 runs and
+    three conditions) is ~18,000 solves: about 15 minutes here, the whole CI budget.  CI runs
+    the same instance and harness on the honest condition (500 runs) and the noise × 1/2
+    control (1000 runs: measured ε̂ = 1.41 > 1).  The ε × 2 control needs the full 3000 runs
+    (measured ε̂ = 1.20, docs/cli.md); the mechanism's own neighbour tests in
+    test_backend_sgda.py refute a tenth of the noise."""
+    from privfair.backends import get
+
+    inst = audit_instances("sgda")[0]
+    D, Dp = inst.pair()
+    privacy = pf.DP(1.0, inst.delta, protect=inst.protect)
+    backend = get("sgda")
+    claim = inst.build(D).solve(privacy, backend="sgda", seed=0, progress=False,
+                                **inst.options).certificate
+    claim = (float(claim.epsilon), float(claim.delta))
+    s = np.random.SeedSequence(5).spawn(4)
+    honest = A.run_control(backend, inst, D, Dp, privacy, None, inst.options, claim, 500, s[:2])
+    assert not honest.refuted and honest.epsilon_lower <= claim[0]
+    half = A.run_control(backend, inst, D, Dp, privacy, A.NOISE_HALF, inst.options, claim,
+                         1000, s[2:])
+    assert half.refuted and half.epsilon_lower > claim[0]
+
