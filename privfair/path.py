@@ -29,15 +29,22 @@ class PathTable:
 
     ``fairness`` ("demographic_parity" or "equalized_odds") names the gap the plot shows;
     ``released`` is the metrics dict of what the run released (a mixture of two checkpoints
-    can be fairer than either: their signed gaps can cancel), shown as the last row.
+    can be fairer than either: their signed gaps can cancel), shown as the last row.  ``note``
+    (empty unless set) is printed above the table and in the plot's title: ``Result.path``
+    sets it when the table is the path of ``result.holdout.trained``, not of the result itself
+    (a held-out fallback returned a constant rule instead), and ``released_label`` (the last
+    row's name, "released") is then "trained (not returned)".
     """
 
     HEADER = ("λ", "error", "DP violation", "EO violation", "chosen")
 
-    def __init__(self, points, fairness="demographic_parity", released=None):
+    def __init__(self, points, fairness="demographic_parity", released=None, note="",
+                 released_label="released"):
         self.points = list(points)
         self.fairness = fairness
         self.released = released
+        self.note = note
+        self.released_label = released_label
 
     def rows(self):
         rows = [(f"{p.lam:g}", f"{p.error:.4f}", f"{p.dp_violation:.4f}",
@@ -45,15 +52,17 @@ class PathTable:
                 for p in self.points]
         if self.released is not None:
             m = self.released
-            rows.append(("released", f"{m['error']:.4f}", f"{m['dp_violation']:.4f}",
+            rows.append((self.released_label, f"{m['error']:.4f}", f"{m['dp_violation']:.4f}",
                          f"{m['eo_violation']:.4f}", ""))
         return rows
 
     def __str__(self):
-        return "\n".join(text_table(self.HEADER, self.rows()))
+        head = [f"note: {self.note}"] if self.note else []
+        return "\n".join(head + list(text_table(self.HEADER, self.rows())))
 
     def to_markdown(self):
-        return "\n".join(markdown_table(self.HEADER, self.rows()))
+        head = [f"*Note: {self.note}.*", ""] if self.note else []
+        return "\n".join(head + list(markdown_table(self.HEADER, self.rows())))
 
     def plot(self, ax=None):
         """Error against the fairness gap, checkpoints joined in path order and labelled by λ;
@@ -78,10 +87,15 @@ class PathTable:
             ax.scatter(*zip(*chosen), marker="*", s=120, color="C3", zorder=3, label="chosen")
         if self.released is not None:
             m = self.released
+            label = ("released (the chosen mixture)" if not self.note
+                     else "the trained rule's release (not returned)")
             ax.scatter([m["eo_violation" if eo else "dp_violation"]], [m["error"]], marker="D",
-                       s=40, color="C0", zorder=4, label="released (the chosen mixture)")
+                       s=40, color="C0", zorder=4, label=label)
         ax.set_xlabel("equalized-odds violation" if eo else "demographic-parity violation")
         ax.set_ylabel("error")
-        ax.set_title("the run's λ path on held-out data")
+        title = "the run's λ path on held-out data"
+        if self.note:      # the trained rule's path after a fallback: the title says whose
+            title = "the trained rule's λ path (not returned: held-out fallback)"
+        ax.set_title(title)
         ax.legend(fontsize=8)
         return fig if fig is not None else ax.figure

@@ -549,9 +549,11 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
         # bounds are non-increasing in n: one that is ∞ at the grid's largest n and at N_MAX is
         # ∞ on the whole grid and never reaches α.  A backend whose theorem bounds no excess
         # risk (sgda's stationarity) plans for seconds at each n, and ~40 what-if plans of it
-        # made a report take minutes; two settle it.
-        if math.isinf(p.predicted_excess_risk) and math.isinf(fn(int(grid[-1]))) and \
-                math.isinf(fn(N_MAX)):
+        # made a report take minutes; two settle it — none when the bound's own formula
+        # carries an infinite constant (sgda's C_L = ∞: the theorem's constant is unspecified).
+        if math.isinf(p.predicted_excess_risk) and (
+                _infinite_constant(f) or (math.isinf(fn(int(grid[-1])))
+                                          and math.isinf(fn(N_MAX)))):
             needed, curve = math.inf, [(int(m), math.inf) for m in grid]
         else:
             needed, curve = n_needed(fn, alpha, n), [(int(m), fn(m)) for m in grid]
@@ -597,6 +599,15 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
         t_note = "No trade-off from the bounds: a non-private run has no privacy cost to trade."
     elif top is None:
         t_note = "No trade-off from the bounds: no accepting backend gives a bound."
+    elif _nowhere_finite(top, bounds) and (
+            _infinite_constant(next((b.formula for b in bounds if b.backend == top), None))
+            or not _finite_at(problem, privacy, top, alpha)):
+        # its theorem bounds no excess risk at this ε for any n ≤ N_MAX (sgda's stationarity
+        # gap, lagrangian_sgda: ∞ at every n), nor at 4ε: the ε × α grid (24 plans, each a
+        # PLD calibration of seconds: a README report took a minute on them) would be all ∞
+        t_note = (f"No trade-off from the bounds: {top}'s bound is ∞ at ε = {privacy.epsilon:g} "
+                  f"for every n up to {N_MAX:.0e} (and at 4ε on these data, or by a constant "
+                  "of its formula that is ∞), so its ε × α grid was not planned.")
     else:
         points = tradeoff(problem, privacy, top, alpha, scale)
         if not points:
@@ -608,6 +619,40 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
                   plans=plans, result=result, scale=scale, group_rates=rates,
                   group_rates_note=rates_note, tradeoff=points, tradeoff_note=t_note,
                   measure_note=measure_note)
+
+
+def _infinite_constant(formula) -> bool:
+    """True when a backend's formula (``Backend.formula``: (equation, values)) gives one of its
+    constants the value ∞ — the same pure function the plan evaluates, so the bound is ∞ at
+    every n and ε (sgda's C_L: [L] Thm 3.4's constant is unspecified)."""
+    if not formula:
+        return False
+    _, values = formula
+    for v in values.values():
+        try:
+            if math.isinf(float(v)):
+                return True
+        except (TypeError, ValueError):   # a symbolic value that is not a number
+            continue
+    return False
+
+
+def _nowhere_finite(backend, bounds) -> bool:
+    """True when ``backend``'s bound at the report's ε is ∞ at every n of its curve and never
+    reaches α (then ∞ up to N_MAX: bounds are non-increasing in n)."""
+    b = next((b for b in bounds if b.backend == backend), None)
+    return (b is not None and math.isinf(b.n_needed) and bool(b.curve)
+            and all(math.isinf(v) for _, v in b.curve))
+
+
+def _finite_at(problem, privacy, backend, alpha) -> bool:
+    """Is ``backend``'s plan at 4ε (the trade-off grid's largest ε) finite on these data?"""
+    try:
+        chosen = problem.plan(DP(4 * float(privacy.epsilon), privacy.delta, privacy.protect),
+                              backend=backend, alpha=alpha).chosen
+    except Exception:   # a backend that refuses at 4ε: no point there
+        return False
+    return chosen is not None and math.isfinite(chosen.predicted_excess_risk)
 
 
 def _check_result(result, test, problem):

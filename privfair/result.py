@@ -256,6 +256,13 @@ class Result:
         with the released classifier's own metrics (``metrics(data)``).  Pass held-out
         data (module docstring of :mod:`privfair.path`).
 
+        After a held-out fallback (``status == "fallback: constant rule"``: the held-out check
+        replaced the trained rule by a constant one, :mod:`privfair.holdout`) this result is
+        the constant rule, which has no path; the table is then the path of the trained result
+        ``holdout.trained`` — its checkpoints, its choice and its released row — and its
+        ``note`` (printed above the table and in the plot's title) says so and names the
+        constant that was returned instead.
+
         Examples
         --------
         >>> res = prob.solve(pf.DP(1.0, 1e-6), backend="sgda")      # doctest: +SKIP
@@ -264,6 +271,18 @@ class Result:
         from .path import PathPoint, PathTable
 
         _check_dataset(data)
+        trained = self._fallback_trained()
+        if trained is not None:
+            # the constant rule has no path: its checkpoints are the trained run's, and the
+            # table must not pass them off as what this result returns
+            chk = self.holdout
+            table = trained.path(data)
+            table.note = (f"the held-out check replaced this run's rule by the constant rule "
+                          f"(always {chk.constant_label!r}; status {self.status!r}): this is "
+                          "the path of the trained rule, result.holdout.trained, which was "
+                          "not returned")
+            table.released_label = "trained (not returned)"
+            return table
         ckpts, lams = self.info.get("checkpoints"), self.info.get("lambdas")
         if not ckpts or not lams or len(ckpts) != len(lams):
             raise InvalidInputError("result", f"a {self.backend!r} result",
@@ -281,6 +300,14 @@ class Result:
                                     m["eo_violation"], float(w)))
         return PathTable(points, self.info.get("fairness", "demographic_parity"),
                          released=self.metrics(data))
+
+    def _fallback_trained(self):
+        """The trained result a held-out fallback replaced (``holdout.trained``), else None."""
+        chk = getattr(self, "holdout", None)
+        if chk is None or not getattr(chk, "fallback", False):
+            return None
+        trained = getattr(chk, "trained", None)
+        return trained if isinstance(trained, Result) and trained is not self else None
 
     def __repr__(self):
         eps = getattr(self.certificate, "epsilon", None)

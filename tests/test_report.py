@@ -611,3 +611,34 @@ def test_report_on_a_differentiable_decision_set_skips_measuring_and_says_why(da
     rep = pf.report(prob, pf.DP(1.0, 1e-9), alpha=ALPHA)
     assert rep.measurements == [] and "No measured excess risk" in rep.measure_note
     assert "No measured excess risk" in str(rep) and "No measured excess risk" in rep.to_html()
+
+
+def test_bounds_that_are_infinite_everywhere_are_not_planned_at_what_if_points(data, monkeypatch):
+    """The README's report on its LinearClassifier problem took minutes with torch (#20): the
+    only accepting backends (sgda, lagrangian_sgda) bound no excess risk, and the report planned
+    each at ~40 what-if n and the trade-off's 24 (ε, α) points, each plan a PLD calibration.
+    Now sgda's ∞ is read off its formula (C_L = ∞), lagrangian_sgda's from two what-if plans,
+    and the trade-off grid of a top backend that is ∞ at every n and at 4ε is not planned."""
+    pytest.importorskip("torch", reason="sgda and lagrangian_sgda, the only backends that "
+                                        "accept this problem, need the optional torch")
+    r = pf.rates(pf.LinearClassifier(1, radius=1.0), data, surrogate="logistic",
+                 group_mass_bound=0.1)
+    prob = pf.Problem(pf.minimize(r.error()),
+                      [pf.lse(r.selection["a"] - r.selection["b"],
+                              r.selection["b"] - r.selection["a"], eta=20) <= 0.1])
+    calls = []
+    real = pf.Problem.plan
+
+    def counting(self, privacy, *args, **kwargs):
+        calls.append((self.rates.n, privacy.epsilon, kwargs.get("backend")))
+        return real(self, privacy, *args, **kwargs)
+
+    monkeypatch.setattr(pf.Problem, "plan", counting)
+    rep = pf.report(prob, pf.DP(1.0, 1e-9), alpha=ALPHA)
+    assert {b.backend for b in rep.bounds} == {"sgda", "lagrangian_sgda"}
+    for b in rep.bounds:
+        assert math.isinf(b.n_needed) and all(math.isinf(v) for _, v in b.curve)
+    assert not any(c[2] == "sgda" for c in calls)        # read off its formula: no what-if plan
+    assert len(calls) <= 4, calls     # the plan, lagrangian_sgda at 2 n, the top backend at 4ε
+    assert rep.tradeoff == [] and "was not planned" in rep.tradeoff_note
+    assert "was not planned" in " ".join(str(rep).split())          # the text page says why

@@ -95,3 +95,62 @@ def test_scoring_on_something_other_than_a_dataset_is_a_clear_error(dp_run, bad)
     for score in (res.path, res.metrics):
         with pytest.raises(InvalidInputError, match="pf.Dataset"):
             score(bad)
+
+
+# ------------------------------------------------------------- after a held-out fallback (#20)
+@pytest.fixture(scope="module")
+def fallback_run():
+    """A real sgda solve whose held-out check is made to fall back (the check's own numbers are
+    kept; only its verdict is forced, since no small instance reliably trains a rule worse than
+    a constant): the planner then returns the constant rule with ``holdout.trained``."""
+    import privfair.holdout as H
+
+    real = H.check
+
+    def forced(*args, **kwargs):
+        out = real(*args, **kwargs)
+        out.fallback = True
+        if out._constant_code is None:        # no constant meets the constraints: say 0
+            out._constant_code, out.constant_label = 0, 0
+        return out
+
+    train, test = _binary(3000, 5), _binary(1500, 6)
+    r = pf.rates(pf.LinearClassifier(2, radius=20.0), train)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+    mp = pytest.MonkeyPatch()
+    mp.setattr(H, "check", forced)
+    try:
+        with pytest.warns(pf.errors.FallbackWarning):
+            res = prob.solve(pf.DP(math.inf), backend="sgda", seed=0, epochs=5, progress=False)
+    finally:
+        mp.undo()
+    return res, test
+
+
+def test_after_a_fallback_the_path_is_the_trained_rules_and_says_so(fallback_run):
+    res, test = fallback_run
+    assert res.status == "fallback: constant rule"
+    trained = res.holdout.trained
+    assert trained is not res and "checkpoints" not in res.info        # the constant has none
+    table = res.path(test)
+    own = trained.path(test)
+    assert [(p.lam, p.error, p.weight) for p in table.points] == \
+        [(p.lam, p.error, p.weight) for p in own.points]
+    # the released row is the trained rule's release, not the constant that was returned
+    assert table.released == trained.metrics(test) != res.metrics(test)
+    assert table.released_label == "trained (not returned)"
+    assert "result.holdout.trained" in table.note and "constant rule" in table.note
+    assert repr(res.holdout.constant_label) in table.note
+    lines = str(table).splitlines()
+    assert lines[0].startswith("note: ") and lines[-1].startswith("trained (not returned)")
+    assert table.to_markdown().startswith("*Note: ")
+    ax = table.plot().axes[0]
+    assert "trained rule" in ax.get_title()
+    assert own.note == "" and own.released_label == "released"      # the trained result's own
+
+
+def test_a_run_that_did_not_fall_back_has_no_note(dp_run):
+    res, test = dp_run
+    table = res.path(test)
+    assert table.note == "" and not str(table).startswith("note")
+    assert "trained" not in table.plot().axes[0].get_title()
