@@ -32,7 +32,7 @@ from . import frank_wolfe  # noqa: E402,F401
 from . import cells  # noqa: E402,F401
 from . import lopt  # noqa: E402,F401
 from . import postprocessing, oracle_learner  # noqa: E402,F401
-from . import output_perturbation, objective_perturbation, dual_frank_wolfe  # noqa: E402,F401
+from .erm import output_perturbation, objective_perturbation, dual_frank_wolfe  # noqa: E402,F401
 from . import sgda  # noqa: E402,F401
 from . import lagrangian  # noqa: E402,F401
 

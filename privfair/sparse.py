@@ -12,9 +12,8 @@
 * :func:`glm` — a row-private GLM ERM built directly from arrays (regression or classification),
   the same object the backends build from a fairness problem; :func:`fit` runs a backend on it.
 
-[K] Thm 1 and Thm 4 live with the backends that run them
-(``privfair.backends.output_perturbation.thm1_bound``, ``privfair.backends.dual_frank_wolfe.
-thm4_bound``): one home per formula.
+[K] Thm 1 and Thm 4 live with every other theorem's formula, in :mod:`privfair.formulas`
+(``k1_bound``, ``k4_bound``): one home per formula.
 
 Examples
 --------
@@ -209,7 +208,7 @@ def fit(erm, privacy, method="output_perturbation", seed=None, **options):
     """Run a row-private ERM backend (``output_perturbation``, ``objective_perturbation``,
     ``dual_frank_wolfe``) on an :func:`glm` problem; returns a :class:`privfair.Result` with the
     certificate."""
-    from privfair.backends._erm import fit_erm
+    from privfair.backends.erm.direct import fit_erm
 
     return fit_erm(erm, privacy, method, seed=seed, **options)
 

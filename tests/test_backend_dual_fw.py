@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair.backends import _erm as E
 from privfair.backends import get
+from privfair.backends.erm.releases import ERMBudget
+from privfair.backends.erm.solver import solve_certified
 from privfair.errors import BackendRefusedError
 from privfair.privacy.randomness import as_source
 from privfair.privacy.testing import check_dp, goodness_of_fit
@@ -32,7 +33,7 @@ def test_product_sampler_is_the_exponential_mechanism_over_all_vertices():
     b = get("dual_frank_wolfe")
     erm = small_erm()
     ds = erm.decisions
-    c = b.constants(erm, E.ERMBudget(1.0, 1e-6), b.options_from({"penalty": 1.0}))
+    c = b.constants(erm, ERMBudget(1.0, 1e-6), b.options_from({"penalty": 1.0}))
     w = np.array([0.02, -0.05, 0.01]) * c["score_sens"] / 0.05 * 3
     blocks = ds.norm.blocks()
     verts = np.array([[s0, s1, s2] for s0 in (1, -1) for s1 in (1, -1) for s2 in (1, -1)], float)
@@ -42,7 +43,7 @@ def test_product_sampler_is_the_exponential_mechanism_over_all_vertices():
     probs /= probs.sum()
     src = as_source(3)
     code = {tuple(v): k for k, v in enumerate(verts)}
-    draws = [code[tuple(np.sign(b._select(blocks, w, c["penalty"], c, eps, src, ds)))]
+    draws = [code[tuple(np.sign(b.sample_vertex(blocks, w, c["penalty"], c, eps, src, ds)))]
              for _ in range(5000)]
     assert goodness_of_fit(np.array(draws), probabilities=probs) > 1e-3
     assert probs.max() > 2 * probs.min()          # the scores matter at this temperature
@@ -51,14 +52,14 @@ def test_product_sampler_is_the_exponential_mechanism_over_all_vertices():
 def _selections(flip, n, seed, scale=1.0):
     b = get("dual_frank_wolfe")
     erm = small_erm(flip)
-    c = b.constants(erm, E.ERMBudget(1.0, 1e-6), b.options_from({"penalty": 1.0}))
+    c = b.constants(erm, ERMBudget(1.0, 1e-6), b.options_from({"penalty": 1.0}))
     c = dict(c, score_sens=c["score_sens"] * scale)
-    w = E.solve_certified(erm).theta[:-1]
+    w = solve_certified(erm).theta[:-1]
     src = as_source(seed)
     blocks = erm.decisions.norm.blocks()
     out = []
     for _ in range(n):
-        v = b._select(blocks, w, c["penalty"], c, 1.0, src, erm.decisions)
+        v = b.sample_vertex(blocks, w, c["penalty"], c, 1.0, src, erm.decisions)
         out.append(int(((np.sign(v) > 0) * np.array([1, 2, 4])).sum()))
     return np.array(out)
 

@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair.backends import _erm as E
 from privfair.backends import get
+from privfair.backends.erm.constraint import lagrange_setup, nu_interval
+from privfair.backends.erm.reduction import erm_from_problem, objective_gradient
+from privfair.backends.erm.releases import ERMBudget, schedule_for
+from privfair.backends.erm.repair import repair_weights
+from privfair.backends.erm.solver import solve, solve_certified
 from privfair.errors import BackendRefusedError, InvalidInputError
 from privfair.privacy.randomness import as_source
 from privfair.privacy.testing import check_dp
@@ -66,7 +70,7 @@ def test_minimizers_of_neighbours_are_within_the_gradient_sensitivity_over_lambd
         loss = ["logistic", "smoothed_hinge", "squared"][trial % 3]
         ds = pf.SparseLinear(d, norm=pf.norms.l1(d), radius=1.5, l2=0.3, feature_bound=1.0)
         e1, e2 = pf.sparse.glm(X, y, ds, loss), pf.sparse.glm(X2, y2, ds, loss)
-        t1, t2 = E.solve_certified(e1).theta, E.solve_certified(e2).theta
+        t1, t2 = solve_certified(e1).theta, solve_certified(e2).theta
         bound = e1.grad_sensitivity / ds.l2
         assert np.linalg.norm(t1 - t2) <= bound * (1 + 1e-6)
 
@@ -79,17 +83,17 @@ def test_fairness_weighted_minimizers_respect_the_same_bound():
     data2 = data.with_row(i, group="a" if data.group[i] == 1 else "b")
     prob2, _ = fairness_problem(data2, l2=0.05, objective=lambda r: r.error()
                                 + 0.03 * (r.selection["b"] - r.selection["a"]))
-    g = E.objective_gradient(prob)
-    e1, e2 = E.erm_from_problem(prob, g), E.erm_from_problem(prob2, g)
+    g = objective_gradient(prob)
+    e1, e2 = erm_from_problem(prob, g), erm_from_problem(prob2, g)
     assert e1.zeta == e2.zeta                  # public constants
-    d = np.linalg.norm(E.solve_certified(e1).theta - E.solve_certified(e2).theta)
+    d = np.linalg.norm(solve_certified(e1).theta - solve_certified(e2).theta)
     assert 0 < d <= e1.grad_sensitivity / 0.05 * (1 + 1e-6)
 
 
 def test_solver_certificate_is_honest():
     erm = tiny_erm()
-    sol = E.solve(erm, tau=1e-10)
-    ref = E.solve(erm, tau=1e-14).theta
+    sol = solve(erm, tau=1e-10)
+    ref = solve(erm, tau=1e-14).theta
     assert sol.certified and np.linalg.norm(sol.theta - ref) <= sol.tau + 1e-13
 
 
@@ -103,7 +107,7 @@ def _outputs(method, flip, n, seed, spec=(1.0, 1e-3), multiplier=None):
     erm = tiny_erm(flip)
     src = as_source(seed)
     opts = b.options_from({})            # the defaults, as a plan passes them
-    rel = E.schedule_for(b, erm, E.ERMBudget(*spec), "row", opts, "t")
+    rel = schedule_for(b, erm, ERMBudget(*spec), "row", opts, "t")
 
     def one():
         return b.private_erm(erm, rel.budget, draws=rel.schedule.open(None, src),
@@ -195,12 +199,12 @@ def test_penalty_form_and_constraint_form_reduce_the_parity_gap():
 
 def test_repair_weights_meet_the_level_minus_the_margin():
     phi = lambda u: abs(u) - 0.05                   # noqa: E731
-    assert E.repair_weights(phi, 0.02, [0.0], 0.01) == (1.0, None, 0.0)
-    w, j, wj = E.repair_weights(phi, 0.12, [0.0, -0.2], 0.01)
+    assert repair_weights(phi, 0.02, [0.0], 0.01) == (1.0, None, 0.0)
+    w, j, wj = repair_weights(phi, 0.12, [0.0, -0.2], 0.01)
     assert j == 1 and phi(w * 0.12 + wj * -0.2) <= -0.01 + 1e-9   # the better partner
-    w0, j0, _ = E.repair_weights(phi, 0.12, [0.0], 0.01)
+    w0, j0, _ = repair_weights(phi, 0.12, [0.0], 0.01)
     assert j0 == 0 and abs(w0 * 0.12 - 0.04) <= 1e-4 and w0 < w
-    assert E.repair_weights(phi, 0.3, [0.2], 0.01) is None
+    assert repair_weights(phi, 0.3, [0.2], 0.01) is None
 
 
 # ------------------------------------------------------------------------------- refusals
@@ -285,15 +289,15 @@ def test_final_erm_release_covers_the_multiplier_chosen_at_run_time():
     con, _ = fairness_problem(data, constraint=0.02)
     privacy = pf.DP(4.0, 1e-6, protect="row")
     b = get("output_perturbation")
-    setup = E.lagrange_setup(con, con.analyze(privacy))
-    lo, hi = E.nu_interval(setup)
-    omegas = [E.erm_from_problem(con, setup.r_f + nu * setup.d).row_weight_bound
+    setup = lagrange_setup(con, con.analyze(privacy))
+    lo, hi = nu_interval(setup)
+    omegas = [erm_from_problem(con, setup.r_f + nu * setup.d).row_weight_bound
               for nu in np.linspace(lo, hi, 41)]
     # holdout=0: the ERM rebuilt below from `con` must be the one the run solved (all rows)
     res = con.solve(privacy, backend="output_perturbation", seed=5, release_share=0.5,
                     progress=False, holdout=0)
     claimed = [ev for ev in res.certificate.releases if ev.mechanism == "gaussian"][0]
     nu1 = [t for t in res.trace if t.get("final")][0]["nu"]
-    erm1 = E.erm_from_problem(con, setup.r_f + nu1 * setup.d)
+    erm1 = erm_from_problem(con, setup.r_f + nu1 * setup.d)
     assert b.sensitivity(erm1)[0] <= claimed.sensitivity * (1 + 1e-12)
     assert res.info["budget"].final_weight_bound >= max(omegas) * (1 - 1e-12)

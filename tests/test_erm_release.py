@@ -157,17 +157,22 @@ def _options_read(path):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_the_option_table_lists_every_option_the_backend_reads(method):
-    """A grep of the backend's module (and of backends/_erm.py, whose constraint form reads the
-    constraint options, for the backends that take the constraint form) against its table: an
-    option read but not declared would escape validation; one declared but not read does
-    nothing."""
+    """A grep of the backend's module (and of the family's shared modules in backends/erm/,
+    whose base class and constraint form read the constraint options, for the backends that
+    take the constraint form) against its table: an option read but not declared would escape
+    validation; one declared but not read does nothing."""
+    import inspect
     import pathlib
 
     b = get(method)
-    root = pathlib.Path(__file__).resolve().parents[1] / "backends"
-    read = _options_read(root / f"{method}.py")
+    own = pathlib.Path(inspect.getsourcefile(type(b)))
+    read = _options_read(own)
     if b.allow_constraint:
-        read |= _options_read(root / "_erm.py")
+        backends = {own.parent / f"{m}.py" for m in METHODS}
+        shared = sorted(set(own.parent.glob("*.py")) - backends)
+        assert own.parent / "constraint.py" in shared
+        for path in shared:
+            read |= _options_read(path)
     assert read == {o.name for o in b.option_table}
     assert b.option_names == tuple(o.name for o in b.option_table)
     assert all(o.doc and o.kind != "any" for o in b.option_table)     # type and doc each

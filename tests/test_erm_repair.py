@@ -1,4 +1,4 @@
-"""The constraint form's repair mixture (backends/_erm.py ``lagrange_run``) holds decisions only.
+"""The constraint form's repair mixture (``lagrange_run``, backends/erm/constraint.py) holds decisions only.
 
 Issue #20: without a probe ERM (``probe_share = 0``, the default) the released ũ₀ is the
 statistic of the rule ŷ = y, which reads the labels and is no decision.  The repair used it as a

@@ -27,10 +27,16 @@ from __future__ import annotations
 
 import math
 
-from privfair.theorems import NUMERIC
+from privfair import formulas
+from privfair.formulas import NUMERIC
 
-from . import _erm as E
-from .base import Backend
+from ..base import Backend
+from .backend import ERMBackend
+from .noise import gamma_norm_noise
+from .options import ERM_OPTIONS
+from .sensitivity import gradient_sensitivity, minimizer_sensitivity
+from .solver import solve, solve_certified, tau_target
+from .widths import dual_width
 
 THEOREM = ("[K] Thm 1 / Chaudhuri et al. 2011: ‖θ̂(D) − θ̂(D')‖ ≤ Δ_g/Λ; analytic Gaussian "
            "(Balle & Wang 2018)")
@@ -59,25 +65,23 @@ def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, kappa
     return zeta * e_abs + Lambda * e_sq / 2
 
 
-def thm1_bound(L, R_2, G_F, n, epsilon, delta, ops=NUMERIC):
-    """[K] Thm 1 (O-form, constants 1): L·R₂·G_{|P|(F)}·√(log(1/δ) + ε)/(ε√n), the excess risk of
-    output perturbation at λ = L·R₂·√n/G_{|P|(F)}.  Pure; same value as
-    ``privfair.sparse.theorem1_bound``."""
-    return L * R_2 * G_F * ops.sqrt(ops.log(1 / delta) + epsilon) / (epsilon * ops.sqrt(n))
+#: [K] Thm 1 has one home, :func:`privfair.formulas.k1_bound`; this alias is kept only for
+#: tests/test_formulas.py, which still compares the two (to remove with that comparison)
+thm1_bound = formulas.k1_bound
 
 
-class OutputPerturbationBackend(E.ERMBackend, Backend):
+class OutputPerturbationBackend(ERMBackend, Backend):
     name = "output_perturbation"
     theorem = THEOREM
     need_strong = True
-    #: the projection and the constraint form's three (backends._erm.ERM_OPTIONS)
-    option_table = E.ERM_OPTIONS
+    #: the projection and the constraint form's three (backends.erm.options.ERM_OPTIONS)
+    option_table = ERM_OPTIONS
 
     def sensitivity(self, erm, relation="row"):
         """(Δ₂, source): Δ_g/Λ + 2τ (module docstring)."""
-        tau = E.tau_target(erm)
-        dg, how = E.gradient_sensitivity(erm, relation)
-        sens = dg / erm.l2 + 2 * tau
+        tau = tau_target(erm)
+        how = gradient_sensitivity(erm, relation)[1]
+        sens = minimizer_sensitivity(erm, relation)
         src = (f"[K] Thm 1 / Chaudhuri et al. 2011: Δ_g/Λ + 2τ with Δ_g = {how}, Λ = "
                f"{erm.l2:.4g}, τ = {tau:.2g} (certified solver)")
         if not erm.decisions.exact_projection:
@@ -94,7 +98,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
 
     def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
-        """The one release: θ̂ + noise at ``spec`` (an :class:`backends._erm.ERMBudget`)."""
+        """The one release: θ̂ + noise at ``spec`` (an :class:`backends.erm.releases.ERMBudget`)."""
         from privfair.privacy import (Scheduled, calibrate_gaussian_sigma, gaussian_event,
                                       pure_event)
 
@@ -116,8 +120,8 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
         """θ̂ (certified to τ), plus the noise of the scheduled release ``prefix + RELEASE``
         drawn through ``draws``; ``spec`` None: the exact minimizer, nothing drawn."""
         sol = erm.meta.get("solution")          # the minimizer is deterministic: solve once
-        if sol is None or (spec is not None and sol.tau > E.tau_target(erm)):
-            sol = E.solve_certified(erm) if spec is not None else E.solve(erm)
+        if sol is None or (spec is not None and sol.tau > tau_target(erm)):
+            sol = solve_certified(erm) if spec is not None else solve(erm)
             erm.meta["solution"] = sol
         theta = sol.theta.copy()
         if spec is not None:
@@ -126,7 +130,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
             else:
                 P = erm.P
                 theta = theta + draws.custom(prefix + RELEASE,
-                                             lambda src, kappa: E.gamma_norm_noise(P, kappa, src))
+                                             lambda src, kappa: gamma_norm_noise(P, kappa, src))
         if options["project"]:
             theta = erm.decisions.project(theta)
         return theta
@@ -142,7 +146,7 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
         P, Lu = erm.P, erm.zeta            # ζ = ω·L·‖u‖ (a bound on Σ w_i |l'| ‖u_i‖)
         sigma = calibrate_gaussian_sigma(sens, eps, delta) if delta > 0 else sens / eps
         values = {"zeta": Lu, "Lambda": erm.l2, "r_2": erm.decisions.radius, "P": P,
-                  "tau": E.tau_target(erm),
+                  "tau": tau_target(erm),
                   "kappa_g": erm.gradient_sensitivity(relation) * erm.n / Lu if Lu > 0 else 2.0}
         if delta > 0:
             values["sigma_1"] = sigma / sens       # σ is linear in Δ₂ (Balle & Wang, Thm 8)
@@ -153,10 +157,10 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
         else:
             notes.append("predicted: [K] Lemma 1, E[J(θ̂+b)] − J(θ̂) ≤ ω·L·‖u‖·E|bᵀe| + Λ E‖b‖²/2")
         params.update(sensitivity=sens, sigma=sigma, bound_values=values, project=project)
-        G = E.dual_width(erm.decisions)
+        G = dual_width(erm.decisions)
         params["thm1_values"] = {"L": Lu, "R_2": 1.0, "G_F": float(G.value)}
         if delta > 0:
-            k1 = thm1_bound(Lu, 1.0, G.value, erm.n, eps, delta)
+            k1 = formulas.k1_bound(Lu, 1.0, G.value, erm.n, eps, delta)
             notes.append(f"[K] Thm 1 (O-form, constants 1, at its λ = L·R₂·√n/G): "
                          f"L·R₂·G·√(log(1/δ)+ε)/(ε√n) = {k1:.4g} with G_|P|(F) = {G.value:.4g}"
                          + ("" if G.exact else f" ± {G.stderr:.2g} (Monte Carlo)"))
@@ -164,15 +168,13 @@ class OutputPerturbationBackend(E.ERMBackend, Backend):
 
     def formula(self, plan):
         """:func:`excess_bound` in sympy; None without a bound (constraints: the Lagrange search)."""
-        from privfair.theorems import formula
-
         v = plan.params.get("bound_values")
         if v is None or not math.isfinite(plan.predicted_excess_risk):
             return None
-        return formula(excess_bound, v, standard=("n", "epsilon"), integers=("P",),
+        return formulas.formula(excess_bound, v, standard=("n", "epsilon"), integers=("P",),
                        project=plan.params.get("project", True))
 
 
-from . import register  # noqa: E402
+from .. import register  # noqa: E402
 
 register(OutputPerturbationBackend())

@@ -1,4 +1,4 @@
-"""The certified ERM solver of the row-private ERM backends (:mod:`backends._erm`).
+"""The certified ERM solver of the row-private ERM backends (:mod:`backends.erm`).
 
 Accelerated projected gradient with restarts; at θ the gradient mapping
 G = β(θ − Π_C(θ − ∇J(θ)/β)) gives ‖θ − θ*‖ ≤ 2‖G‖/μ for μ-strongly convex, β-smooth J

@@ -6,7 +6,7 @@ Dual: max_{s∈K} D(s), K = λ'·(dual ball of Ω), D(s) = min_{θ∈C} J_D(θ) 
 s_t = (1 − ρ_t)s_{t−1} + ρ_t v_t with v_t ≈ argmax_{v ∈ vertices(K)} ⟨w(s_{t−1}), v⟩.
 
 Privacy.  s_{t−1} is public (a function of earlier releases); by the strong-convexity argument of
-:mod:`backends.output_perturbation`, ‖θ_D(s) − θ_D'(s)‖ ≤ Δ_g/Λ + 2τ for every s (Δ_g =
+:mod:`backends.erm.output_perturbation`, ‖θ_D(s) − θ_D'(s)‖ ≤ Δ_g/Λ + 2τ for every s (Δ_g =
 :meth:`privfair.erm.ERM.gradient_sensitivity`: 2ζ/n for the hinge losses, less for the
 logistic loss), so the score ⟨w(s), v⟩ of every vertex moves by at most
 Δ = λ'·max_v‖v‖₂·(Δ_g/Λ + 2τ) between neighbours.
@@ -38,11 +38,17 @@ import math
 
 import numpy as np
 
-from privfair.theorems import NUMERIC
+from privfair import formulas
+from privfair.formulas import NUMERIC
 
-from . import _erm as E
-from .base import Backend
-from .options import Option
+from ..base import Backend
+from ..options import Option
+from .backend import ERMBackend
+from .noise import gamma_norm_noise
+from .options import PROJECT
+from .sensitivity import gradient_sensitivity, minimizer_sensitivity
+from .solver import solve, solve_certified, tau_target
+from .widths import dual_width
 
 THEOREM = ("[K] Algorithm 2, Thm 3–4 (dual Frank–Wolfe; exponential-mechanism selection, Talwar, "
            "Thakurta & Zhang 2014) + output-perturbation primal recovery")
@@ -57,11 +63,9 @@ def _pad(s):
     return np.concatenate([s, [0.0]])
 
 
-def thm4_bound(L, Gamma, G_K, n, epsilon, delta, log_S, ops=NUMERIC):
-    """[K] Thm 4 (O-form, constants 1): Γ^{2/3}(L·G_K)^{2/3}·log(n|S|)·√log(1/δ)/(nε)^{2/3}, with
-    ``log_S`` = log|S|.  Pure; same value as ``privfair.sparse.theorem4_bound``."""
-    return (Gamma ** (2 / 3) * (L * G_K) ** (2 / 3) * (ops.log(n) + log_S)
-            * ops.sqrt(ops.log(1 / delta)) / (n * epsilon) ** (2 / 3))
+#: [K] Thm 4 has one home, :func:`privfair.formulas.k4_bound`; this alias is kept only for
+#: tests/test_formulas.py, which still compares the two (to remove with that comparison)
+thm4_bound = formulas.k4_bound
 
 
 def excess_bound(L, Gamma, G_K, n, epsilon, delta_K, log_S, share, zeta, Lambda, r_2, P,
@@ -72,17 +76,17 @@ def excess_bound(L, Gamma, G_K, n, epsilon, delta_K, log_S, share, zeta, Lambda,
     ``delta_K`` is the δ put into Thm 4 (the plan's δ, or 1e-12 as a stand-in when δ = 0: the
     theorem is an (ε, δ) statement, so under pure ε this term is not a proven bound).  Pure.
     """
-    return (thm4_bound(L, Gamma, G_K, n, share * epsilon, delta_K, log_S, ops)
+    return (formulas.k4_bound(L, Gamma, G_K, n, share * epsilon, delta_K, log_S, ops=ops)
             + (zeta + Lambda * r_2) * sigma * ops.sqrt(P))
 
 
-class DualFrankWolfeBackend(E.ERMBackend, Backend):
+class DualFrankWolfeBackend(ERMBackend, Backend):
     name = "dual_frank_wolfe"
     theorem = THEOREM
     need_strong = True
     allow_constraint = False          # so the constraint form's options are not taken
     option_table = (
-        E.PROJECT,
+        PROJECT,
         Option("T", "int", None, low=1,
                doc=f"Frank–Wolfe steps (vertex selections); auto: [K] Thm 4's "
                    f"T = Γ^(4/3)(nε)^(2/3)/(L·G)^(2/3), clipped to [{T_MIN}, {T_MAX}]"),
@@ -113,12 +117,12 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
     def constants(self, erm, spec, options, relation="row"):
         ds = erm.decisions
         zeta, n = erm.zeta, erm.n
-        G = E.dual_width(ds)
+        G = dual_width(ds)
         lam = options["penalty"]
         if lam is None:
             lam = zeta / (math.sqrt(n) * max(G.value, 1e-12))
-        tau = E.tau_target(erm)
-        theta_sens = erm.gradient_sensitivity(relation) / erm.l2 + 2 * tau
+        tau = tau_target(erm)
+        theta_sens = minimizer_sensitivity(erm, relation)
         vmax = ds.norm.lipschitz_l2
         score_sens = lam * vmax * theta_sens
         L, Gam, GK = ds.radius, lam * 2 * vmax, lam * G.value
@@ -129,13 +133,6 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
             T = int(min(T_MAX, max(T_MIN, math.ceil(T_thm))))
         return {"penalty": lam, "T": int(T), "theta_sens": theta_sens, "score_sens": score_sens,
                 "tau": tau, "width": G, "L": L, "diameter": Gam, "GK": GK}
-
-    def planned_events(self, erm, spec, count=1, relation="row"):
-        from privfair.privacy import approximate_event, pure_event
-
-        if spec.delta > 0:
-            return [approximate_event(spec.epsilon, spec.delta, theorem=THEOREM, count=count)]
-        return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
 
     def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
@@ -158,7 +155,7 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
                       hi=share * eps, rules=rules, spent=tuple(spent),
                       key=(self.name, T, share, ef))
         blocks = erm.decisions.norm.blocks()
-        dg = E.gradient_sensitivity(erm, relation)[1]
+        dg = gradient_sensitivity(erm, relation)[1]
         sel = exponential_event(
             c["score_sens"], x, count=T, label=f"{label}: dual Frank–Wolfe vertex selections",
             sensitivity_source=(f"|⟨w_D(s) − w_D'(s), v⟩| ≤ λ'·max‖v‖₂·(Δ_g/Λ + 2τ) = "
@@ -196,31 +193,31 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         s = np.zeros(ds.n_features)
         theta = None
         for t in range(1, T + 1):
-            sol = (E.solve_certified(erm, lin=_pad(s), theta0=theta) if private
-                   else E.solve(erm, lin=_pad(s), theta0=theta))
+            sol = (solve_certified(erm, lin=_pad(s), theta0=theta) if private
+                   else solve(erm, lin=_pad(s), theta0=theta))
             theta = sol.theta
             w = theta[:-1]
             if private:     # k = 1, or the audit's reduced_noise multiplier (scale / the event's)
-                v = draws.custom(prefix + SELECTIONS, lambda src, scale, w=w: self._select(
+                v = draws.custom(prefix + SELECTIONS, lambda src, scale, w=w: self.sample_vertex(
                     blocks, w, lam, c, eps_sel, src, ds, scale / temp))
             else:
                 v = lam * ds.norm.greedy(w)
             rho = 2.0 / (t + 2)
             s = (1 - rho) * s + rho * v
-        sol = (E.solve_certified(erm, lin=_pad(s), theta0=theta) if private
-               else E.solve(erm, lin=_pad(s), theta0=theta))
+        sol = (solve_certified(erm, lin=_pad(s), theta0=theta) if private
+               else solve(erm, lin=_pad(s), theta0=theta))
         theta = sol.theta
         if private and spec.delta > 0:
             theta = draws.gaussian(prefix + RECOVERY, theta)
         elif private:
             P = erm.P
             theta = theta + draws.custom(prefix + RECOVERY,
-                                         lambda src, kappa: E.gamma_norm_noise(P, kappa, src))
+                                         lambda src, kappa: gamma_norm_noise(P, kappa, src))
         if options["project"]:
             theta = ds.project(theta)
         return theta
 
-    def _select(self, blocks, w, lam, c, eps, rng, ds, k=1.0):
+    def sample_vertex(self, blocks, w, lam, c, eps, rng, ds, k=1.0):
         """One exact exponential-mechanism draw over the product of the blocks' vertex sets
         (maximizing ⟨w, v⟩), block by block on a common grid (see the module docstring).  ``k``:
         1, or the audit's ``reduced_noise`` multiplier (the draw uses k× the score sensitivity)."""
@@ -263,7 +260,8 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
         values = {**thm4, "share": share, "zeta": erm.zeta, "Lambda": erm.l2,
                   "r_2": erm.decisions.radius, "P": erm.P, "sigma": sig}
         params.update(bound_values=values, thm4_values=thm4)
-        k4 = thm4_bound(c["L"], c["diameter"], c["GK"], erm.n, share * eps, thm4["delta_K"], logS)
+        k4 = formulas.k4_bound(c["L"], c["diameter"], c["GK"], erm.n, share * eps,
+                               thm4["delta_K"], logS)
         rec = (erm.zeta + erm.l2 * erm.decisions.radius) * sig * math.sqrt(erm.P)
         notes = [f"predicted: [K] Thm 4 (O-form, constants 1) = {k4:.4g} with G_K = λ'·G_|P|(F) = "
                  f"{c['GK']:.4g}, log|S| = {logS:.4g}, plus the primal-recovery release "
@@ -275,14 +273,12 @@ class DualFrankWolfeBackend(E.ERMBackend, Backend):
 
     def formula(self, plan):
         """:func:`excess_bound` in sympy (σ of the final release enters as a value)."""
-        from privfair.theorems import formula
-
         v = plan.params.get("bound_values")
         if v is None or not math.isfinite(plan.predicted_excess_risk):
             return None
-        return formula(excess_bound, v, standard=("n", "epsilon"), integers=("P",))
+        return formulas.formula(excess_bound, v, standard=("n", "epsilon"), integers=("P",))
 
 
-from . import register  # noqa: E402
+from .. import register  # noqa: E402
 
 register(DualFrankWolfeBackend())

@@ -3,7 +3,7 @@ Thakurta 2012 (KST) Thm 2; [K] §4.3, Prop 2 (it is output perturbation of the d
 
 Mechanism (sum form).  Draw b, then release the minimizer over C of
     Σ_i n·w_i·l(θᵀu_i, y_i) + (nΛ + Δ)/2·‖θ‖² + bᵀθ
-(mean form: J_D(θ) + (Δ/2n)‖θ‖² + (b/n)ᵀθ).  Constants (:mod:`backends._erm`,
+(mean form: J_D(θ) + (Δ/2n)‖θ‖² + (b/n)ᵀθ).  Constants (:mod:`backends.erm`,
 :class:`privfair.erm.ERM`): every row's Hessian is rank one with eigenvalue ≤ β_H; a GLM, so
 the gradient difference v between neighbours lies in the 2-dimensional span of the two rows' u;
 and ‖v‖ ≤ D = n·Δ_g at every θ ∈ C, Δ_g = ``erm.gradient_sensitivity(relation)``.
@@ -50,9 +50,14 @@ import math
 
 from dataclasses import dataclass
 
-from . import _erm as E
-from .base import Backend
-from .options import Option
+from ..base import Backend
+from ..options import Option
+from .backend import ERMBackend
+from .noise import gamma_norm_noise
+from .options import ERM_OPTIONS
+from .sensitivity import gradient_sensitivity
+from .solver import solve, solve_certified, tau_target
+from .widths import expected_gaussian_norm, primal_width
 
 THEOREM = ("objective perturbation (Chaudhuri et al. 2011; Kifer, Smith & Thakurta 2012, Thm 2; "
            "[K] Prop 2) with a certified minimizer (Iyengar et al. 2019)")
@@ -142,9 +147,9 @@ def constants(erm, epsilon, delta, share=None, relation="row") -> Constants:
     e1 = share * epsilon
     e2 = epsilon - e1 - 2 * e3
     Delta = float(jacobian_ridge(bH, e1, n, erm.l2))
-    tau = E.tau_target(erm)
+    tau = tau_target(erm)
     r2 = erm.decisions.radius
-    wC = E.primal_width(erm.decisions).value
+    wC = primal_width(erm.decisions).value
     if delta > 0:
         d3 = 1e-3 * delta / (1 + math.exp(epsilon))
         d2 = (delta - (1 + math.exp(e1 + e2 + e3)) * d3) / math.exp(e3)
@@ -155,7 +160,7 @@ def constants(erm, epsilon, delta, share=None, relation="row") -> Constants:
     else:
         d2 = d3 = None
         scale, smooth = D / e2, tau / e3
-        noise_mean = scale * P / E.expected_gaussian_norm(P)
+        noise_mean = scale * P / expected_gaussian_norm(P)
         bound = (Delta * r2 * r2 / (2 * n) + 2 * noise_mean * wC / n
                  + (zeta + erm.l2 * r2) * smooth * P)
     c = Constants(share, e1, e2, e3, Delta, tau, zeta, bH, D, scale, smooth, d2, d3, bound, wC,
@@ -164,13 +169,13 @@ def constants(erm, epsilon, delta, share=None, relation="row") -> Constants:
     return c
 
 
-class ObjectivePerturbationBackend(E.ERMBackend, Backend):
+class ObjectivePerturbationBackend(ERMBackend, Backend):
     name = "objective_perturbation"
     theorem = THEOREM
     need_strong = False
     need_c2 = True
-    #: the projection, the constraint form's three (backends._erm.ERM_OPTIONS) and ε₁'s share
-    option_table = E.ERM_OPTIONS + (
+    #: the projection, the constraint form's three (backends.erm.options.ERM_OPTIONS) and ε₁'s share
+    option_table = ERM_OPTIONS + (
         Option("jacobian_share", "float", None, low=0, high=1 - 2 * SMOOTH_SHARE, low_open=True,
                high_open=True,
                doc="ε₁/ε, the share of ε paying for the Jacobian (ridge Δ); auto: the public grid "
@@ -180,20 +185,13 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
         """The ridge Δ/n the mechanism adds (Δ public: from β_H, ε₁, n and Λ)."""
         return constants(erm, privacy.epsilon, privacy.delta).Delta / erm.n
 
-    def planned_events(self, erm, spec, count=1, relation="row"):
-        from privfair.privacy import approximate_event, pure_event
-
-        if spec.delta > 0:
-            return [approximate_event(spec.epsilon, spec.delta, theorem=THEOREM, count=count)]
-        return [pure_event(spec.epsilon, theorem=THEOREM, count=count)]
-
     def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
         """The one release at ``spec``: its event claims (ε, δ) and records b's scale."""
         from privfair.privacy import Scheduled, approximate_event
 
         c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)
-        how = E.gradient_sensitivity(erm, relation)[1]
+        how = gradient_sensitivity(erm, relation)[1]
         src = (f"D = n·Δ_g = {c.D:.4g}, Δ_g = {how}; the gradient change lies in the span of the "
                f"two rows; β_H = {c.beta_H:.4g} (rank-one Hessian)")
         ev = approximate_event(
@@ -211,7 +209,7 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
         from privfair.privacy import gaussian_noise_vector
 
         if spec is None:            # ε = ∞ reference: no certificate needed
-            return E.solve(erm).theta
+            return solve(erm).theta
         c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)
         n, P = erm.n, erm.P
 
@@ -220,10 +218,10 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
             if spec.delta > 0:
                 return (gaussian_noise_vector(P, scale, source),
                         gaussian_noise_vector(P, k * c.smooth, source))
-            return E.gamma_norm_noise(P, scale, source), E.gamma_norm_noise(P, k * c.smooth, source)
+            return gamma_norm_noise(P, scale, source), gamma_norm_noise(P, k * c.smooth, source)
 
         b, smoothing = draws.custom(prefix + RELEASE, draw)
-        sol = E.solve_certified(erm, lin=b / n, ridge=c.Delta / n, tau=c.tau)
+        sol = solve_certified(erm, lin=b / n, ridge=c.Delta / n, tau=c.tau)
         theta = sol.theta + smoothing
         if options["project"]:
             theta = erm.decisions.project(theta)
@@ -264,6 +262,6 @@ class ObjectivePerturbationBackend(E.ERMBackend, Backend):
         return sp.Eq(sp.Symbol("excess"), expr, evaluate=False), dict(zip(names, vals))
 
 
-from . import register  # noqa: E402
+from .. import register  # noqa: E402
 
 register(ObjectivePerturbationBackend())

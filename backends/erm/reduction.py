@@ -1,0 +1,187 @@
+"""From a fairness problem to a weighted GLM ERM — the one home of "a linear objective over the
+rates → a weighted ERM" (the row-private ERM backends, their constraint form and the LOPT
+oracles all use it).
+
+The ERM (mean form).  For θ = (w, b) in C = {Ω(w) ≤ ρ, |b| ≤ ρ_b} (a :class:`SparseLinear`)::
+
+    J_D(θ) = Σ_i w_i · l(θᵀu_i, y_i) + (Λ/2)‖θ‖²,     u_i = (x̃_i, 1), ‖x̃_i‖₂ ≤ R (clipped)
+
+with per-row weights w_i ≥ 0 that depend on row i's own (group, label) only (*row-local*) and are
+≤ ω/n for a public ω.  Replacing one row moves ∇J_D by at most Δ_g ≤ 2ζ/n in ℓ2 at every θ ∈ C,
+where ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|) — :meth:`privfair.erm.ERM.gradient_sensitivity`
+proves the tight Δ_g per loss and neighbouring relation — and the row's Hessian by a rank-one PSD
+matrix of norm ≤ β_H = ω·sup l''·‖u‖²_max (sum form).  Every constant is public: it comes from
+the decision set, the declared feature bound, n and the (public) problem weights — never from
+the data.  The ERM object itself is :class:`privfair.erm.ERM`.
+
+From a fairness problem.  With r = ∇f (f affine in ℓ) plus ν·d for a constraint direction d, the
+weighted surrogate error r·ℓ(θ) equals, up to a constant, Σ_i a_{g_i,y_i}·mass_i(θ), the mass a
+row puts on ŷ = 1; a_{g,y} = Δr_joint/n + Δr_rate/(n q_{g,y}) + r_sel/(n q_g) with the *public*
+group-mass bound q in place of the clamped empirical denominators (so the weights are row-local).
+The y = 0 rows' mass is φ̃(z) (convex), the y = 1 rows' is 1 − φ̃(−z) (concave), so the ERM is
+convex iff a_{g,0} ≥ 0 and a_{g,1} ≤ 0; the per-row loss is |a|·φ(∓z)/φ(B), a GLM.
+
+This module reads the private layout of :class:`privfair.stats.Rates` (``_joint``, ``_rate``,
+``_sel``, ``_bound``, ...; tests/test_layers.py allowlists those reads) until issue #17's public
+layout of ℓ lands.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privfair.erm import ERM
+
+
+class NeedsGroupMass(Exception):
+    """The public denominators n·q were asked for before the group-mass bound q is known (a
+    plan ranked before the private group-mass estimate): the caller decides once q is known."""
+
+
+def objective_gradient(problem):
+    """∇f (constant for affine f), or None."""
+    K = problem.variable.size
+    g0 = np.asarray(problem.f.grad(np.full(K, 0.5)), float)
+    g1 = np.asarray(problem.f.grad(np.random.default_rng(0).random(K)), float)
+    return g0 if np.allclose(g0, g1, atol=1e-12) else None
+
+
+def constraint_direction(g, K):
+    """d with ∇g(ℓ) ∥ d at every sampled ℓ (g depends on one linear statistic), or None."""
+    rng = np.random.default_rng(12345)
+    pts = np.vstack([np.full(K, 0.5), rng.random((12, K))])
+    d = None
+    for p in pts:
+        v = np.asarray(g.grad(p), float)
+        nv = np.abs(v).max()
+        if nv == 0:
+            continue
+        v = v / nv
+        if d is None:
+            d = v
+        elif not (np.allclose(v, d, atol=1e-9) or np.allclose(v, -d, atol=1e-9)):
+            return None
+    return d
+
+
+#: how the conditional denominators of :func:`cell_coefficients` are taken
+DENOMINATORS = ("public", "clamped", "empirical")
+
+
+def cell_coefficients(rates, r, denominators="public"):
+    """n·a_{g,y}, shape (G, 2): the one home of "a linear objective over the rates → a weighted
+    ERM" (the row-private ERM backends, their constraint form and the LOPT oracles all use it).
+
+    ℓ is linear in the mass s_i(θ) ∈ [0, 1] each row puts on ŷ = 1 (surrogate or 0-1), so
+
+        r·ℓ(θ, D) = const(D) + (1/n)·Σ_i a_{g_i,y_i}·s_i(θ),
+        n·a_{g,y} = Δr_joint(g,y) + n·Δr_rate(g,y)/den_{g,y} + n·r_sel(g)/den_g,
+
+    Δr = (weight on the ŷ = 1 coordinate) − (weight on the ŷ = 0 one) of the block.
+    ``denominators`` — the den of the conditional coordinates:
+
+    * ``"public"``: n·q, q the (declared or privately estimated) group-mass bound.  Each row's
+      weight then depends on its own (group, label) only (*row-local*), which the perturbation
+      mechanisms' proofs need; the ERM minimizes r'·ℓ with the conditional weights scaled by
+      max(n_{g,y}, nq)/(nq) ≥ 1 (``rescaling``), not r·ℓ.  Raises ``NeedsGroupMass`` without q.
+    * ``"clamped"``: max(n_{g,y}, nq) — exactly r·ℓ as :class:`privfair.stats.Rates` defines it
+      (the noisy-GD oracle; its sensitivity pays for the data-dependent denominators).
+    * ``"empirical"``: the public bound if there is one, else max(n_{g,y}, 1) — ε = ∞ only.
+    """
+    if denominators not in DENOMINATORS:
+        raise ValueError(f"denominators must be one of {DENOMINATORS}")
+    r = np.asarray(r, float)
+    G, n = rates.G, rates.n
+    a = np.zeros((G, 2))
+    uses_cond = bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
+    if denominators == "clamped":
+        den, den_g = rates._denominators(None)
+    else:
+        q, qg = rates._bound(None)
+        if uses_cond and q is None and denominators == "empirical":
+            q = np.maximum(rates._n_gy, 1.0) / n
+            qg = np.maximum(rates._n_gy.sum(axis=1), 1.0) / n
+        if uses_cond and q is None:
+            raise NeedsGroupMass()
+        den, den_g = (None, None) if q is None else (n * np.asarray(q), n * np.asarray(qg))
+    for y in (0, 1):
+        a[:, y] = r[rates._joint[:, y, 1]] - r[rates._joint[:, y, 0]]
+        if uses_cond:
+            a[:, y] += n * ((r[rates._rate[:, y, 1]] - r[rates._rate[:, y, 0]]) / den[:, y]
+                            + r[rates._sel] / den_g)
+    return a
+
+
+def rescaling(rates):
+    """(G, 2) factors max(n_{g,y}, nq)/(nq) ≥ 1 by which ``"public"`` denominators inflate the
+    conditional weights relative to r·ℓ (data-dependent: for diagnostics and tests only)."""
+    den, _ = rates._denominators(None)
+    q, _ = rates._bound(None)
+    return den / (rates.n * np.asarray(q))
+
+
+def row_coefficients(rates, r, denominators="clamped"):
+    """a_{g_i,y_i} per row (mean form): r·ℓ(θ) = const + Σ_i coef_i·s_i(θ)."""
+    return cell_coefficients(rates, r, denominators).ravel()[rates._cell] / rates.n
+
+
+def bad_cells(a, tol=1e-12):
+    for g in range(a.shape[0]):
+        if a[g, 0] < -tol:
+            return g, 0
+        if a[g, 1] > tol:
+            return g, 1
+    return None
+
+
+def multiplier_range(a_f, a_d):
+    """(ν⁻, ν⁺): the convex range of ν for cell weights a_f + ν·a_d (y=0 ≥ 0, y=1 ≤ 0)."""
+    lo, hi = -math.inf, math.inf
+    for g in range(a_f.shape[0]):
+        for y, sgn in ((0, 1.0), (1, -1.0)):     # need sgn·(a_f + ν a_d) ≥ 0
+            af, ad = sgn * a_f[g, y], sgn * a_d[g, y]
+            if ad > 0:
+                lo = max(lo, -af / ad)
+            elif ad < 0:
+                hi = min(hi, af / -ad)
+    return lo * (1 - 1e-9), hi * (1 - 1e-9)
+
+
+def erm_from_problem(problem, r, empirical=False):
+    """The ERM of the weighted surrogate error r·ℓ(θ) (public denominators; see module doc)."""
+    return erm_from_rates(problem.rates, r, "empirical" if empirical else "public")
+
+
+def erm_from_rates(rates, r, denominators="public"):
+    """The weighted GLM ERM of r·ℓ(θ) (:func:`cell_coefficients`): a y = 0 row's mass φ̃(z) is
+    convex, a y = 1 row's 1 − φ̃(−z) concave, so row i gets the loss weight a·1[y=0] − a·1[y=1]
+    (≥ 0 exactly when the ERM is convex) on φ(∓z)/φ(B), and r·ℓ = const + the ERM's Σ w_i l_i."""
+    from privfair.designs import ClippedRows
+    from privfair.sparse import LOSSES
+
+    ds = rates.decisions
+    a = cell_coefficients(rates, r, denominators)
+    bad = bad_cells(a, tol=1e-9 * (1 + np.abs(a).max()))
+    if bad:
+        from privfair.errors import BackendRefusedError
+
+        raise BackendRefusedError("weights", f"cell {bad}", "the weighted ERM is not convex "
+                                  "(a cell's weight has the wrong sign at this multiplier)")
+    g, yv = rates.data.group, rates.data.y
+    coef = np.where(yv == 0, a[g, 0], -a[g, 1])
+    coef = np.maximum(coef, 0.0)
+    scale = 1.0 / rates._phiB
+    n = rates.n
+    # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy (#19)
+    U = ClippedRows(rates.data.X, rates._clip_scale)
+    erm = ERM(U, np.where(yv == 1, 1.0, -1.0), coef * scale / n, LOSSES[rates.surrogate], ds,
+              float(np.abs(a).max()) * scale, math.sqrt(rates.feature_bound ** 2 + 1.0))
+    erm.meta["r"] = np.asarray(r, float)
+    return erm
+
+
+def uses_conditional(problem, r):
+    rates = problem.rates
+    return bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
