@@ -42,6 +42,19 @@ def n_cell(v, n):
     return s
 
 
+def t_cell(T):
+    """An iteration count a theorem prescribes, labelled *impractical* beyond 10⁸ (as the
+    Analysis does): it is the theorem's prescription for α, not what a backend runs."""
+    from .compiler import IMPRACTICAL_T
+
+    if isinstance(T, float) and not math.isfinite(T):
+        return _r(T)
+    s = f"{math.ceil(T):,}"                  # an iteration count: rounded up, never down
+    if T > IMPRACTICAL_T:
+        s += " [impractical: > 10⁸ iterations]"
+    return s
+
+
 def bound_cell(B, scale):
     """A bound on the excess risk of h, labelled *vacuous* at or above the range of h."""
     if B is None:
@@ -105,7 +118,9 @@ def _theorem_rows(rep):
         sc = getattr(rep, "scale", None)
         if e.quantity == "excess of h" and sc is not None and sc.vacuous(e.value):
             val += f" [vacuous: ≥ {sc.range_h:.4g}]"
-        T = "—" if e.T_needed is None else f"{e.T_needed:,}"
+        if e.value is not None and str(e.quantity).startswith("T"):
+            val = f"{e.quantity} = {t_cell(e.value)}"
+        T = "—" if e.T_needed is None else t_cell(e.T_needed)
         out.append((e.cite, e.constants, "applies" if e.applies else "does not apply", val,
                     n_cell(e.n_needed, rep.n), T))
     return out
@@ -190,7 +205,8 @@ def scale_note(rep):
                 "labelled vacuous.")
     out = ("[vacuous: ≥ X] marks a bound at or above its trivial bound X: it says nothing. "
            "'k× the data's n' marks an n for α beyond the data: no guarantee at α on this "
-           f"data. Trivial bounds (public: interval ranges over ℓ ∈ [0, 1]^K, no data read): "
+           "data. [impractical: > 10⁸ iterations] marks a theorem's T for α that no run would "
+           f"make (each backend plans its own T). Trivial bounds (public: interval ranges over ℓ ∈ [0, 1]^K, no data read): "
            f"f varies by at most {sc.range_f:.4g}")
     if sc.g_max is None:
         out += (f", so a bound on the excess risk of h = f at or above {sc.range_h:.4g} is "

@@ -642,3 +642,24 @@ def test_bounds_that_are_infinite_everywhere_are_not_planned_at_what_if_points(d
     assert len(calls) <= 4, calls     # the plan, lagrangian_sgda at 2 n, the top backend at 4ε
     assert rep.tradeoff == [] and "was not planned" in rep.tradeoff_note
     assert "was not planned" in " ".join(str(rep).split())          # the text page says why
+
+
+def test_impractical_iteration_counts_are_labelled():
+    """A theorem's T for α beyond 10⁸ (e.g. [A] Thm 5.5's 5·10¹¹ on the README problem) was
+    printed as if a run would make it (#20); the Analysis already says 'impractical'."""
+    from privfair._report_render import t_cell
+
+    assert t_cell(518_814_802_944.0) == "518,814,802,944 [impractical: > 10⁸ iterations]"
+    assert t_cell(12_000) == "12,000" and t_cell(1e8) == "100,000,000"
+    assert t_cell(math.inf) == "∞"
+
+
+def test_the_theorem_table_labels_an_impractical_T(rep):
+    """The report's theorem table labels every T above 10⁸ (value and T columns)."""
+    from privfair._report_render import _theorem_rows
+
+    rows = _theorem_rows(rep)
+    assert any(e.T_needed is not None and e.T_needed > 1e8 for e in rep.theorems)
+    for row, e in zip(rows, rep.theorems):
+        if e.T_needed is not None:
+            assert ("impractical" in row[5]) == (e.T_needed > 1e8), row
