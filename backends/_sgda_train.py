@@ -27,7 +27,8 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zs, src
     adapter.tau = o["temperature"]      # ψ reads F_τ = softmax(z/τ); public, a-free
     gen = src.generator if isinstance(src, GeneratorSource) else np.random.default_rng(
         np.frombuffer(os.urandom(32), dtype=np.uint32))
-    X = torch.tensor(data.X, dtype=torch.float32, device=dev)
+    # the design rows (x, 1) built once; every batch is one index_select of them (#19)
+    X = adapter.design(torch, data.X, device=dev)
     yt = torch.tensor(data.y, dtype=torch.long, device=dev)
     at = torch.tensor(data.group, dtype=torch.long, device=dev)
     ct = torch.tensor(c_np, dtype=torch.long, device=dev)
@@ -66,24 +67,26 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zs, src
             steps.set_postfix(lam=f"{lam:g}", refresh=True)
         # public pieces on B'_t (no A): loss + ψ's a-free part; W's a-free part
         idx = _poisson(gen, n, q, dev, torch)
+        Xb, cb = X.index_select(0, idx), ct.index_select(0, idx)       # one gather per batch
         k_ref, kbar, kmax = E.private_coefficients(W, psq)
         Wsq = (W ** 2).sum(dim=1) * wt[:, None]                         # (S, L)
-        g_pub, F2 = adapter.public_grad(torch, theta, X[idx], yt[idx], None, 0.0)
+        g_pub, F2 = adapter.public_grad(torch, theta, Xb, yt.index_select(0, idx), None, 0.0)
         if fair and lam:
             # ψ's a-free part, clipped by the same a-free factor as the private part, so the
             # fairness gradient is Σ f_i J_iᵀ k[c_i, a_i]: a reweighting, never a distortion
-            v = (k_ref - Wsq)[ct[idx]]                                 # (b, L)
-            g_psi, F2, _ = adapter.private_sum(torch, theta, X[idx], v, o["clip"])
+            v = (k_ref - Wsq)[cb]                                      # (b, L)
+            g_psi, F2, _ = adapter.private_sum(torch, theta, Xb, v, o["clip"])
             g_pub = g_pub + lam * g_psi
         elif adapter.tau != 1.0:
-            F2 = adapter.ermi_probs(torch, theta, X[idx])              # W reads F_τ
-        Fs = torch.zeros(S, L, device=dev).index_add_(0, ct[idx], F2)
+            F2 = adapter.ermi_probs(torch, theta, Xb)                  # W reads F_τ
+        Fs = torch.zeros(S, L, device=dev).index_add_(0, cb, F2)
         gW = -2.0 * W * (Fs * wt[:, None])[:, None, :]
         if fair:
             # private pieces on B_t: the only place a_i is read
             idx = _poisson(gen, n, q, dev, torch)
-            cb, ab = ct[idx], at[idx]
-            s_th, F, _ = adapter.private_sum(torch, theta, X[idx], kbar[cb, ab], o["clip"])
+            cb, ab = ct.index_select(0, idx), at.index_select(0, idx)
+            s_th, F, _ = adapter.private_sum(torch, theta, X.index_select(0, idx),
+                                             kbar[cb, ab], o["clip"])
             noise = None
             if private:
                 Ct = o["clip"] * kmax
