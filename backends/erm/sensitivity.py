@@ -1,8 +1,8 @@
 """The sensitivities the row-private ERM releases are calibrated to, with the text their events
 cite: the gradient's (:func:`gradient_sensitivity`, proved by
 :meth:`privfair.erm.ERM.gradient_sensitivity`) and the certified minimizer's
-(:func:`minimizer_sensitivity`: Δ_g/Λ + 2τ by strong convexity — Chaudhuri, Monteleoni &
-Sarwate 2011, Cor 8 — plus twice the solver's public tolerance τ)."""
+(:func:`minimizer_sensitivity`: Δ_g/Λ for the exact minimizers by strong convexity — Chaudhuri,
+Monteleoni & Sarwate 2011, Cor 8 — plus 2τ, twice the solver's public tolerance)."""
 
 from __future__ import annotations
 
