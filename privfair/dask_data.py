@@ -128,6 +128,19 @@ def _partition_pass(df, schema, chunk_rows, fn, params):
     return _arrays_pass(_partition_arrays(df, schema), chunk_rows, fn, params)
 
 
+def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params):
+    """One pass over a Poisson sample of one partition's arrays, drawn from ``seed``."""
+    X, y, g = arrays
+    rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
+    return passes._poisson_pass(rows, rate, seed, fn, params)
+
+
+def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params):
+    """One pass over a Poisson sample of one DataFrame partition (sampled on the worker)."""
+    return _arrays_poisson_pass(_partition_arrays(df, schema), chunk_rows, rate, seed, fn,
+                                params)
+
+
 class DaskRows:
     """A row source for :mod:`privfair.passes` whose chunks live in a Dask DataFrame's
     partitions: :meth:`map_sum` maps the pass over the partitions on the workers and merges
@@ -160,6 +173,31 @@ class DaskRows:
         """Σ over partitions of the pass ``fn(chunk, *params)``, merged on the client."""
         total = None
         for part in self.partials(fn, *params):
+            total = passes.merge(total, part)
+        return total
+
+    def poisson_map_sum(self, fn, rate, source, *params):
+        """The pass over a Poisson(``rate``) sample of the rows (each row independently), merged
+        on the client.  The client draws one 256-bit seed per partition from ``source`` (the
+        run's secure source, :func:`privfair.passes.poisson_seeds`) and sends it with that
+        partition's task; the worker samples its partition's rows from it.  Independent seeds
+        make the partitions' samples independent, so their union is one Poisson sample of all
+        the rows.  The seeds and the sample are secret: they travel inside the cluster (the
+        trust boundary) and are never released."""
+        dask, _ = _dask()
+        parts = self.arrays if self.arrays is not None else self.ddf.to_delayed()
+        seeds = passes.poisson_seeds(source, len(parts))
+        if self.arrays is not None:
+            task = dask.delayed(_arrays_poisson_pass, pure=False)
+            tasks = [task(p, self.chunk_rows, rate, seed, fn, params)
+                     for p, seed in zip(parts, seeds)]
+        else:
+            task = dask.delayed(_partition_poisson_pass, pure=False)
+            tasks = [task(p, self.schema, self.chunk_rows, rate, seed, fn, params)
+                     for p, seed in zip(parts, seeds)]
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        total = None
+        for part in dask.compute(*tasks, **kw):
             total = passes.merge(total, part)
         return total
 

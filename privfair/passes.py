@@ -17,7 +17,15 @@ plumbing of :mod:`privfair.privacy.release`); a pass never draws.
 A pass function has the signature ``fn(chunk, *params) -> partial`` where ``chunk`` is a
 :class:`Chunk` and ``params`` are public (coefficients, the schema): they are what travels to
 the workers together with the code.  A partial is a number, an array, or a tuple / dict of
-them (``None`` entries are skipped); :func:`merge` adds two partials leaf by leaf.
+them (``None`` entries are skipped); :func:`merge` adds two partials leaf by leaf — except a
+:class:`Max` leaf, merged by maximum (a maximum over rows, e.g. the largest design row's norm,
+is a pass too: :func:`max_norm_rows`).
+
+A pass may also run over a **Poisson sample** of the rows (``rows.poisson_map_sum(fn, rate,
+source, *params)``): each row independently with probability ``rate``, from a 256-bit seed
+drawn from the run's secure source — one seed per Dask partition, drawn on the client and
+sent with the task, so the partitions' samples are independent and together one Poisson
+sample of all the rows.
 
 Designs
 -------
@@ -44,8 +52,9 @@ import numpy as np
 
 from .errors import InvalidInputError
 
-__all__ = ["Chunk", "ArrayRows", "rows_of", "merge", "chunk_rows_for", "INTERCEPT", "PLAIN",
-           "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid"]
+__all__ = ["Chunk", "ArrayRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
+           "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid",
+           "max_norm_rows", "poisson_seeds", "poisson_rows"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
 #: the chunk-sized temporaries of a pass (a weighted copy of the chunk) stay in cache/RAM noise
@@ -77,12 +86,34 @@ class Chunk:
         return int(self.X.shape[0])
 
 
+class Max:
+    """A partial merged by **maximum**, not by addition: ``value`` (a number) and ``item``
+    (what the maximum is attained at, e.g. the row; carried along).  Ties keep the earlier
+    partial — chunks merge in row order and Dask partitions in partition order, so the first
+    row attaining the maximum wins, as ``np.argmax`` picks it.
+
+    >>> merge(Max(2.0, "a"), Max(3.0, "b")).item, merge(Max(3.0, "a"), Max(3.0, "b")).item
+    ('b', 'a')
+    """
+
+    __slots__ = ("value", "item")
+
+    def __init__(self, value, item=None):
+        self.value, self.item = float(value), item
+
+    def __repr__(self):
+        return f"Max({self.value!r}, {self.item!r})"
+
+
 def merge(a, b):
-    """Add two partials leaf by leaf (numbers, arrays, tuples/lists, dicts; None is empty)."""
+    """Merge two partials leaf by leaf: numbers and arrays add, :class:`Max` leaves take the
+    larger; tuples/lists and dicts merge entrywise; None is empty."""
     if a is None:
         return b
     if b is None:
         return a
+    if isinstance(a, Max):
+        return a if a.value >= b.value else b
     if isinstance(a, dict):
         out = dict(a)
         for k, v in b.items():
@@ -143,6 +174,53 @@ class ArrayRows:
         for c in self.chunks():
             total = merge(total, fn(c, *params))
         return total
+
+    def poisson_map_sum(self, fn, rate, source, *params):
+        """The pass over a **Poisson sample** of the rows: each row independently with
+        probability ``rate``, drawn from a generator seeded by 256 bits of ``source`` (the
+        run's :class:`privfair.privacy.randomness.RandomSource`; its secure default is
+        ``os.urandom``) — one seed for these rows, as a Dask dataset draws one per partition.
+        The sampled rows are gathered one chunk at a time (no copy of X).  The sample is
+        secret: it must never be released (amplification by subsampling rests on it)."""
+        return _poisson_pass(self, rate, poisson_seeds(source, 1)[0], fn, params)
+
+
+def poisson_seeds(source, k: int) -> list:
+    """``k`` independent 256-bit seeds (4 words each) from ``source`` (a RandomSource, or
+    anything :func:`privfair.privacy.randomness.as_source` takes), one per partition."""
+    from .privacy.randomness import as_source
+
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+        raise InvalidInputError("k", k, "pass a number of partitions")
+    w = as_source(source).words(4 * int(k)).reshape(int(k), 4)
+    return [tuple(int(v) for v in row) for row in w]
+
+
+def poisson_rows(n: int, rate, seed) -> np.ndarray:
+    """The sorted indices of a Poisson(``rate``) sample of ``range(n)`` drawn from ``seed``
+    (4 words): row i is in it iff the i-th uniform of the seeded stream is below ``rate``."""
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate <= 1:
+        raise InvalidInputError("rate", rate, "pass a sampling probability in [0, 1]")
+    gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(seed))))
+    out, step = [], 1 << 20         # uniforms drawn in blocks: no n-sized float temporary
+    for s in range(0, int(n), step):
+        e = min(int(n), s + step)
+        out.append(s + np.flatnonzero(gen.random(e - s) < rate))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _poisson_pass(rows, rate, seed, fn, params):
+    """``fn`` over the Poisson sample of ``rows`` (an :class:`ArrayRows`) drawn from ``seed``:
+    the sampled rows are gathered ``chunk_rows`` at a time; None if none is sampled."""
+    idx = poisson_rows(rows.n, rate, seed)
+    total = None
+    for s in range(0, idx.size, rows.chunk_rows):
+        i = idx[s:s + rows.chunk_rows]
+        c = Chunk(rows.X[i], None if rows.y is None else rows.y[i],
+                  None if rows.group is None else rows.group[i], int(i[0]),
+                  {name: a[i] for name, a in rows.extra.items()})
+        total = merge(total, fn(c, *params))
+    return total
 
 
 def rows_of(data, chunk_rows=None):
@@ -274,6 +352,26 @@ def logistic_terms(chunk, design, theta, hessian: bool):
     p = sigmoid(z)
     f = float(np.sum(np.logaddexp(0.0, z)))
     return f, design.tdot(Z, p), (design.gram(Z, p * (1.0 - p)) if hessian else None)
+
+
+def max_norm_rows(chunk, design):
+    """The design rows of largest ‖z_i‖₂ and of largest ‖z_i‖₁ of the chunk, as two
+    :class:`Max` partials ``(Max(‖z‖₂², z), Max(‖z‖₁, z))``: a maximum over rows (e.g. the
+    sensitivity of a sum of design rows, a public quantity under ``protect="sensitive"``) as a
+    pass, merged by maximum — in memory and on Dask workers alike.  An empty chunk gives None."""
+    if len(chunk) == 0:
+        return None
+    Z = design.matrix(chunk)
+    sq, l1 = np.einsum("ij,ij->i", Z, Z), np.abs(Z).sum(axis=1)
+    lead = isinstance(design, _Intercept) and not isinstance(design, _Plain)
+    if lead:                      # z = [1, x]: the leading 1 adds to both norms
+        sq, l1 = sq + 1.0, l1 + 1.0
+    out = []
+    for v in (sq, l1):
+        i = int(np.argmax(v))
+        row = np.concatenate([[1.0], Z[i]]) if lead else np.array(Z[i], dtype=float)
+        out.append(Max(v[i], row))
+    return tuple(out)
 
 
 def logistic_value(chunk, design, theta) -> float:

@@ -201,3 +201,64 @@ def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
     kinds = {k for k, _ in seen}
     assert {"design", "clipped", "newton"} <= kinds
     assert all(rows_ <= chunk for _, rows_ in seen), max(r for _, r in seen)
+
+
+# -- a maximum over rows as a pass (merged by max), Poisson-sampled passes -------------------
+@pytest.mark.parametrize("inter", [False, True])
+def test_max_norm_rows_pass_finds_the_extreme_design_rows(inter, monkeypatch):
+    # the pass merged by maximum (over 8 chunks) attains U's largest ‖u‖₂ and ‖u‖₁ at rows of
+    # U, the same rows extreme_design_rows finds — the form in which it runs on Dask workers
+    X, y, a = rows(n=4000, seed=5)
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    f = pf.ProxyCells(clip=1.5).features_for(X)
+    U = dense_design(f, X, y, inter)
+    m2, m1 = data.rows(chunk_rows=500).map_sum(passes.max_norm_rows, proxy_design(f, inter))
+    assert m2.value == pytest.approx(np.max(np.einsum("ij,ij->i", U, U)), rel=1e-14)
+    assert m1.value == pytest.approx(np.max(np.abs(U).sum(axis=1)), rel=1e-14)
+    assert all((U == row).all(axis=1).any() for row in (m2.item, m1.item))   # rows of U
+    # clipped blocks tie many rows up to an ulp, so the rows may differ; their norms may not
+    monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: 500)
+    ext = extreme_design_rows(data, f, inter)
+    for norm, row in (("l2", m2.item), ("l1", m1.item)):
+        assert sensitivity(row[None], norm) == pytest.approx(sensitivity(ext, norm), rel=1e-15)
+
+
+def test_max_merge_keeps_the_first_row_on_ties_and_handles_the_intercept():
+    X = np.array([[3.0, 4.0], [0.0, 1.0], [4.0, 3.0], [-5.0, 0.0]])
+    # ‖x‖₂ = 5 at rows 0, 2, 3: the first (row 0) wins, as np.argmax picks it, in any chunking
+    for k in (1, 2, 4):
+        m2, m1 = passes.ArrayRows(X, chunk_rows=k).map_sum(passes.max_norm_rows, passes.PLAIN)
+        assert (m2.value, m1.value) == (25.0, 7.0)
+        np.testing.assert_array_equal(m2.item, [3.0, 4.0])
+        np.testing.assert_array_equal(m1.item, [3.0, 4.0])
+    m2, m1 = passes.ArrayRows(X, chunk_rows=3).map_sum(passes.max_norm_rows, passes.INTERCEPT)
+    assert (m2.value, m1.value) == (26.0, 8.0)               # z = [1, x]
+    np.testing.assert_array_equal(m2.item, [1.0, 3.0, 4.0])
+    # a Max leaf inside a tuple merges by maximum, sums beside it still add
+    a = (passes.Max(1.0, "x"), np.array([1, 2]))
+    b = (passes.Max(2.0, "y"), np.array([10, 20]))
+    m, s = passes.merge(a, b)
+    assert m.item == "y" and s.tolist() == [11, 22]
+
+
+def test_poisson_pass_is_a_poisson_sample_from_the_seed():
+    X = np.arange(20_000.0).reshape(-1, 1)
+    rows_ = passes.ArrayRows(X, chunk_rows=777)
+    count = passes.weighted_sum            # with (INTERCEPT, None): Σ [1, x] = [rows, Σ x]
+    n_all = rows_.map_sum(passes.weighted_sum, passes.INTERCEPT, None)[0]
+    assert rows_.poisson_map_sum(count, 1.0, 0, passes.INTERCEPT, None)[0] == n_all
+    assert rows_.poisson_map_sum(count, 0.0, 0, passes.INTERCEPT, None) is None
+    # the same seed gives the same sample (a seeded run is reproducible); the rows summed are
+    # exactly those poisson_rows names
+    seed = passes.poisson_seeds(3, 1)[0]
+    idx = passes.poisson_rows(20_000, 0.1, seed)
+    got = passes._poisson_pass(rows_, 0.1, seed, count, (passes.INTERCEPT, None))
+    assert got[0] == idx.size and got[1] == X[idx, 0].sum()
+    # its size is Binomial(n, q): within 5 standard deviations of qn
+    assert abs(idx.size - 2000) < 5 * np.sqrt(20_000 * 0.1 * 0.9)
+    assert np.all(np.diff(idx) > 0)
+    # seeds are distinct draws of the source (one per partition)
+    s = passes.poisson_seeds(np.random.default_rng(1), 3)
+    assert len(set(s)) == 3 and all(len(v) == 4 for v in s)
+    with pytest.raises(pf.errors.InvalidInputError, match="rate"):
+        passes.poisson_rows(10, 1.5, seed)

@@ -141,3 +141,39 @@ def test_persisted_arrays_give_the_same_passes(client, frame):
     assert data.persist() is data and data.rows().arrays is not None
     np.testing.assert_array_equal(data.counts(), before[0])
     np.testing.assert_allclose(fit_score(data), before[1], rtol=1e-13, atol=1e-15)
+
+
+def test_a_maximum_over_rows_runs_on_the_workers(client, frame):
+    # a Max partial per partition, merged by maximum on the client: the in-memory rows
+    data = pf.Dataset.from_dask(dd.from_pandas(frame, npartitions=4), label="income",
+                                sensitive="sex", groups=["F", "M"])
+    mem = _memory(frame)
+    for design in (passes.PLAIN, passes.INTERCEPT):
+        got = data.rows().map_sum(passes.max_norm_rows, design)
+        want = mem.rows().map_sum(passes.max_norm_rows, design)
+        for g, w in zip(got, want):
+            assert g.value == w.value
+            np.testing.assert_array_equal(g.item, w.item)
+
+
+def test_poisson_sampling_draws_one_independent_seed_per_partition(client):
+    # two partitions holding the same rows: with one seed each they are sampled differently;
+    # rate 1 keeps every row; the seeded run is reproducible; the sample's size is Binomial
+    n = 4000
+    df = pd.DataFrame({"x0": np.arange(float(n)) % (n // 2), "sex": ["F", "M"] * (n // 2),
+                       "income": [0, 1, 1, 0] * (n // 4)})
+    data = pf.Dataset.from_dask(dd.from_pandas(df, npartitions=2), label="income",
+                                sensitive="sex", groups=["F", "M"])
+    args = (passes.INTERCEPT, None)
+    whole = data.rows().poisson_map_sum(passes.weighted_sum, 1.0, 0, *args)
+    np.testing.assert_array_equal(whole, [n, df["x0"].sum()])
+    assert data.ddf.npartitions == 2 and len(data.ddf.partitions[0]) == n // 2
+    seeds = passes.poisson_seeds(7, 2)
+    a, b = (passes.poisson_rows(n // 2, 0.1, s) for s in seeds)
+    assert not np.array_equal(a, b)                 # independent seeds, different samples
+    got = data.rows().poisson_map_sum(passes.weighted_sum, 0.1, 7, *args)
+    assert got[0] == a.size + b.size                # exactly the rows those seeds sample
+    assert got[1] == pytest.approx(a.sum() + b.sum(), rel=1e-15)      # x0 = position
+    again = data.rows().poisson_map_sum(passes.weighted_sum, 0.1, 7, *args)
+    np.testing.assert_array_equal(got, again)
+    assert abs(got[0] - 0.1 * n) < 5 * np.sqrt(n * 0.1 * 0.9)
