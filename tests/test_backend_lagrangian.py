@@ -262,3 +262,24 @@ def test_multiclass_eight_groups_reduce_the_violation():
     m_free = _solve(free, privacy, epochs=6).metrics(held)
     assert m_fair["eo_violation"] < m_free["eo_violation"]
     assert m_fair["error"] < 2 / 3                 # better than guessing among 3 labels
+
+
+def test_dual_projection_bounds_the_total_multiplier():
+    """λ is projected on {λ ≥ 0, ‖λ‖₁ ≤ λ_max} (the default): J one-sided pieces cannot add up
+    to J·λ_max and drown the objective; the box keeps each λ_j ≤ λ_max."""
+    from privfair.backends.lagrangian.solver import dual_project
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        v = rng.normal(size=252) * 30
+        lam = dual_project(v, 100.0)
+        assert np.all(lam >= 0) and lam.sum() <= 100.0 * (1 + 1e-12)
+        # the Euclidean projection: no point of the set is closer (checked against the clip,
+        # a feasible point after rescaling)
+        w = np.maximum(v, 0)
+        w = w * min(1.0, 100.0 / max(w.sum(), 1e-300))
+        assert np.linalg.norm(lam - v) <= np.linalg.norm(w - v) + 1e-9
+        box = dual_project(v, 100.0, "box")
+        assert np.all((0 <= box) & (box <= 100.0))
+    small = np.array([3.0, -1.0, 2.0])
+    assert dual_project(small, 100.0).tolist() == [3.0, 0.0, 2.0]     # inside: only [·]₊

@@ -1,6 +1,6 @@
 """``lagrangian_sgda``: private stochastic gradient descent–ascent on the Lagrangian of any problem.
 
-Problem.  min_θ max_{λ ∈ [0, λ_max]^J}  f(ℓ(θ)) + Σ_j λ_j g_j(ℓ(θ)) for any objective f and
+Problem.  min_θ max_{λ ≥ 0, ‖λ‖₁ ≤ λ_max}  f(ℓ(θ)) + Σ_j λ_j g_j(ℓ(θ)) for any objective f and
 constraints g_j ≤ 0 of privfair's language (general expressions of ℓ, not only linear rate
 constraints), over a differentiable decision set: ``pf.LinearClassifier`` (numpy; torch is not
 needed) or ``pf.TorchModel`` (torch, CPU or CUDA; multi-class labels), any number of groups.
@@ -33,7 +33,7 @@ numbers in docs/lagrangian.md (bench/raco.py), which it says in ``rank_reason``.
 
 Defaults (public rule from n, ε, δ; docs/lagrangian.md "Defaults"): expected batch
 m = max(256, n/50) (q = m/n rounded up to the grid 2^(k/4)), ``epochs`` passes (T = ⌈epochs/q⌉), clip C = 1, histogram
-share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, λ_max = 100, EMA rate 0.9 on the
+share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, ‖λ‖₁ ≤ λ_max = 100 (all J multipliers together), EMA rate 0.9 on the
 released histograms, output the uniform mixture of 20 checkpoints of the second half.
 """
 
@@ -49,12 +49,12 @@ from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, unknown_option  # n
 #: the options this backend reads (docs/lagrangian.md, "Options")
 OPTIONS = ("epochs", "batch_size", "clip", "lr", "lr_dual", "hist_share", "ema", "lambda_max",
            "mass_floor", "output", "n_checkpoints", "objective_surrogate", "sharpness",
-           "randomize")
+           "randomize", "dual_ball", "normalize")
 
 DEFAULTS = {"epochs": 10.0, "clip": 1.0, "lr": 2.0, "lr_dual": 1.0, "hist_share": 0.3,
             "ema": 0.9, "lambda_max": 100.0, "mass_floor": 1e-3, "output": "mixture",
             "n_checkpoints": 20, "objective_surrogate": "log", "sharpness": 5.0,
-            "randomize": 0}
+            "randomize": 0, "dual_ball": "l1", "normalize": False}
 
 
 def default_rate(n: int) -> float:
@@ -138,6 +138,11 @@ def _options(options):
     if o["objective_surrogate"] not in ("log", "linear"):
         raise InvalidInputError("objective_surrogate", o["objective_surrogate"],
                                 "choose 'log' (cross-entropy for the error) or 'linear'")
+    if o["dual_ball"] not in ("l1", "box"):
+        raise InvalidInputError("dual_ball", o["dual_ball"],
+                                "choose 'l1' (‖λ‖₁ ≤ lambda_max) or 'box' (each λ_j ≤ lambda_max)")
+    if not isinstance(o["normalize"], bool):
+        raise InvalidInputError("normalize", o["normalize"], "pass True or False")
     for name in ("n_checkpoints", "randomize"):
         k = o[name]
         if isinstance(k, bool) or not isinstance(k, int) or k < (1 if name == "n_checkpoints"
@@ -232,7 +237,7 @@ class LagrangianSGDA(Backend):
                   "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
-                  "randomize": o["randomize"], "private": private}
+                  "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"], "private": private}
         budget, notes = [], []
         sched = None
         if private:

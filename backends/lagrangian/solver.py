@@ -11,7 +11,7 @@ Algorithm (Φ_λ = f + Σ_j λ_j g_j over ℓ; m = q·n; a² + b² = 1, a² the 
         S_t = Σ_{i ∈ B_t} v_i + N(0, z² I)                  ← the step's one release
         Ĥ_t = (H/a)·S_t[hist],  ĝ_t = (C/b)·S_t[grad]       (+ public parts, "sensitive")
         Ĉ ← bias-corrected EMA of Ĥ_t (rate ``ema``)
-        θ ← Π(θ − η_θ ĝ_t / m);  λ ← min(λ_max, [λ + η_λ g(ℓ̂(Ĉ))]₊)
+        θ ← Π(θ − η_θ ĝ_t / m);  λ ← Π_Λ(λ + η_λ g(ℓ̂(Ĉ)))    Λ = {λ ≥ 0, ‖λ‖₁ ≤ λ_max}
     output: the uniform mixture of K checkpoints of the second half (or the last iterate)
 
 Theorem (privacy).  Under ``protect="row"`` (one row replaced) h_i = p_i ⊗ e_{(g_i, y_i)}
@@ -57,6 +57,25 @@ def poisson(gen, n, q):
     return gen.choice(n, size=k, replace=False, shuffle=False) if k else np.zeros(0, np.int64)
 
 
+def dual_project(v, bound, ball="l1"):
+    """The Euclidean projection of v onto {λ ≥ 0, Σ_j λ_j ≤ bound} ("l1") or [0, bound]^J ("box").
+
+    Why the ℓ1 ball: the primal step reads Σ_j λ_j ∇g_j, so it is the *total* multiplier that
+    must stay comparable to the objective's O(1) push; a box lets J one-sided pieces (252 for
+    eight groups and three labels) add up to J·bound, which drowns the objective (and its clipped
+    per-row gradient) whatever happens to the error.  With J = 1 or 2 (one |gap|, one side
+    active) the two sets agree.  (The reductions approach of Agarwal et al. 2018 bounds ‖λ‖₁ too.)"""
+    v = np.maximum(np.asarray(v, dtype=float), 0.0)
+    if ball == "box":
+        return np.minimum(v, bound)
+    if v.sum() <= bound:
+        return v
+    u = np.sort(v)[::-1]                 # simplex projection (Duchi et al. 2008)
+    css = np.cumsum(u) - bound
+    k = np.nonzero(u - css / np.arange(1, len(u) + 1) > 0)[0][-1]
+    return np.maximum(v - css[k] / (k + 1), 0.0)
+
+
 def train(problem, adapter, P, draws, gen, progress=False):
     """Run the loop of the module docstring; returns (checkpoints, trace, state).
 
@@ -97,6 +116,11 @@ def train(problem, adapter, P, draws, gen, progress=False):
         wg = sum((lam[j] * np.asarray(gs[j].grad(ell), dtype=float) for j in range(J)),
                  np.zeros(lay.K)) if J else np.zeros(lay.K)
         cf, cg = H.row_coefficients(wf, lay, pi), H.row_coefficients(wg, lay, pi)
+        if P.get("normalize", False):
+            # the primal step on (f + λᵀg)/(1 + ‖λ‖₁): the same direction, a step that stays
+            # bounded however large the multipliers grow (see ``dual_project``)
+            s_ = 1.0 / (1.0 + float(lam.sum()))
+            cf, cg = cf * s_, cg * s_
         idx = poisson(gen, n, q)
         gi, yi = g_all[idx], y_all[idx]
         Pb = adapter.probs(theta, idx)
@@ -135,7 +159,7 @@ def train(problem, adapter, P, draws, gen, progress=False):
         if J:
             ell_new, _ = H.rates_from_counts(Cest, lay, m, floor)
             gv = np.array([float(gj.value(ell_new)) for gj in gs])
-            lam = np.clip(lam + lr_d * gv, 0.0, lam_max)
+            lam = dual_project(lam + lr_d * gv, lam_max, P.get("dual_ball", "l1"))
         else:
             gv = np.zeros(0)
         if t in ck_steps:
