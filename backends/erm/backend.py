@@ -11,7 +11,9 @@ from dataclasses import replace
 import numpy as np
 
 from privfair.privacy import approximate_event, pure_event
+from privfair.privacy.randomness import as_source
 from privfair.privacy.release import Schedule, calibrate
+from privfair.result import Result
 
 from ..base import PUBLIC, RELEASED, Plan, Verdict
 from .constraint import (LAGRANGE_CALLS, RHO, ZERO_FRACTION, final_weight_bound, lagrange_budget,
@@ -24,8 +26,6 @@ from .solver import certify_reason, tau_target
 
 def make_result(name, theta, ds, plan, trace, info, weights=None):
     """A Result of one decision θ, or of the mixture ``theta`` (a list) with ``weights``."""
-    from privfair.result import Result
-
     if weights is None:
         return Result(name, [np.asarray(theta, float)], [1.0], ds, plan=plan, trace=trace,
                       info=info)
@@ -197,8 +197,6 @@ class ERMBackend:
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """Draw the plan's releases (``plan.params["release"]``) through its schedule; nothing
         is calibrated here."""
-        from privfair.privacy.randomness import as_source
-
         problem, an = plan.problem, plan.analysis
         src = as_source(rng)
         private = plan.privacy.is_private

@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from privfair.privacy import laplace_event
 from privfair.privacy.release import Scheduled, calibrate
+from privfair.stats import Rates
 
 from .reduction import (NeedsGroupMass, cell_coefficients, constraint_direction, erm_from_problem,
                         multiplier_range, objective_gradient)
@@ -86,8 +88,6 @@ def lagrange_budget(backend, erm0, setup, epsilon, delta, *, relation="row", rul
     :func:`privfair.privacy.release.calibrate`: the final ERM at ε = x, the probe at
     probe_share·x, each of the two Laplace releases of u at release_share·x (pure ε: the scalar
     has a tiny ℓ1 sensitivity, δ would only cost); δ/8 to the probe when there is one."""
-    from privfair.privacy import laplace_event
-
     dc = delta / 8 if delta > 0 else 0.0
     ps, rs = setup.probe_share, release_share
     d_final = delta - dc if ps > 0 else delta
@@ -137,8 +137,6 @@ U_PROBE, U_FINAL = "constraint statistic u₀", "constraint statistic u₁"
 def lagrange_releases(backend, erm0, setup, budget, *, relation, options, label, rules=None,
                       spent=()):
     """The constraint form's scheduled releases at ``budget`` (:class:`LagrangeBudget`)."""
-    from privfair.privacy import laplace_event
-
     def u_release(name, what):
         return Scheduled(name, laplace_event(
             setup.delta_u, budget.release_epsilon, label=f"{label}: {name} ({what})",
@@ -190,8 +188,6 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, draws, relation="
     :class:`LagrangeBudget` (None: ε = ∞, nothing released) and every noise is drawn through
     ``draws`` (the plan's schedule, :func:`lagrange_releases`); ν₁ and the mixture weights are
     post-processing.  ``options``: the backend's validated options (None: its defaults)."""
-    from privfair.stats import Rates
-
     if options is None:
         options = backend.options_from({})
 

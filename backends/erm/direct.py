@@ -10,6 +10,11 @@ import math
 
 import numpy as np
 
+from privfair.errors import InvalidInputError, InvalidPrivacyError
+from privfair.privacy import Accountant, Certificate
+from privfair.privacy.randomness import as_source
+from privfair.privacy.spec import DP
+
 from .reduction import erm_from_rates
 from .releases import ERMBudget, schedule_for
 
@@ -24,8 +29,6 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
     releases are scheduled for (``epsilon``, ``delta``) — the caller's per-call budget, fitted
     at its plan time — and drawn through the schedule, which records their event(s) in
     ``accountant`` before the first draw; returns θ.  ``epsilon=inf``: exact."""
-    from privfair.privacy.randomness import as_source
-
     from .. import get      # the registry (it imports this family): at call time
 
     b = get(method)
@@ -44,11 +47,6 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
 
 def fit_erm(erm, privacy, method, seed=None, **options):
     """Run ``method``'s mechanism on a direct :func:`privfair.sparse.glm` ERM (no Problem)."""
-    from privfair.errors import InvalidInputError, InvalidPrivacyError
-    from privfair.privacy import Accountant, Certificate
-    from privfair.privacy.randomness import as_source
-    from privfair.privacy.spec import DP
-
     from .. import get      # the registry (it imports this family): at call time
 
     if not isinstance(privacy, DP):

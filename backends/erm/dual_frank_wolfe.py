@@ -35,11 +35,15 @@ at m× the score sensitivity, the recovery at m× σ.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from privfair import formulas
 from privfair.formulas import NUMERIC
+from privfair.privacy._exact import exponential_mechanism_index   # the exact sampler, per block
+from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma, exponential_event,
+                              gaussian_event, pure_event)
 
 from ..base import Backend
 from ..options import Option
@@ -139,9 +143,6 @@ class DualFrankWolfeBackend(ERMBackend, Backend):
         """T vertex selections (one exponential-mechanism event, count T) at the largest ε per
         selection that composes with the recovery at (1 − share)·ε to ``spec`` — fitted here,
         at plan time, by :func:`privfair.privacy.release.calibrate` — and the recovery."""
-        from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma,
-                                      exponential_event, gaussian_event, pure_event)
-
         c = self.constants(erm, spec, options, relation)
         eps, delta, T = spec.epsilon, spec.delta, c["T"]
         share = options["selection_share"]
@@ -221,10 +222,6 @@ class DualFrankWolfeBackend(ERMBackend, Backend):
         """One exact exponential-mechanism draw over the product of the blocks' vertex sets
         (maximizing ⟨w, v⟩), block by block on a common grid (see the module docstring).  ``k``:
         1, or the audit's ``reduced_noise`` multiplier (the draw uses k× the score sensitivity)."""
-        from fractions import Fraction
-
-        from privfair.privacy._exact import exponential_mechanism_index
-
         Delta, nb = k * c["score_sens"], len(blocks)
         g = 2.0 ** (math.floor(math.log2(Delta)) - 10 - math.ceil(math.log2(max(nb, 1))))
         vmax = max(float(np.abs(V).sum(axis=1).max()) for _, V in blocks)
@@ -244,8 +241,6 @@ class DualFrankWolfeBackend(ERMBackend, Backend):
         return v
 
     def predicted(self, erm, spec, opts, relation="row"):
-        from privfair.privacy import calibrate_gaussian_sigma
-
         c = self.constants(erm, spec, opts, relation)
         params = {"T": c["T"], "penalty": c["penalty"], "score_sensitivity": c["score_sens"]}
         if spec is None:

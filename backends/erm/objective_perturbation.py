@@ -47,8 +47,10 @@ Gaussian width of C (ρ·E Ω*(g) + ρ_b√(2/π): dimension-free for the ℓ1 b
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
+
+from privfair.privacy import (Scheduled, approximate_event, calibrate_gaussian_sigma,
+                              gaussian_noise_vector)
 
 from ..base import Backend
 from ..options import Option
@@ -132,8 +134,6 @@ def constants(erm, epsilon, delta, share=None, relation="row") -> Constants:
     """The mechanism's :class:`Constants` for a target (ε, δ) — closed forms, no fitting (the
     budget itself is fitted by :func:`privfair.privacy.release.calibrate` at plan time); with
     ``share`` None, the public grid of Jacobian shares is searched for the smallest bound."""
-    from privfair.privacy import calibrate_gaussian_sigma
-
     key = ("objective_perturbation", epsilon, delta, share, relation)
     if key in erm.meta:
         return erm.meta[key]
@@ -188,8 +188,6 @@ class ObjectivePerturbationBackend(ERMBackend, Backend):
     def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
         """The one release at ``spec``: its event claims (ε, δ) and records b's scale."""
-        from privfair.privacy import Scheduled, approximate_event
-
         c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)
         how = gradient_sensitivity(erm, relation)[1]
         src = (f"D = n·Δ_g = {c.D:.4g}, Δ_g = {how}; the gradient change lies in the span of the "
@@ -206,8 +204,6 @@ class ObjectivePerturbationBackend(ERMBackend, Backend):
     def private_erm(self, erm, spec, *, draws, relation="row", prefix="", options):
         """The perturbed minimizer: b and the smoothing noise are drawn together, once, through
         the scheduled release ``prefix + RELEASE`` (``spec`` None: the exact minimizer)."""
-        from privfair.privacy import gaussian_noise_vector
-
         if spec is None:            # ε = ∞ reference: no certificate needed
             return solve(erm).theta
         c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)

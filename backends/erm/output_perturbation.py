@@ -29,6 +29,7 @@ import math
 
 from privfair import formulas
 from privfair.formulas import NUMERIC
+from privfair.privacy import Scheduled, calibrate_gaussian_sigma, gaussian_event, pure_event
 
 from ..base import Backend
 from .backend import ERMBackend
@@ -89,8 +90,6 @@ class OutputPerturbationBackend(ERMBackend, Backend):
         return sens, src
 
     def planned_events(self, erm, spec, count=1, relation="row"):
-        from privfair.privacy import calibrate_gaussian_sigma, gaussian_event, pure_event
-
         if spec.delta > 0:
             s = calibrate_gaussian_sigma(1.0, spec.epsilon, spec.delta)
             return [gaussian_event(1.0, s, epsilon=spec.epsilon, delta=spec.delta, count=count)]
@@ -99,9 +98,6 @@ class OutputPerturbationBackend(ERMBackend, Backend):
     def releases(self, erm, spec, *, relation="row", options, label="", rules=None,
                  prefix="", spent=()):
         """The one release: θ̂ + noise at ``spec`` (an :class:`backends.erm.releases.ERMBudget`)."""
-        from privfair.privacy import (Scheduled, calibrate_gaussian_sigma, gaussian_event,
-                                      pure_event)
-
         sens, src = self.sensitivity(erm, relation)
         eps, delta = spec.epsilon, spec.delta
         idealized = not erm.decisions.exact_projection
@@ -136,8 +132,6 @@ class OutputPerturbationBackend(ERMBackend, Backend):
         return theta
 
     def predicted(self, erm, spec, opts, relation="row"):
-        from privfair.privacy import calibrate_gaussian_sigma
-
         params, notes = {}, []
         if spec is None:
             return 0.0, params, notes

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 
+from privfair.sparse import LOSSES, SparseLinear
+
 from .reduction import (NeedsGroupMass, bad_cells, cell_coefficients, constraint_direction,
                         objective_gradient)
 
 
 def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_constraint=True):
     """None, or the reason the row-private ERM backends refuse ``problem``."""
-    from privfair.sparse import LOSSES, SparseLinear
-
     rates = getattr(problem, "rates", None)
     ds = getattr(rates, "decisions", None)
     if not isinstance(ds, SparseLinear):

@@ -32,7 +32,9 @@ import math
 
 import numpy as np
 
-from privfair.erm import ERM
+from privfair import designs
+from privfair.erm import ERM, LOSSES
+from privfair.errors import BackendRefusedError
 
 
 class NeedsGroupMass(Exception):
@@ -158,15 +160,10 @@ def erm_from_rates(rates, r, denominators="public"):
     """The weighted GLM ERM of r·ℓ(θ) (:func:`cell_coefficients`): a y = 0 row's mass φ̃(z) is
     convex, a y = 1 row's 1 − φ̃(−z) concave, so row i gets the loss weight a·1[y=0] − a·1[y=1]
     (≥ 0 exactly when the ERM is convex) on φ(∓z)/φ(B), and r·ℓ = const + the ERM's Σ w_i l_i."""
-    from privfair.designs import ClippedRows
-    from privfair.sparse import LOSSES
-
     ds = rates.decisions
     a = cell_coefficients(rates, r, denominators)
     bad = bad_cells(a, tol=1e-9 * (1 + np.abs(a).max()))
     if bad:
-        from privfair.errors import BackendRefusedError
-
         raise BackendRefusedError("weights", f"cell {bad}", "the weighted ERM is not convex "
                                   "(a cell's weight has the wrong sign at this multiplier)")
     g, yv = rates.data.group, rates.data.y
@@ -175,7 +172,7 @@ def erm_from_rates(rates, r, denominators="public"):
     scale = 1.0 / rates._phiB
     n = rates.n
     # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy (#19)
-    U = ClippedRows(rates.data.X, rates._clip_scale)
+    U = designs.ClippedRows(rates.data.X, rates._clip_scale)
     erm = ERM(U, np.where(yv == 1, 1.0, -1.0), coef * scale / n, LOSSES[rates.surrogate], ds,
               float(np.abs(a).max()) * scale, math.sqrt(rates.feature_bound ** 2 + 1.0))
     erm.meta["r"] = np.asarray(r, float)

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privfair._progress import bar
+from privfair.errors import BackendRefusedError
+
 #: default certified distance to the exact minimizer, relative to the ℓ2 radius of C
 TAU_REL = 1e-9
 MAX_ITER = 40000
@@ -81,8 +84,6 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     P-dimensional quadratic model over C — then, if needed, accelerated projected gradient with
     restarts.  Either way the returned point carries the gradient-mapping certificate.
     Under :func:`solve_certified` the steps show a progress bar (:mod:`privfair._progress`)."""
-    from privfair._progress import bar
-
     desc = _BAR_NAME.get()
 
     def steps(rng, what):
@@ -196,11 +197,7 @@ def solve_certified(erm, lin=None, ridge=0.0, tau=None, theta0=None):
     tau = tau_target(erm) if tau is None else tau
     why = certify_reason(erm, tau, ridge)
     if why:
-        from privfair.errors import BackendRefusedError
-
         raise BackendRefusedError("l2", erm.l2, why)
-    from privfair._progress import bar
-
     token = _BAR_NAME.set("certified ERM solve")
     try:
         sol = solve(erm, lin, ridge, tau, theta0)
