@@ -242,7 +242,7 @@ class ObjectivePerturbationBackend(ERMBackend, Backend):
 
     def formula(self, plan):
         """:func:`utility_bound` with sympy (δ > 0, unconstrained plans); None otherwise."""
-        import sympy as sp
+        import sympy as sp      # slow to import: only when a plan's formula is printed
 
         k = plan.params.get("bound_constants")
         if not k or "delta2" not in k or not math.isfinite(plan.predicted_excess_risk):
