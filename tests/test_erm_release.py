@@ -110,6 +110,35 @@ def test_plan_fits_beside_events_already_spent_against_the_same_budget(method, c
     assert len(acc.events) > 1 and acc.total().epsilon <= 1.0 + 1e-9
 
 
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("delta", [1e-6, 0.0])
+def test_planned_events_claim_what_the_scheduled_releases_spend(method, delta):
+    """``planned_events`` (one home: ERMBackend's default, output perturbation's Gaussian
+    override) stands in for a private ERM's releases when a budget split is fitted
+    (``lagrange_budget``, a plan beside spent events): composed, the scheduled releases at a
+    budget must cost no more than the planned events at that budget, which claim the budget
+    itself — else a fitted split would be refused by its own schedule."""
+    from privfair.backends.erm.releases import ERMBudget
+
+    b = get(method)
+    ds = pf.SparseLinear(2, norm=pf.norms.l1(2), radius=2.0, l2=0.2, feature_bound=1.0)
+    rng = np.random.default_rng(3)
+    erm = pf.sparse.glm(rng.normal(size=(80, 2)), rng.integers(0, 2, 80), ds, "logistic")
+    spec = ERMBudget(1.0, delta)
+
+    def total(events):
+        acc = pf.privacy.Accountant(delta=delta or None)
+        acc.extend(events)
+        return acc.total(delta or None).epsilon
+
+    planned = b.planned_events(erm, spec)
+    releases = [r.event for r in b.releases(erm, spec, relation="row",
+                                            options=b.options_from({}), label="t")]
+    assert total(planned) == pytest.approx(spec.epsilon, rel=1e-6)
+    assert total(releases) <= total(planned) * (1 + 1e-6)
+    assert total(b.planned_events(erm, spec, count=3)) > total(planned)   # count is honoured
+
+
 # ------------------------------------------------------------------ declarative options (#17 item 5)
 BAD_VALUES = {   # (option, a bad value, words of the fix) for every option each backend declares
     "output_perturbation": [("project", "yes", "True or False"), ("probe_share", -0.1, "≥ 0"),
