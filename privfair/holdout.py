@@ -115,6 +115,65 @@ def split(n: int, m: int, source):
     return np.sort(perm[m:]), np.sort(perm[:m])
 
 
+class HeldOutRows:
+    """The held-out rows of a dataset as **indices into it** (#19): no copy of X.
+
+    :func:`check` reads them a chunk at a time (:meth:`chunks` gathers about
+    :data:`privfair.passes.CHUNK_BYTES` of X per chunk), so holding out rows costs one index
+    array instead of a copy of their features.  ``n``, ``n_groups``, ``n_labels``, ``groups``,
+    ``label_values``, ``y`` and ``group`` are as on the held-out :class:`privfair.Dataset`
+    (``data.take(rows)``), which :meth:`to_dataset` builds when a copy is wanted.
+    """
+
+    def __init__(self, data, rows):
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        self.data, self.rows = data, rows.astype(np.int64)
+
+    @property
+    def n(self) -> int:
+        return int(self.rows.size)
+
+    def __len__(self) -> int:
+        return self.n
+
+    n_groups = property(lambda self: self.data.n_groups)
+    n_labels = property(lambda self: self.data.n_labels)
+    groups = property(lambda self: self.data.groups)
+    label_values = property(lambda self: self.data.label_values)
+    y = property(lambda self: self.data.y[self.rows])
+    group = property(lambda self: self.data.group[self.rows])
+
+    def chunks(self, chunk_rows=None):
+        """Yield (X, sensitive, group, y) of consecutive blocks of the held-out rows (gathered:
+        one chunk-sized copy at a time)."""
+        from .passes import chunk_rows_for
+
+        k = int(chunk_rows or chunk_rows_for(self.data.n_features))
+        sens = getattr(self.data, "sensitive", None)
+        for s in range(0, self.n, k):
+            i = self.rows[s:s + k]
+            yield (self.data.X[i], None if sens is None else sens[i], self.data.group[i],
+                   self.data.y[i])
+
+    def to_dataset(self):
+        """The held-out rows as their own :class:`privfair.Dataset` (a copy)."""
+        return self.data.take(self.rows)
+
+    def __repr__(self):
+        return f"HeldOutRows(n={self.n} of {self.data.n})"
+
+
+def partition(data, m: int, source):
+    """(training :class:`privfair.Dataset`, :class:`HeldOutRows`): :func:`split` of
+    ``data``'s rows (the same draw from ``source``), the held-out part as indices into
+    ``data`` — its features are never copied; the training part is ``data.take`` of its rows,
+    which the backends read as one array."""
+    train_rows, held_rows = split(data.n, m, source)
+    return data.take(train_rows), HeldOutRows(data, held_rows)
+
+
 @dataclass
 class ConstraintCheck:
     """One constraint on the held-out rows: ``estimate`` (noisy point value of its left side)
@@ -180,15 +239,31 @@ class ConstantRule(DecisionSet):
 
 
 # --------------------------------------------------------------------------- the statistics
+def _blocks(data):
+    """(X, sensitive, group, y) of consecutive blocks of ``data``'s rows: gathered chunks of a
+    :class:`HeldOutRows`, contiguous views of a Dataset's arrays (chunk-sized temporaries)."""
+    if isinstance(data, HeldOutRows):
+        yield from data.chunks()
+        return
+    from .passes import chunk_rows_for
+
+    sens = getattr(data, "sensitive", None)
+    k = chunk_rows_for(data.X.shape[1])
+    for s in range(0, data.n, k):
+        e = min(data.n, s + k)
+        yield data.X[s:e], None if sens is None else sens[s:e], data.group[s:e], data.y[s:e]
+
+
 def soft_counts(result, data) -> np.ndarray:
-    """C[g, y, ŷ]: the expected confusion counts of ``result``'s randomized rule on ``data``."""
+    """C[g, y, ŷ]: the expected confusion counts of ``result``'s randomized rule on ``data``
+    (a Dataset or :class:`HeldOutRows`; the rule is applied one chunk of rows at a time)."""
     G, L = data.n_groups, data.n_labels
-    p = np.asarray(result.predict_proba(data.X, getattr(data, "sensitive", None)), dtype=float)
-    P = p if p.ndim == 2 else np.stack([1.0 - p, p], axis=1)
-    P = np.clip(P, 0.0, 1.0)
-    cell = data.group * L + data.y
     C = np.zeros((G * L, L))
-    np.add.at(C, cell, P)
+    for X, sens, group, y in _blocks(data):
+        p = np.asarray(result.predict_proba(X, sens), dtype=float)
+        P = p if p.ndim == 2 else np.stack([1.0 - p, p], axis=1)
+        # rows are added in order, chunk after chunk: the same sums as one add.at over all
+        np.add.at(C, group * L + y, np.clip(P, 0.0, 1.0))
     return C.reshape(G, L, L)
 
 
@@ -300,8 +375,9 @@ def _level(constraint) -> float:
 
 def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relation="sensitive",
           n_train: int) -> HoldoutCheck:
-    """Estimate, on the held-out rows ``held``, the rule's error, each constraint's value with
-    an upper confidence bound, and the best constant rule's error; ε = ∞ is exact (no noise).
+    """Estimate, on the held-out rows ``held`` (a Dataset or :class:`HeldOutRows`), the rule's
+    error, each constraint's value with an upper confidence bound, and the best constant rule's
+    error; ε = ∞ is exact (no noise).
 
     One release (through :class:`privfair.privacy.release.Schedule`, recorded in a fresh
     accountant whose certificate is returned in the check): Laplace(2/ε) on the G·L·L soft

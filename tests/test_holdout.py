@@ -240,3 +240,38 @@ def test_predict_draws_from_the_randomized_rule_consistently():
     assert set(res.predict(X, randomized=False).tolist()) == {"no"}
     with pytest.raises(InvalidInputError, match="random_state"):
         res.predict(X, random_state="x")
+
+
+# ------------------------------------------------------------------ held-out rows as indices (#19)
+def test_held_out_rows_are_indices_and_check_the_same_as_a_copy(monkeypatch):
+    # partition draws split's partition; the held-out part holds no copy of X, and the check
+    # on it (read in gathered chunks) releases what the check on data.take(held) releases
+    from privfair import passes
+    from privfair.holdout import HeldOutRows, partition, soft_counts
+    from privfair.privacy.randomness import as_source
+
+    data = _data(3000, seed=4)
+    train, held = partition(data, 600, as_source(11))
+    tr, ho = split(data.n, 600, as_source(11))
+    assert isinstance(held, HeldOutRows) and held.n == 600 and train.n == 2400
+    np.testing.assert_array_equal(held.rows, ho)
+    np.testing.assert_array_equal(train.X, data.X[tr])
+    # what it holds: a reference to the data and 600 indices (no array of features)
+    assert held.data is data and [k for k, v in vars(held).items()
+                                  if isinstance(v, np.ndarray)] == ["rows"]
+    copy = held.to_dataset()
+    np.testing.assert_array_equal(held.y, copy.y)
+    np.testing.assert_array_equal(held.group, copy.group)
+    assert (held.n_groups, held.n_labels, held.groups) == (copy.n_groups, copy.n_labels,
+                                                           copy.groups)
+    res = _solve(_problem(data, level=0.1), pf.DP(float("inf")), holdout=0)
+    monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: 128)    # several chunks
+    np.testing.assert_array_equal(soft_counts(res, held), soft_counts(res, copy))
+    prob = _problem(data, level=0.1)
+    for eps in (float("inf"), 1.0):
+        a = check(prob, res, held, epsilon=eps, options=HoldoutOptions(), rng=as_source(3),
+                  n_train=train.n)
+        b = check(prob, res, copy, epsilon=eps, options=HoldoutOptions(), rng=as_source(3),
+                  n_train=train.n)
+        np.testing.assert_array_equal(a.counts, b.counts)
+        assert (a.error, a.constraints[0].upper) == (b.error, b.constraints[0].upper)
