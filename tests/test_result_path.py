@@ -47,6 +47,7 @@ def test_the_chosen_checkpoint_is_marked(dp_run):
     assert table.released == res.metrics(test)
 
 
+@pytest.mark.slow     # ~13 s of CPU: sgda's plan calibrates its steps by PLD at ε = 2
 def test_a_mixture_marks_both_components_with_their_weights():
     train, test = _binary(3000, 2), _binary(1500, 3)
     r = pf.rates(pf.LinearClassifier(2, radius=20.0), train)
