@@ -459,7 +459,8 @@ def option_lines(backend, indent: str = "    ") -> list:
 
 def options_markdown(backends) -> list:
     """Markdown of every backend's options (``privfair backends --markdown``; docs/backends.md
-    embeds it): a table per backend with a declared table, its names otherwise."""
+    embeds it): a table per backend with a declared table, a pointer to ``privfair backends``
+    otherwise (a names-only declaration changes too often to pin in a page)."""
     from ._tables import markdown_table
     from .backends.options import rows
 
@@ -472,11 +473,10 @@ def options_markdown(backends) -> list:
                                                    for r in rows(table)])
         elif table is not None:
             out.append("No options: every option is refused.")
-        else:
-            names = [n for n in getattr(b, "option_names", None) or () if not n.startswith("_")]
-            out.append("Options (names only; no table yet): "
-                       + ", ".join(f"`{n}`" for n in names) if names else
-                       "Options: not declared.")
+        else:          # names only: listed by `privfair backends`, not pinned in the docs
+            out.append("No option table yet: `privfair backends` lists the option names it "
+                       "takes." if getattr(b, "option_names", None) is not None else
+                       "Options not declared.")
     return out[1:]
 
 
