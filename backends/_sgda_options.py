@@ -1,5 +1,6 @@
-"""The options of ``sgda``: defaults, the equalized-odds defaults keyed on the public ε, their
-validation (typed errors naming the field), and the problem shapes the backend accepts."""
+"""The options of ``sgda``: their declarative table (:data:`OPTIONS`: type, range, default, doc;
+validated by :func:`backends.options.validate`), the equalized-odds defaults keyed on the public
+ε, the checks that span options, and the problem shapes the backend accepts."""
 
 from __future__ import annotations
 
@@ -11,15 +12,7 @@ import numpy as np
 from . import _ermi as E
 from . import _jagielski as J
 from . import _sgda_select as SEL
-
-DEFAULTS = {"epochs": 40, "batch_size": 2048, "lr": 1.0, "lr_w": 1.0, "clip": 1.0,
-            "lambdas": (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
-            "count_share": 0.05, "select_share": 0.25, "theta_share": 0.5, "margin": "auto",
-            "average": True, "slice_weights": "balanced", "w_step": "plain",
-            "w_noise": "centered", "temperature": 1.0, "select": "first",
-            "select_penalty": 1.0}
-_OPTIONS = tuple(DEFAULTS) + ("lam", "fairness", "group_probabilities", "w_radius")
-_EO_KINDS = ("fpr", "tpr", "tnr", "fnr", "rate")
+from .options import Option, validate
 
 
 def _bad(field, value, fix):
@@ -31,19 +24,6 @@ def _bad(field, value, fix):
 def _real(v):
     """True for a real number (python or numpy; never a bool, a string or a container)."""
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
-
-
-def _num(o, key, lo, hi, lo_open=True):
-    v = o[key]
-    if not _real(v) or not math.isfinite(v) or (v <= lo if lo_open else v < lo) or v > hi:
-        _bad(key, v, f"pass a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}]")
-    o[key] = float(v)
-
-
-def _choice(o, key, choices):
-    v = o[key]
-    if not isinstance(v, str) or v not in choices:
-        _bad(key, v, "choose one of " + ", ".join(repr(c) for c in choices))
 
 
 def _weights(key, value, one):
@@ -68,6 +48,72 @@ def _weights(key, value, one):
     return tuple(float(v) for v in vals)
 
 
+def _group_probabilities(value):
+    """A non-empty dict; its keys and values are checked against the schema at plan time
+    (:func:`_public_p`, which needs the groups and the notion)."""
+    if not isinstance(value, dict) or not value:
+        _bad("group_probabilities", value,
+             "pass a dict of public probabilities > 0: {group: p} for demographic parity, "
+             "{(group, label): P(group | label)} for equalized odds")
+    return value
+
+
+_POS = dict(low=0, low_open=True, high=1e6)
+#: every option sgda reads, declared once (docs/sgda.md, "Options"); device, seed, progress,
+#: budget and alpha are solve()'s parameters.  The defaults are those of demographic parity:
+#: equalized odds overrides some, keyed on the public ε (:func:`eo_defaults`).
+OPTIONS = (
+    Option("epochs", "float", 40.0, **_POS,
+           doc="passes over the data: T = ⌈epochs·n/batch⌉ steps (EO: 20; EO at ε < 2: 10)"),
+    Option("batch_size", "int", 2048, low=1,
+           doc="the expected Poisson batch in rows (default at most n/8; a given one is capped "
+               "at n)"),
+    Option("lr", "float", 1.0, **_POS, doc="θ's step size, divided by 1 + λ (EO: 10)"),
+    Option("lr_w", "float", 1.0, **_POS,
+           doc="W's step size; with w_step='newton' an averaging weight in (0, 1] (EO: 0.2; "
+               "EO at ε < 2: 0.05)"),
+    Option("clip", "float", 1.0, **_POS, doc="ζ, the a-free bound on ‖J_i‖_F"),
+    Option("lambdas", "any", (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0),
+           check=lambda v: _weights("lambdas", v, one=False),
+           doc="the public λ path (one stage each): a number ≥ 0 or a non-empty list of them"),
+    Option("count_share", "float", 0.05, low=0, low_open=True, high=0.5,
+           doc="share of ε for the Laplace release of the group-label counts"),
+    Option("select_share", "float", 0.25, low=0, low_open=True, high=0.5,
+           doc="share of ε for the private choice of λ (count_share + select_share < 1)"),
+    Option("theta_share", "float", 0.5, low=0, low_open=True, high=1, high_open=True,
+           doc="share of the privacy-loss budget (1/z²) for the θ-player"),
+    Option("margin", "float", "auto", low=0, high=1e6, choices=("auto",),
+           doc="AboveThreshold's threshold below 0 ('auto': ln 2 × its query-noise scale); the "
+               "penalized and mixture rules' shift of g ('auto': 0) (EO: 0.015)"),
+    Option("average", "bool", True, doc="tail-average each stage"),
+    Option("slice_weights", "str", "balanced", choices=("balanced", "proportional"),
+           doc="equalized odds: weigh each label slice equally, or by p(y) as [L]"),
+    Option("w_step", "str", "plain", choices=("plain", "newton"),
+           doc="W's step: plain ascent, or curvature-scaled (EO: 'newton')"),
+    Option("w_noise", "str", "centered", choices=("centered", "per_slot", "uniform"),
+           doc="the W-player's release: group-centred slot sums, each slot at its own bound, "
+               "or the worst slot's bound everywhere"),
+    Option("temperature", "float", 1.0, **_POS,
+           doc="ψ reads F_τ = softmax(z/τ) (a public, a-free change)"),
+    Option("select", "str", "first", choices=SEL.RULES,
+           doc="the knob rule: AboveThreshold's first feasible checkpoint, or permute-and-flip "
+               "over the checkpoints ('penalized') or also their mixtures ('mixture') (EO)"),
+    Option("select_penalty", "float", 1.0, **_POS,
+           doc="P of the penalized and mixture rules, err + P·max(0, g + margin) (EO: 3)"),
+    Option("lam", "float", None, low=0,
+           doc="one fixed λ ≥ 0 (no path, nothing spent on the choice)"),
+    Option("fairness", "str", None, choices=E.NOTIONS,
+           doc="the notion, from the constraint; needed with lam= and no constraint"),
+    Option("group_probabilities", "any", None, check=_group_probabilities,
+           doc="public p̃ (no count release): {group: p} or {(group, label): P(group | label)}"),
+    Option("w_radius", "float", None, low=0, low_open=True, high=1e9,
+           doc="radius of the W-ball (auto: √(S·L/min p̃))"),
+)
+DEFAULTS = {o.name: o.default for o in OPTIONS if o.default is not None}
+_OPTIONS = tuple(o.name for o in OPTIONS)
+_EO_KINDS = ("fpr", "tpr", "tnr", "fnr", "rate")
+
+
 #: equalized-odds defaults that differ (chosen on a validation split of adult.data; docs/sgda.md):
 #: a large θ step (the conditional ERMI converges slowly at lr 1, and the thresholded
 #: classifier's gaps follow the soft ones only once they are small), W averaged over ~1/lr_w
@@ -79,9 +125,9 @@ def _weights(key, value, one):
 #: 0.043 → 0.036 at ε = 1, error unchanged within its spread).
 #: ε is public, so keying the defaults on it spends nothing.
 _EO_SELECT = {"select": "mixture", "select_penalty": 3.0, "margin": 0.015}
-EO_DEFAULTS = {"epochs": 20, "w_step": "newton", "lr": 10.0, "lr_w": 0.2, **_EO_SELECT}
+EO_DEFAULTS = {"epochs": 20.0, "w_step": "newton", "lr": 10.0, "lr_w": 0.2, **_EO_SELECT}
 EO_LOW_EPSILON = 2.0
-EO_DEFAULTS_LOW = {"epochs": 10, "w_step": "newton", "lr": 10.0, "lr_w": 0.05, **_EO_SELECT}
+EO_DEFAULTS_LOW = {"epochs": 10.0, "w_step": "newton", "lr": 10.0, "lr_w": 0.05, **_EO_SELECT}
 
 
 def eo_defaults(epsilon):
@@ -91,57 +137,21 @@ def eo_defaults(epsilon):
 
 def _options(options, notion=None, epsilon=math.inf):
     """The run options: the defaults (the equalized-odds ones for that notion), updated with
-    ``options`` and validated — every bad value is an InvalidInputError naming the option."""
+    ``options`` validated by the table (:data:`OPTIONS`) — every bad value, and every name sgda
+    does not take, is an InvalidInputError naming the option — then the checks that span
+    options.  ``path`` is the λ path that runs: ``(lam,)`` or ``lambdas``."""
+    valid = validate(OPTIONS, options, "sgda")
+    given = {k: valid[k] for k in options}
     o = dict(DEFAULTS)
-    fairness = options.get("fairness")
-    if fairness is not None and (not isinstance(fairness, str) or fairness not in E.NOTIONS):
-        _bad("fairness", fairness, "choose one of " + ", ".join(repr(c) for c in E.NOTIONS))
-    if (fairness or notion) == "equalized_odds":
+    if (given.get("fairness") or notion) == "equalized_odds":
         o.update(eo_defaults(epsilon))
-    o.update({k: options[k] for k in _OPTIONS if k in options})
-    _num(o, "epochs", 0, 1e6)
-    b = o["batch_size"]
-    if not _real(b) or not math.isfinite(b) or b < 1 or float(b) != math.floor(b):
-        _bad("batch_size", b, "pass a whole number of rows ≥ 1 (the expected Poisson batch; "
-                              "capped at n)")
-    o["batch_size"] = int(b)
-    for key, lo, hi, lo_open in (("lr", 0, 1e6, True), ("lr_w", 0, 1e6, True),
-                                 ("clip", 0, 1e6, True), ("count_share", 0, 0.5, True),
-                                 ("select_share", 0, 0.5, True), ("theta_share", 0, 1, True),
-                                 ("temperature", 0, 1e6, True),
-                                 ("select_penalty", 0, 1e6, True)):
-        _num(o, key, lo, hi, lo_open)
-    if o["theta_share"] >= 1:
-        _bad("theta_share", o["theta_share"], "pass a share in (0, 1)")
+    o.update(given)
     if o["count_share"] + o["select_share"] >= 1:
         _bad("select_share", o["select_share"],
              "count_share + select_share must stay below 1 (the rest pays for the steps)")
-    if not (isinstance(o["margin"], str) and o["margin"] == "auto"):
-        if isinstance(o["margin"], str):
-            _bad("margin", o["margin"], "pass 'auto' or a finite number ≥ 0")
-        _num(o, "margin", 0, 1e6, False)
-    if not isinstance(o["average"], (bool, np.bool_)):
-        _bad("average", o["average"], "pass True (tail-average each stage) or False")
-    o["average"] = bool(o["average"])
-    lambdas = _weights("lambdas", o["lambdas"], one=False)
-    if o.get("lam") is not None:
-        o["path"] = _weights("lam", o["lam"], one=True)
-        o["lam"] = o["path"][0]
-    else:
-        o["path"] = lambdas
-    _choice(o, "w_noise", ("centered", "per_slot", "uniform"))
-    _choice(o, "w_step", ("plain", "newton"))
     if o["w_step"] == "newton" and o["lr_w"] > 1:
         _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
-    _choice(o, "select", SEL.RULES)
-    _choice(o, "slice_weights", ("balanced", "proportional"))
-    if o.get("w_radius") is not None:
-        _num(o, "w_radius", 0, 1e9)
-    gp = o.get("group_probabilities")
-    if gp is not None and (not isinstance(gp, dict) or not gp):
-        _bad("group_probabilities", gp,
-             "pass a dict of public probabilities > 0: {group: p} for demographic parity, "
-             "{(group, label): P(group | label)} for equalized odds")
+    o["path"] = (o["lam"],) if o.get("lam") is not None else o["lambdas"]
     return o
 
 

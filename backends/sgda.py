@@ -104,8 +104,8 @@ from . import _sgda_schedule as SCH
 from . import _sgda_select as SEL
 from . import _sgda_train as T_
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
-from ._sgda_options import (_OPTIONS, DEFAULTS, EO_DEFAULTS,  # noqa: F401 (public)
-                            EO_DEFAULTS_LOW, EO_LOW_EPSILON, _bad, _options, _public_p, _shape,
+from ._sgda_options import (DEFAULTS, EO_DEFAULTS, EO_DEFAULTS_LOW,  # noqa: F401 (public)
+                            EO_LOW_EPSILON, OPTIONS, _bad, _options, _public_p, _shape,
                             eo_defaults)
 from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
 
@@ -140,9 +140,10 @@ class SGDABackend(Backend):
     }
     theorem = "[L] Algorithm 1 / Thm 3.3–3.4 (DP-SGDA on ERMI; Poisson subsampled Gaussian, PLD)"
     needs_group_mass = False      # run() releases its own counts (p̃ and the selection's bound)
-    #: every option sgda reads (docs/sgda.md, "Options"); device, seed, progress, budget and
-    #: alpha are solve()'s parameters
-    option_names = _OPTIONS
+    #: every option sgda reads, declared once (``_sgda_options.OPTIONS``; docs/sgda.md,
+    #: "Options"); ``option_names`` derives from it.  device, seed, progress, budget and alpha
+    #: are solve()'s parameters
+    option_table = OPTIONS
 
     def accepts(self, problem, analysis) -> Verdict:
         import importlib.util
