@@ -18,7 +18,7 @@ and the stages
 * ``auto_cells_s``, ``auto_cells_r``, ``auto_linear_s``, ``auto_linear_r`` — a whole
   ``backend="auto"`` fit (plan, the chosen backend's run, the default 20 % held-out check) of
   the ProxyCells(20, 8) or the ``LinearClassifier(d, radius=10)`` problem (demographic parity
-  ≤ 0.02, ε = 1, δ = 1/n²) under protect="sensitive" (``_s``) or protect="row" (``_r``); the
+  ≤ 0.02, ε = 1, δ = 1/n² or ``--delta``) under protect="sensitive" (``_s``) or protect="row" (``_r``); the
   backend auto chose is printed beside the time.  Not in the default stages (minutes at 10⁷).
 
 For each stage: median wall time over ``--repeats`` (and min–max), rows/s, and its cost in
@@ -131,8 +131,9 @@ def _timed(fn, repeats):
     return {"median": times[len(times) // 2], "min": times[0], "max": times[-1]}, out
 
 
-def child_memory(n, d, stages, repeats, dense_max_n):
-    """One n in this process: the stages' timings, peak RSS after each."""
+def child_memory(n, d, stages, repeats, dense_max_n, delta=None):
+    """One n in this process: the stages' timings, peak RSS after each (private solves at
+    δ = ``delta``, default 1/n²)."""
     import numpy as np
 
     import privfair as pf
@@ -158,8 +159,8 @@ def child_memory(n, d, stages, repeats, dense_max_n):
         r = pf.rates(pf.ProxyCells(20, 8), data)
         prob = pf.Problem(pf.minimize(r.error()),
                           [pf.abs(r.selection[0] - r.selection[1]) <= 0.02])
-        return prob.solve(pf.DP(1.0, 1.0 / n ** 2, protect="sensitive"), backend="cells",
-                          seed=0, progress=False)
+        return prob.solve(pf.DP(1.0, delta or 1.0 / n ** 2, protect="sensitive"),
+                          backend="cells", seed=0, progress=False)
 
     def rates():
         r = pf.rates(pf.LinearClassifier(d, radius=1.0), data, surrogate="logistic",
@@ -175,8 +176,8 @@ def child_memory(n, d, stages, repeats, dense_max_n):
                           [pf.abs(r.selection[0] - r.selection[1]) <= 0.02])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # the held-out check's status warnings
-            res = prob.solve(pf.DP(1.0, 1.0 / n ** 2, protect=protect), backend="auto",
-                             seed=0, progress=False)
+            res = prob.solve(pf.DP(1.0, delta or 1.0 / n ** 2, protect=protect),
+                             backend="auto", seed=0, progress=False)
         out.setdefault("backend", {})[f"auto_{kind}_{protect[0]}"] = res.backend
         return res
 
@@ -336,6 +337,8 @@ def main(argv=None):
     ap.add_argument("--stages", default="numpy,pass,score,dense,rates,cells")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dense-max-n", type=float, default=3e6)
+    ap.add_argument("--delta", type=float, default=None, help="δ of the private solves "
+                    "(default 1/n²)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads")
     ap.add_argument("--dask", type=float, default=0, help="rows of the Parquet + Dask run")
     ap.add_argument("--dask-features", type=int, default=20)
@@ -370,7 +373,7 @@ def main(argv=None):
     results = []
     for n in a.n:
         r = spawn({"kind": "memory", "n": int(n), "d": a.d, "stages": stages,
-                   "repeats": a.repeats, "dense_max_n": a.dense_max_n})
+                   "repeats": a.repeats, "dense_max_n": a.dense_max_n, "delta": a.delta})
         if r is None:
             print(f"n = {n:.0f}: the run failed (out of memory?)", file=sys.stderr)
             continue
