@@ -49,12 +49,13 @@ from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, unknown_option  # n
 #: the options this backend reads (docs/lagrangian.md, "Options")
 OPTIONS = ("epochs", "batch_size", "clip", "lr", "lr_dual", "hist_share", "ema", "lambda_max",
            "mass_floor", "output", "n_checkpoints", "objective_surrogate", "sharpness",
-           "randomize", "dual_ball", "normalize")
+           "randomize", "dual_ball", "normalize", "dual_scale")
 
 DEFAULTS = {"epochs": 10.0, "clip": 1.0, "lr": 2.0, "lr_dual": 1.0, "hist_share": 0.3,
             "ema": 0.9, "lambda_max": 100.0, "mass_floor": 1e-3, "output": "mixture",
             "n_checkpoints": 20, "objective_surrogate": "log", "sharpness": 5.0,
-            "randomize": 0, "dual_ball": "l1", "normalize": False}
+            "randomize": 0, "dual_ball": "l1", "normalize": False,
+            "dual_scale": False}
 
 
 def default_rate(n: int) -> float:
@@ -141,8 +142,9 @@ def _options(options):
     if o["dual_ball"] not in ("l1", "box"):
         raise InvalidInputError("dual_ball", o["dual_ball"],
                                 "choose 'l1' (‖λ‖₁ ≤ lambda_max) or 'box' (each λ_j ≤ lambda_max)")
-    if not isinstance(o["normalize"], bool):
-        raise InvalidInputError("normalize", o["normalize"], "pass True or False")
+    for name in ("normalize", "dual_scale"):
+        if not isinstance(o[name], bool):
+            raise InvalidInputError(name, o[name], "pass True or False")
     for name in ("n_checkpoints", "randomize"):
         k = o[name]
         if isinstance(k, bool) or not isinstance(k, int) or k < (1 if name == "n_checkpoints"
@@ -237,7 +239,8 @@ class LagrangianSGDA(Backend):
                   "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
-                  "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"], "private": private}
+                  "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
+                  "dual_scale": o["dual_scale"], "private": private}
         budget, notes = [], []
         sched = None
         if private:

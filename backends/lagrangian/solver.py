@@ -105,6 +105,11 @@ def train(problem, adapter, P, draws, gen, progress=False):
     acc, wsum = np.zeros((G, L, L)), 0.0
     theta = np.asarray(adapter.theta0, dtype=float).copy()
     lr, lr_d, lam_max = P["lr"], P["lr_dual"], P["lambda_max"]
+    if P.get("dual_scale", False) and J > 2:
+        # the dual step per piece shrinks as √(2/J): the noise of g(ℓ̂) moves λ by ~η·√J a step,
+        # so this keeps λ's movement that of one |gap| (J = 2, where ``lr_dual`` was chosen);
+        # with η = 1 at J = 56 (8 groups, DP over all pairs) λ oscillated even at ε = ∞
+        lr_d = lr_d * math.sqrt(2.0 / J)
     ck_steps = set(P["checkpoint_steps"])
     checkpoints, trace = [], []
     Cest = prior
