@@ -592,7 +592,7 @@ class Bound:
         self.D, self.D0, self.Dbox = geo["hull"], geo["start"], geo["box"]
         self.beta = analysis.smoothness.get("h_smooth", {})
         self.L = analysis.lipschitz.get("h_smooth", {})
-        self.gd_cap = int(opts.get("gd_steps", GD_STEPS))
+        self.gd_cap = int(opts.get("gd_steps") or GD_STEPS)
         self.proven, self.why = True, ""
         gap = surrogate_gap(problem.f, analysis.f_smooth)
         if problem.g and gap is not None:
@@ -601,7 +601,9 @@ class Bound:
             softplus = analysis.smoothing * math.log(2)
             gap = None if gg is None else gap + analysis.G * (gg + softplus)
         self.gap = gap
-        if opts.get("weights", "smooth") != "smooth" or opts.get("anchor", "mean") != "mean":
+        printed = ((opts.get("weights") or "smooth") != "smooth"
+                   or (opts.get("anchor") or "mean") != "mean")
+        if printed:
             self.proven, self.why = False, "the printed Algorithm 2 variants have no regret bound"
         elif gap is None:
             self.proven, self.why = False, ("the smooth surrogate's distance to h is not proven "

@@ -67,31 +67,37 @@ from privfair.errors import BackendRefusedError
 from . import _oracles as O
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from .exponential import RHO
+from .options import Option, validate
 
 T_GRID = (1, 2, 3, 5, 7, 10, 14, 20, 28, 40, 56, 80, 100)
 T_DEFAULT = 20           # when no bound is proven
 T_ROW = 5                # default T of the row-private ERM oracle (no proven bound)
 ROW_RELEASE_SHARE = 0.3  # its loss releases' ε ÷ the oracle's ε' (Laplace on ℓ_S)
-_OPTIONS = ("T", "release_share", "gd_steps", "weights", "anchor", "oracle")
+#: lopt's options, declared once (type, range, default, doc): validated by
+#: :func:`backends.options.validate` at plan time, before anything is spent.  ``None`` defaults
+#: are decided from public quantities (the docs say how).
+OPTIONS = (
+    Option("T", "int", None, low=1,
+           doc=f"iterations (oracle calls); auto: the bound's best on {T_GRID[0]}..{T_GRID[-1]}, "
+               f"{T_DEFAULT} when no bound is proven, {T_ROW} with the row-private ERM oracle"),
+    Option("release_share", "float", None, low=0, low_open=True,
+           doc=f"each loss release's budget ÷ the oracle call's (auto: 1, {ROW_RELEASE_SHARE:g} "
+               "with the row-private ERM oracle)"),
+    Option("gd_steps", "int", None, low=1,
+           doc=f"cap of noisy-GD steps per oracle call (auto: {O.GD_STEPS})"),
+    Option("weights", "str", "smooth", choices=("smooth", "subgradient"),
+           doc="r_t = ∇h_s (smooth, proven) or Algorithm 2's printed subgradient (no bound)"),
+    Option("anchor", "str", "mean", choices=("mean", "last"),
+           doc="weights at the running mean of the releases (proven) or at the last (printed)"),
+    Option("oracle", "str", "auto", choices=("auto", "noisy_gd") + O.ROW_METHODS,
+           doc="the linear classifier's oracle: auto (objective perturbation for "
+               "pf.SparseLinear under protect='row', else noisy GD) or one named"),
+)
 
 
 def _options(options):
-    from privfair.errors import InvalidInputError
-
-    o = {k: options[k] for k in _OPTIONS if k in options}
-    if "T" in o and (isinstance(o["T"], bool) or not isinstance(o["T"], int) or o["T"] < 1):
-        raise InvalidInputError("T", o["T"], "pass a positive integer number of iterations")
-    for k in ("release_share", "gd_steps"):
-        if k in o and not (isinstance(o[k], (int, float)) and 0 < o[k] < math.inf):
-            raise InvalidInputError(k, o[k], "pass a positive number")
-    if o.get("weights", "smooth") not in ("smooth", "subgradient"):
-        raise InvalidInputError("weights", o["weights"], "choose 'smooth' or 'subgradient'")
-    if o.get("anchor", "mean") not in ("mean", "last"):
-        raise InvalidInputError("anchor", o["anchor"], "choose 'mean' or 'last'")
-    if o.get("oracle", "auto") not in ("auto", "noisy_gd") + O.ROW_METHODS:
-        raise InvalidInputError("oracle", o["oracle"], "choose 'auto', 'noisy_gd', "
-                                "'objective_perturbation' or 'output_perturbation'")
-    return o
+    """``options`` validated by :data:`OPTIONS`, every option present (None: auto)."""
+    return validate(OPTIONS, options, "lopt")
 
 
 def _oracle_kind(problem):
@@ -110,7 +116,7 @@ def _row_method(problem, analysis, opts=None):
 
     ``auto``: objective perturbation for a pf.SparseLinear decision set under protect="row"
     (:func:`backends._erm.private_weighted_erm`, public denominators n·q); noisy GD otherwise."""
-    o = (opts or {}).get("oracle", "auto")
+    o = (opts or {}).get("oracle") or "auto"
     if o == "noisy_gd" or _oracle_kind(problem) != "erm":
         return None
     if o in O.ROW_METHODS:
@@ -144,7 +150,7 @@ class LoptBackend(Backend):
     bound_on_h = True        # predicted_excess_risk bounds h − min h (Plan.bound_terms)
     exposes = {"T": (PUBLIC, "the planned iteration count"),
                "calibration": (PUBLIC, "the per-release budget fitted to the plan")}
-    option_names = _OPTIONS
+    option_table = OPTIONS
     theorem = "[A] Algorithm 2 (corrected) with Thm 5.5/5.10 oracles; Frank–Wolfe/FTL regret"
 
     def accepts(self, problem, analysis) -> Verdict:
@@ -200,14 +206,14 @@ class LoptBackend(Backend):
             return self._plan_row(problem, analysis, privacy, opts, method, spent)
         params = {"oracle": {"finite": "exponential mechanism", "erm": "noisy projected GD"}[kind],
                   "G": analysis.G, "smoothing": analysis.smoothing,
-                  "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean")}
+                  "weights": opts["weights"], "anchor": opts["anchor"]}
         notes = ["corrections to [A] Algorithm 2 (docs/traps.md #3–5): G·∇g in r_t; r_t from "
                  "privately released loss vectors; weights at the running mean of the releases "
                  "(follow-the-leader) instead of the last iterate, which has no regret bound"]
         if not c.proven:
             notes.append(f"no proven bound: {c.why}")
         if not privacy.is_private:
-            T = opts.get("T", T_GRID[-1])
+            T = opts["T"] or T_GRID[-1]
             params.update(T=T, calibration=None)
             out = Plan(self.name, privacy, analysis, problem, params=params,
                        predicted_excess_risk=c.bound(T, None), theorem=self.theorem,
@@ -216,12 +222,12 @@ class LoptBackend(Backend):
             return out
         eps, delta = privacy.epsilon, privacy.delta
         dim = len(analysis.support)
-        share = float(opts.get("release_share", 1.0))
+        share = opts["release_share"] or 1.0
         kinds = ["gdp"] if kind == "erm" else (["pure"] if delta == 0 else ["pure", "gaussian"])
         if kind == "finite" and delta > 0 and share != 1.0:
             kinds = ["gaussian"]
-        Ts = [opts["T"]] if "T" in opts else list(T_GRID)
-        if not c.proven and "T" not in opts:
+        Ts = [opts["T"]] if opts["T"] is not None else list(T_GRID)
+        if not c.proven and opts["T"] is None:
             Ts = [T_DEFAULT]          # no bound to rank T by: the largest per-call budget at T
         best, why = None, None
         for T in Ts:
@@ -238,7 +244,7 @@ class LoptBackend(Backend):
             self.refuse(f"no calibration of the oracle calls and loss releases fits ε = {eps:.3g}"
                         f", δ = {delta:.3g}: {why}")
         (b, _), T, k = best
-        if not math.isfinite(b) and "T" not in opts and T != T_DEFAULT:
+        if not math.isfinite(b) and opts["T"] is None and T != T_DEFAULT:
             T = T_DEFAULT             # every bound vacuous: the default T, its largest budget
             k = max(kinds, key=lambda kk: _scale_or_zero(kk, T, eps, delta, share, dim, spent))
         cal = O.calibrate_lopt(k, T, eps, delta, share, dim=dim, spent=spent,
@@ -272,11 +278,11 @@ class LoptBackend(Backend):
         Laplace releases of ℓ_S, composed by the accountant.  No bound is claimed: the oracle
         minimizes r'·ℓ (conditional weights rescaled by max(n_gy, nq)/(nq), see
         backends/_erm.cell_coefficients), not r·ℓ, and its excess is in the ERM's units."""
-        T = int(opts.get("T", T_ROW))
-        share = float(opts.get("release_share", ROW_RELEASE_SHARE))
+        T = opts["T"] or T_ROW
+        share = opts["release_share"] or ROW_RELEASE_SHARE
         params = {"oracle": f"row-private weighted ERM ({method})", "oracle_method": method,
                   "G": analysis.G, "smoothing": analysis.smoothing,
-                  "weights": opts.get("weights", "smooth"), "anchor": opts.get("anchor", "mean"),
+                  "weights": opts["weights"], "anchor": opts["anchor"],
                   "T": T, "release_share": share}
         notes = ["corrections to [A] Algorithm 2 as for the other oracles (G·∇g, released loss "
                  "vectors, weights at their running mean)",
