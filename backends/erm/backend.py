@@ -44,10 +44,11 @@ class ERMBackend:
     around a backend's ``releases`` (the scheduled releases of one private ERM at an
     :class:`ERMBudget`, plan time), ``private_erm`` (that ERM, its noise drawn through a
     :class:`~privfair.privacy.release.Draws`, run time), ``planned_events`` (cheap events with
-    the same privacy claim, for budget fitting; (ε, δ) under ``theorem`` by default) and ``predicted`` (its theorem's excess
-    risk).  Each backend declares ``option_table`` (:data:`ERM_OPTIONS` where it takes the
-    constraint form); ``plan``, ``schedule``, ``run_erm`` and :func:`.direct.private_weighted_erm`
-    validate through ``options_from``, and the methods above read those validated options."""
+    the same privacy claim, for budget fitting; by default (ε, δ) under ``theorem``) and
+    ``predicted`` (its theorem's excess risk).  Each backend declares ``option_table``
+    (:data:`ERM_OPTIONS` where it takes the constraint form); ``plan``, ``schedule``,
+    ``run_erm`` and :func:`.direct.private_weighted_erm` validate through ``options_from``, and
+    the methods above read those validated options."""
 
     exposes = {
         "lagrange": (RELEASED, "the Lagrangian search's trace: released statistics and multipliers"),
@@ -104,8 +105,8 @@ class ERMBackend:
         events already recorded against the same (ε, δ) (the planner's convention with
         ``lopt``): the releases are fitted beside them with every rule.  Without them,
         ``privacy`` is the budget left to this backend, fitted by basic composition when the
-        solve spent budget before this plan (:func:`.releases.spent_before`).  Everything read here is
-        public: n, the schema, the declared bounds and the problem's weights."""
+        solve spent budget before this plan (:func:`.releases.spent_before`).  Everything read
+        here is public: n, the schema, the declared bounds and the problem's weights."""
         opts = self.options_from(options)       # typed refusals before anything is spent
         r_f = objective_gradient(problem)
         private = privacy.is_private
