@@ -82,10 +82,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privfair.theorems import NUMERIC
+from privfair.formulas import NUMERIC
 
 from ._oracles import score_sensitivity    # its one home (LOPT shares it)
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from .options import Option
 
 #: failure probability ρ of the predicted bound (split between selections and noise)
 RHO = 0.05
@@ -100,7 +101,35 @@ _MARGIN = 1e-6
 _EM_SLACK = (1 + 2.0 ** -10) / (1 - 2.0 ** -11)
 FAST_RULES = ("basic", "optimal", "advanced", "rdp")
 _NORMS = ("l1", "l2", "linf")
-_OPTIONS = ("T", "T_range", "mechanism")
+
+
+def _T_range(value):
+    """(lo, hi) whole numbers with 1 ≤ lo ≤ hi, as a tuple of ints."""
+    from privfair.errors import InvalidInputError
+
+    fix = "pass (lo, hi) with 1 ≤ lo ≤ hi"
+    try:
+        lo, hi = value
+        if any(isinstance(v, (bool, np.bool_, str)) or float(v) != int(v) for v in (lo, hi)):
+            raise ValueError
+        lo, hi = int(lo), int(hi)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError("T_range", value, fix) from None
+    if not 1 <= lo <= hi:
+        raise InvalidInputError("T_range", value, fix)
+    return (lo, hi)
+
+
+#: frank_wolfe's options, declared once (type, range, default, doc): validated by
+#: :func:`backends.options.validate` at plan time, before anything is spent
+OPTIONS = (
+    Option("T", "int", None, low=1,
+           doc="iterations; auto: the bound's best over T_range (at ε = ∞: Cor B.5's T)"),
+    Option("T_range", "any", None, check=_T_range,
+           doc=f"(lo, hi): the T the planner tries when T is not given (auto: {T_RANGE})"),
+    Option("mechanism", "str", None, choices=("gaussian", "laplace"),
+           doc="the loss releases' noise (auto: the better bound; 'laplace' at δ = 0)"),
+)
 
 
 # ------------------------------------------------------------------------------ constants
@@ -188,7 +217,7 @@ def excess_bound(T, C_0, C_h, eps_E=None, *, select=False, noisy=False, kind=Non
     with σ = ``s`` or "laplace" with b = ``s``) on the d support coordinates, and per norm p in
     ``norms`` the hull diameter ``D_p`` and smoothness ``beta_p`` (keyword arguments).
     ``select``/``noisy`` say whether there is a choice to make (m > 1) and anything released
-    (T ≥ 2, d > 0).  ``ops`` is :data:`privfair.theorems.NUMERIC` or ``symbolic()``.
+    (T ≥ 2, d > 0).  ``ops`` is :data:`privfair.formulas.NUMERIC` or ``symbolic()``.
     """
     inf = ops.inf
     if not ops.symbolic and T < 1:
@@ -349,7 +378,7 @@ class FrankWolfeBackend(Backend):
                "loss_vector": (RELEASED, "exact ℓ of the output — ε = ∞ reference runs only"),
                "h_smooth": (RELEASED, "exact h of the output — ε = ∞ reference runs only"),
                "h": (RELEASED, "exact h of the output — ε = ∞ reference runs only")}
-    option_names = _OPTIONS
+    option_table = OPTIONS
     theorem = ("[A] Alg. 4 / Lemma B.4 / Cor B.5 (Frank–Wolfe, curvature C ≤ β·diam²), private "
                "LMO by the exponential mechanism at privately released loss vectors")
 
@@ -377,36 +406,10 @@ class FrankWolfeBackend(Backend):
         return Verdict(False, why) if why else Verdict(True)
 
     # -- plan ---------------------------------------------------------------------------------
-    def _options(self, options):
-        from privfair.errors import InvalidInputError
-
-        opts = dict(options or {})
-        out = {}
-        T = opts.get("T")
-        if T is not None:
-            if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-                raise InvalidInputError("T", T, "pass a positive integer number of iterations")
-            out["T"] = int(T)
-        rng_ = opts.get("T_range")
-        if rng_ is not None:
-            try:
-                lo, hi = (int(v) for v in rng_)
-            except (TypeError, ValueError):
-                raise InvalidInputError("T_range", rng_, "pass (lo, hi) with 1 ≤ lo ≤ hi") from None
-            if not 1 <= lo <= hi:
-                raise InvalidInputError("T_range", rng_, "pass (lo, hi) with 1 ≤ lo ≤ hi")
-            out["T_range"] = (lo, hi)
-        mech = opts.get("mechanism")
-        if mech is not None:
-            if mech not in ("gaussian", "laplace"):
-                raise InvalidInputError("mechanism", mech, "choose 'gaussian' or 'laplace'")
-            out["mechanism"] = mech
-        return out
-
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         """T, the split and the releases, scheduled once (``spent``: events already recorded
         against the same (ε, δ))."""
-        opts = self._options(options)
+        opts = self.options_from(options)       # typed errors before anything is spent
         c = _Constants(problem, analysis)
         params = {"G": analysis.G, "smoothing": analysis.smoothing, "candidates": c.m,
                   "support": c.d, "C_h": c.C, "C_h_norm": c.C_norm,
@@ -428,16 +431,16 @@ class FrankWolfeBackend(Backend):
             return Plan(self.name, privacy, analysis, problem, params=params,
                         budget=[], predicted_excess_risk=math.inf, theorem=self.theorem,
                         notes=notes + ["Δℓ unknown at planning time"])
-        kinds = [opts["mechanism"]] if "mechanism" in opts else (
+        kinds = [opts["mechanism"]] if opts["mechanism"] is not None else (
             ["gaussian", "laplace"] if delta > 0 else ["laplace"])
         if delta == 0 and kinds == ["gaussian"]:
             from privfair.errors import InvalidInputError
 
             raise InvalidInputError("mechanism", "gaussian", "the Gaussian mechanism needs δ > 0")
-        if "T" in opts:
+        if opts["T"] is not None:
             Ts = [opts["T"]]
         else:
-            lo, hi = opts.get("T_range", T_RANGE)
+            lo, hi = opts["T_range"] or T_RANGE
             Ts = sorted(set(int(round(v)) for v in np.geomspace(lo, hi, 16)))
         cands = []
         for kind in kinds:

@@ -49,3 +49,31 @@ def test_a_backend_with_a_table_derives_its_option_names():
         option_table = TABLE
     assert B.option_names == tuple(o.name for o in TABLE)
     assert B().options_from({"steps": 3})["steps"] == 3
+
+
+@pytest.mark.parametrize("backend, name, value", [
+    ("sgda", "epochs", 0), ("sgda", "theta_share", 1.0), ("sgda", "select", "best"),
+    ("sgda", "lambdas", [0, -1]), ("lopt", "T", 2.5), ("lopt", "oracle", "sgd"),
+    ("lopt", "release_share", 0), ("frank_wolfe", "T_range", (5, 2)),
+    ("frank_wolfe", "T_range", ("a", 3)), ("frank_wolfe", "mechanism", "exponential")])
+def test_declared_backends_validate_from_their_table(backend, name, value):
+    """sgda, lopt and frank_wolfe declare their options as tables (#17): the validator names
+    the field and the value, and ``privfair backends`` can list type, range and default."""
+    from privfair.backends import get
+
+    b = get(backend)
+    assert b.option_names == tuple(o.name for o in b.option_table)
+    listed = {r[0]: r for r in rows(b.option_table)}
+    assert name in listed and all(isinstance(c, str) for c in listed[name])
+    with pytest.raises(InvalidInputError) as err:
+        b.options_from({name: value})
+    assert err.value.field == name and err.value.value == value
+
+
+def test_declared_tables_normalise_good_values():
+    from privfair.backends import get
+
+    assert get("frank_wolfe").options_from({"T_range": [3.0, 9]})["T_range"] == (3, 9)
+    lopt = get("lopt").options_from({"T": 4.0})
+    assert lopt["T"] == 4 and isinstance(lopt["T"], int) and lopt["release_share"] is None
+    assert get("sgda").options_from({"lambdas": [0, 2]})["lambdas"] == (0.0, 2.0)
