@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privfair import formulas as F
+
 from ._erm import row_coefficients
 from .exponential import RHO
 
@@ -569,10 +571,16 @@ def lopt_bound(gap, oracle, noise, beta, D0, D, T, harmonic_minus_1=None):
     return gap + oracle + noise + beta * (D0 ** 2 + D ** 2 * H) / (2 * T)
 
 
-def finite_oracle_bound(sens_h, oracle_epsilon, m, T, rho=RHO, log=math.log):
-    """[A] Thm 3.6 per call, union over T calls: 2Δ/ε'·log(2mT/ρ) (×1.01: the sampler's dyadic
-    score grid and rounded-down ε, < 0.3%)."""
-    return 2.02 * sens_h / oracle_epsilon * log(2 * m * T / rho)
+#: the exact exponential sampler's slack on [A] Thm 3.6 (its dyadic score grid and rounded-down
+#: ε cost < 0.3%; 1% is charged)
+SAMPLER_SLACK = 1.01
+
+
+def finite_oracle_bound(sens_h, oracle_epsilon, m, T, rho=RHO, *, ops=F.NUMERIC):
+    """[A] Thm 3.6 per call, union over T calls (:func:`privfair.formulas.a36_union_bound`,
+    its one home), × :data:`SAMPLER_SLACK`.  ``ops``: ``privfair.formulas.symbolic()`` for the
+    sympy form."""
+    return SAMPLER_SLACK * F.a36_union_bound(sens_h, oracle_epsilon, m, T, rho, ops=ops)
 
 
 def gd_oracle_bound(R, LF, K, P, dg, mu, sqrt=math.sqrt):

@@ -23,8 +23,10 @@ D_p is *not* the box diameter √K that [A]'s K·β stands for: ℓ has structur
 decisions on the same data each (group, label) cell's rows only move between predicted labels, so
 the joint block changes by a vector of ℓ1 norm ≤ 2 (Σ n_{g,y}/n = 1) with entries ≤ 1, each
 conditional block (g, y) by a zero-sum vector of ℓ1 norm ≤ 2 (its rates sum to ≤ 1), and each
-selection rate by ≤ 1.  Restricted to S, a block B contributes min(2, |B∩S|) to D_1 and to D_2²
-(‖v‖₂² ≤ ‖v‖₁‖v‖_∞), and D_∞ ≤ 1 (:func:`hull_diameter`).  With e_t the additive error of step
+selection rate by ≤ 1.  Restricted to S, a conditional block or selection rate B contributes
+min(2, |B∩S|) to D_1 and to D_2² (‖v‖₂² ≤ ‖v‖₁‖v‖_∞), the joint block max_{g,y} min(2, |B_gy∩S|)
+(its (g, y) cells move mass n_gy/n each, and these sum to 1), and D_∞ ≤ 1 (:func:`hull_diameter`,
+LOPT's :func:`._oracles.geometry`).  With e_t the additive error of step
 t in the linear subproblem, the descent lemma and convexity give
 Δ_{t+1} ≤ (1 − γ_t)Δ_t + γ_t e_t + γ_t² C/2; multiplying by (t+1)(t+2) and telescoping,
 
@@ -82,9 +84,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privfair import formulas as F
 from privfair.formulas import NUMERIC
 
-from ._oracles import score_sensitivity    # its one home (LOPT shares it)
+from ._oracles import geometry, score_sensitivity    # their one home (LOPT shares them)
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from .options import Option
 
@@ -134,30 +137,12 @@ OPTIONS = (
 
 # ------------------------------------------------------------------------------ constants
 def hull_diameter(rates, support) -> dict:
-    """Public bound on the diameter of conv{ℓ_S(c, D) : c} in each norm (see module docstring).
-
-    Uses the layout of :class:`privfair.stats.Rates` (joint block, conditional (g, y) blocks,
-    selection rates); falls back to the box [0,1]^S when the layout is unknown.
-    """
-    S = set(int(k) for k in support)
-    d = len(S)
-    if d == 0:
+    """Public bound on the diameter of conv{ℓ_S(c, D) : c} in each norm (see module docstring):
+    the "hull" of :func:`._oracles.geometry`, its one home (LOPT's regret uses the same), and 0
+    on an empty support."""
+    if len(support) == 0:
         return {"l1": 0.0, "l2": 0.0, "linf": 0.0}
-    box = {"l1": float(d), "l2": math.sqrt(d), "linf": 1.0}
-    K_joint, rate = getattr(rates, "K_joint", None), getattr(rates, "_rate", None)
-    if K_joint is None or rate is None:
-        return box
-    blocks = [[k for k in range(int(K_joint)) if k in S]]
-    rows = np.asarray(rate).reshape(-1, np.shape(rate)[-1])        # one row per (g, y) block
-    blocks += [[int(k) for k in row if int(k) in S] for row in rows]
-    sel = getattr(rates, "_sel", None)
-    if sel is not None:
-        blocks += [[int(k)] for k in np.asarray(sel).ravel() if int(k) in S]
-    covered = set().union(*map(set, blocks))
-    blocks += [[k] for k in S - covered]          # anything else: a coordinate in [0, 1]
-    mass = [min(2.0, float(len(b))) for b in blocks if b]
-    return {"l1": min(box["l1"], sum(mass)), "l2": min(box["l2"], math.sqrt(sum(mass))),
-            "linf": 1.0}
+    return dict(geometry(rates, support)["hull"])
 
 
 class _Constants:
@@ -358,17 +343,6 @@ def calibrate(kind, T, eps_E, z, epsilon, delta, d, spent=()):
     return FWBudget(kind, T, lam * eps_E, lam, **extra)
 
 
-def cor_b5_bound(K, beta_h, T, log=math.log):
-    """[A] Cor B.5 / Lemma B.4: E h(ĉ) − h* ≤ 2Kβ_h·log T / T (exact LMO, T ≥ 3), β_h = β_f + Gβ_g.
-
-    privfair passes the smoothness of h_smooth (the trap: max(0, g) is not smooth) and K = the
-    support size.  Pure; ``log`` may be ``sympy.log``.
-    """
-    return 2 * K * beta_h * log(T) / T
-
-
-
-
 # ------------------------------------------------------------------------------ backend
 class FrankWolfeBackend(Backend):
     name = "frank_wolfe"
@@ -513,7 +487,7 @@ class FrankWolfeBackend(Backend):
         b = c.beta.get("l2")
         if b is None or T < 2:
             return math.inf
-        return cor_b5_bound(max(c.d, 1), b, T)
+        return F.ab5_bound(K=max(c.d, 1), beta_h=b, T=T)   # [A] Cor B.5, K = the support size
 
     def formula(self, plan):
         """(★) + the smoothing gap as a sympy formula (``excess_bound`` with sympy ops).

@@ -62,6 +62,7 @@ import sys
 
 import numpy as np
 
+from privfair import formulas as F
 from privfair.errors import BackendRefusedError
 
 from . import _oracles as O
@@ -327,7 +328,7 @@ class LoptBackend(Backend):
             oracle = sp.Integer(0)
         elif kind == "finite":
             dh, eo, m, rho = sp.symbols("Delta_h epsilon_oracle m rho", positive=True)
-            oracle = O.finite_oracle_bound(dh, eo, m, Ts, rho=rho, log=sp.log)
+            oracle = O.finite_oracle_bound(dh, eo, m, Ts, rho=rho, ops=F.symbolic())
             values.update(Delta_h=c.sens_h, epsilon_oracle=cal.oracle_epsilon, m=c.m, rho=RHO)
         else:
             R, LF, K, P, dg, mu = sp.symbols("R L_F K P Delta_g mu", positive=True)
