@@ -283,3 +283,14 @@ def test_dual_projection_bounds_the_total_multiplier():
         assert np.all((0 <= box) & (box <= 100.0))
     small = np.array([3.0, -1.0, 2.0])
     assert dual_project(small, 100.0).tolist() == [3.0, 0.0, 2.0]     # inside: only [·]₊
+
+
+@pytest.mark.parametrize("field,value", [("dual_ball", "l2"), ("normalize", 1),
+                                         ("dual_scale", "yes")])
+def test_bad_dual_options_raise_a_typed_error_naming_the_field(field, value):
+    from privfair.errors import InvalidInputError
+
+    prob = _problem(binary(500, 7))
+    privacy = pf.DP(1.0, 1e-5, protect="row")
+    with pytest.raises(InvalidInputError, match=field):
+        BACKENDS["lagrangian_sgda"].plan(prob, prob.analyze(privacy), privacy, {field: value})
