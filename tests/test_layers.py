@@ -458,3 +458,19 @@ if __name__ == "__main__":      # print the current lists (see the module docstr
     for k, v in underscore_counts().items():
         sys.stdout.write(f"    {k!r}: {v},\n")
     sys.stdout.write("}\n")
+
+
+def test_every_package_directory_is_declared_for_the_wheel():
+    """pyproject.toml lists its packages explicitly (``backends/`` installs as
+    ``privfair.backends``): a new subpackage left out works in an editable checkout and is
+    missing from a wheel (backends/erm/ was, #17)."""
+    import tomllib
+
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                   ["packages"])
+    found = set()
+    for top, name in (("privfair", "privfair"), ("backends", "privfair.backends")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join((name,) + rel))
+    assert found - declared == set()
