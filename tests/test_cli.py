@@ -333,12 +333,10 @@ def test_every_backend_has_an_audit_instance():
             if backend.accepts(problem, problem.analyze(privacy)):
                 offered.add(name)
                 break
-    # every backend is audited (sgda's instance needs torch, its optional extra).  lagrangian_sgda
-    # (#18) accepts only sgda's TorchModel instance, so without torch it has none: a
-    # LinearClassifier instance for `privfair audit` is still to write (kept open on #18); its
-    # neighbouring-dataset tests under both units are in tests/test_backend_lagrangian.py
+    # every backend is audited (sgda's instance needs torch, its optional extra); lagrangian_sgda
+    # has a numpy LinearClassifier instance (lagrangian_w2), so it is audited without torch too
     has_torch = importlib.util.find_spec("torch") is not None
-    assert offered == set(BACKENDS) - (set() if has_torch else {"sgda", "lagrangian_sgda"})
+    assert offered == set(BACKENDS) - (set() if has_torch else {"sgda"})
 
 
 def test_audit_without_power_exits_1(capsys):
