@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 import privfair as pf
-from privfair.backends._erm import solve
+from privfair.backends.erm.solver import solve
 
 
 def make_data(n, rng):

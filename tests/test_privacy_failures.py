@@ -16,7 +16,7 @@ import pytest
 
 import privfair as pf
 from privfair import planner
-from privfair.backends import _erm as E
+from privfair.backends.erm import solver as E
 from privfair.backends import get
 from privfair.errors import (BackendRefusedError, DataError, PrivateFailureError,
                              PrivfairError)
