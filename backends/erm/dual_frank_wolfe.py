@@ -41,7 +41,7 @@ import numpy as np
 
 from privfair import formulas
 from privfair.formulas import NUMERIC
-from privfair.privacy._exact import exponential_mechanism_index   # the exact sampler, per block
+from privfair.privacy import exponential_mechanism_index   # the exact sampler, per block
 from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma, exponential_event,
                               gaussian_event, pure_event)
 

@@ -13,8 +13,8 @@ from .events import (THEOREMS, Event, Release, approximate_event, exponential_ev
                      gaussian_event, laplace_event, permute_and_flip_event, pure_event,
                      subsampled_gaussian_event)
 from .gaussian import calibrate_gaussian_sigma, gaussian_delta, gaussian_epsilon
-from .mechanisms import (exponential_mechanism, exponential_mechanism_probabilities,
-                         gaussian_mechanism, gaussian_noise_vector, laplace_mechanism,
+from .mechanisms import (exponential_mechanism, exponential_mechanism_index,
+                         exponential_mechanism_probabilities, gaussian_mechanism, gaussian_noise_vector, laplace_mechanism,
                          laplace_scale, permute_and_flip, permute_and_flip_probabilities,
                          report_noisy_max, score_grid)
 from .release import (Draws, Schedule, Scheduled, calibrate, noise_multiplier,
@@ -28,6 +28,7 @@ __all__ = [
     # mechanisms
     "laplace_mechanism", "gaussian_mechanism", "exponential_mechanism", "permute_and_flip",
     "report_noisy_max", "gaussian_noise_vector", "exponential_mechanism_probabilities",
+    "exponential_mechanism_index",
     "permute_and_flip_probabilities", "laplace_scale", "score_grid",
     # events
     "Event", "Release", "THEOREMS", "laplace_event", "gaussian_event", "exponential_event",
