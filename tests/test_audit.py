@@ -4,9 +4,10 @@
 Fast tests: the tie instance's exact output laws (a correct exponential mechanism stays below
 its claim; without its factor 2 it leaks 1.73ε, which the old instance hid), the field tests on
 synthetic records, a deliberately injected exact statistic and a data-dependent error message
-caught end to end, the noise control (a wrapper; the legacy option only where declared).  Slow tests: the full audit of every backend with
-both negative controls (``privfair audit --negative-control``), as documented in docs/cli.md.
-All seeds are fixed.
+caught end to end, the noise control (a wrapper; the legacy option only where declared),
+lagrangian_sgda's instance (the whole charged shift, no torch).  Slow tests: the full audit of
+every backend with both negative controls (``privfair audit --negative-control``), as
+documented in docs/cli.md.  All seeds are fixed.
 """
 
 import importlib.util
