@@ -33,7 +33,7 @@ def _gram_terms(chunk):
     w = chunk.extra["w"]
     d = Z.shape[1]
     H = np.empty((d + 1, d + 1))
-    H[:d, :d] = Z.T @ (Z * w[:, None])
+    H[:d, :d] = passes.weighted_gram(Z, w)
     H[:d, d] = H[d, :d] = Z.T @ w
     H[d, d] = w.sum()
     return H
