@@ -15,7 +15,7 @@ from . import _sgda_select as SEL
 from .options import Option, validate
 
 
-def _bad(field, value, fix):
+def bad_option(field, value, fix):
     from privfair.errors import InvalidInputError
 
     raise InvalidInputError(field, value, fix)
@@ -36,23 +36,23 @@ def _weights(key, value, one):
     if _real(value):
         vals = [value]
     elif one:
-        _bad(key, value, fix)
+        bad_option(key, value, fix)
     elif isinstance(value, np.ndarray) and value.ndim == 1:
         vals = value.tolist()
     elif isinstance(value, (list, tuple)):
         vals = list(value)
     else:             # str, bytes, dict, set (unordered), generators, nested arrays, ...
-        _bad(key, value, fix)
+        bad_option(key, value, fix)
     if not vals or not all(_real(v) and math.isfinite(v) and v >= 0 for v in vals):
-        _bad(key, value, fix)
+        bad_option(key, value, fix)
     return tuple(float(v) for v in vals)
 
 
 def _group_probabilities(value):
     """A non-empty dict; its keys and values are checked against the schema at plan time
-    (:func:`_public_p`, which needs the groups and the notion)."""
+    (:func:`declared_p`, which needs the groups and the notion)."""
     if not isinstance(value, dict) or not value:
-        _bad("group_probabilities", value,
+        bad_option("group_probabilities", value,
              "pass a dict of public probabilities > 0: {group: p} for demographic parity, "
              "{(group, label): P(group | label)} for equalized odds")
     return value
@@ -135,7 +135,7 @@ def eo_defaults(epsilon):
     return EO_DEFAULTS_LOW if epsilon < EO_LOW_EPSILON else EO_DEFAULTS
 
 
-def _options(options, notion=None, epsilon=math.inf):
+def resolve_options(options, notion=None, epsilon=math.inf):
     """The run options: the defaults (the equalized-odds ones for that notion), updated with
     ``options`` validated by the table (:data:`OPTIONS`) — every bad value, and every name sgda
     does not take, is an InvalidInputError naming the option — then the checks that span
@@ -147,15 +147,15 @@ def _options(options, notion=None, epsilon=math.inf):
         o.update(eo_defaults(epsilon))
     o.update(given)
     if o["count_share"] + o["select_share"] >= 1:
-        _bad("select_share", o["select_share"],
+        bad_option("select_share", o["select_share"],
              "count_share + select_share must stay below 1 (the rest pays for the steps)")
     if o["w_step"] == "newton" and o["lr_w"] > 1:
-        _bad("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
+        bad_option("lr_w", o["lr_w"], "with w_step='newton' lr_w is an averaging weight in (0, 1]")
     o["path"] = (o["lam"],) if o.get("lam") is not None else o["lambdas"]
     return o
 
 
-def _shape(problem):
+def problem_shape(problem):
     """(notion or None, number of constraints); J.Unsupported when the problem is not of the
     shape sgda handles."""
     r = problem.rates
@@ -188,14 +188,14 @@ def _shape(problem):
                         "to the ERMI weight, not joint cells or a mix of both")
 
 
-def _public_p(given, r, notion, counts=None):
+def declared_p(given, r, notion, counts=None):
     """p̃ from a public declaration: {group: P(group)} (demographic parity) or
     {(group, label): P(group | label)} (equalized odds), covering every group (and label), each
     a finite number > 0; no other keys.  ``counts`` is not read (kept for the callers)."""
     fix = ("pass public probabilities > 0: {group: p} for demographic parity, "
            "{(group, label): P(group | label)} for equalized odds, covering every group")
     if not isinstance(given, dict):
-        _bad("group_probabilities", given, fix)
+        bad_option("group_probabilities", given, fix)
     if notion == "demographic_parity":
         keys = [[g for g in r.groups]]
     else:
@@ -203,9 +203,9 @@ def _public_p(given, r, notion, counts=None):
     known = {k for row in keys for k in row}
     extra = [k for k in given if k not in known]
     if extra:
-        _bad("group_probabilities", given, f"unknown key(s) {extra[:3]!r} for {notion}: " + fix)
+        bad_option("group_probabilities", given, f"unknown key(s) {extra[:3]!r} for {notion}: " + fix)
     raw = [[given.get(k) for k in row] for row in keys]
     if not all(_real(v) and math.isfinite(v) and v > 0 for row in raw for v in row):
-        _bad("group_probabilities", given, fix)
+        bad_option("group_probabilities", given, fix)
     vals = np.array(raw, dtype=float)
     return vals / vals.sum(axis=1, keepdims=True)

@@ -105,8 +105,8 @@ from . import _sgda_select as SEL
 from . import _sgda_train as T_
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from ._sgda_options import (DEFAULTS, EO_DEFAULTS, EO_DEFAULTS_LOW,  # noqa: F401 (public)
-                            EO_LOW_EPSILON, OPTIONS, _bad, _options, _public_p, _shape,
-                            eo_defaults)
+                            EO_LOW_EPSILON, OPTIONS, bad_option, declared_p, eo_defaults,
+                            problem_shape, resolve_options)
 from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
 
 BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
@@ -174,7 +174,7 @@ class SGDABackend(Backend):
         if r.G < 2:
             return Verdict(False, "needs at least two groups")
         try:
-            _shape(problem)
+            problem_shape(problem)
         except J.Unsupported as err:
             return Verdict(False, str(err))
         for j, g in enumerate(problem.g):
@@ -187,12 +187,13 @@ class SGDABackend(Backend):
     def plan(self, problem, analysis, privacy, options) -> Plan:
         r = problem.rates
         try:
-            notion, n_con = _shape(problem)
+            notion, n_con = problem_shape(problem)
         except J.Unsupported as err:
             self.refuse(str(err))
-        o = _options(options, notion, privacy.epsilon)
+        o = resolve_options(options, notion, privacy.epsilon)
         if notion and o.get("fairness") and o["fairness"] != notion:
-            _bad("fairness", o["fairness"], f"the constraint is a {notion} gap; drop fairness=")
+            bad_option("fairness", o["fairness"],
+                       f"the constraint is a {notion} gap; drop fairness=")
         notion = notion or o.get("fairness")
         path = o["path"] if (o.get("lam") is not None or n_con) else (0.0,)
         if o.get("lam") is None and not n_con and o.get("fairness"):
@@ -212,7 +213,7 @@ class SGDABackend(Backend):
         T = max(len(path), int(math.ceil(o["epochs"] / q)))
         public_p = o.get("group_probabilities") is not None
         if public_p:     # a bad p̃ is an error here, before anything is drawn (run() reads it)
-            _public_p(o["group_probabilities"], r, notion or "demographic_parity")
+            declared_p(o["group_probabilities"], r, notion or "demographic_parity")
         if private and select and public_p and r.group_mass_bound is None:
             # the choice of λ needs a group-mass bound (for Δg); with public p̃ no counts are
             # released to derive one, so refuse now, before anything is drawn (not in choose())
@@ -329,7 +330,7 @@ class SGDABackend(Backend):
         counts = data.counts().astype(float)
         released = None
         if o.get("group_probabilities") is not None:
-            p_tilde = _public_p(o["group_probabilities"], r, notion, counts)
+            p_tilde = declared_p(o["group_probabilities"], r, notion, counts)
         elif private:
             released = np.asarray(draws.laplace("counts", counts.ravel()),
                                   dtype=float).reshape(counts.shape)
