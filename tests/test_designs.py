@@ -158,3 +158,18 @@ def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
         np.testing.assert_allclose(np.asarray(got.decisions), np.asarray(want.decisions),
                                    rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(got.weights, want.weights, rtol=1e-9, atol=1e-12)
+
+
+def test_weighted_gram_equals_the_general_product_for_any_weights():
+    # w ≥ 0 goes through (Z√w)ᵀ(Z√w) (BLAS syrk), any other w through Zᵀ(Z·w): both ZᵀWZ
+    from privfair import passes
+
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(500, 7))
+    for w in (rng.random(500), np.zeros(500), rng.normal(size=500), np.zeros(0)):
+        Zw = Z[: w.size]
+        want = Zw.T @ (Zw * w[:, None])
+        got = passes.weighted_gram(Zw, w)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        if w.size and w.min() >= 0:         # syrk fills one triangle and mirrors it
+            np.testing.assert_array_equal(got, got.T)
