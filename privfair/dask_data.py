@@ -132,7 +132,7 @@ def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params):
     """One pass over a Poisson sample of one partition's arrays, drawn from ``seed``."""
     X, y, g = arrays
     rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
-    return passes._poisson_pass(rows, rate, seed, fn, params)
+    return passes.poisson_pass(rows, rate, seed, fn, params)
 
 
 def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params):

@@ -54,7 +54,7 @@ from .errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
            "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid",
-           "max_norm_rows", "poisson_seeds", "poisson_rows"]
+           "max_norm_rows", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
 #: the chunk-sized temporaries of a pass (a weighted copy of the chunk) stay in cache/RAM noise
@@ -182,7 +182,7 @@ class ArrayRows:
         ``os.urandom``) — one seed for these rows, as a Dask dataset draws one per partition.
         The sampled rows are gathered one chunk at a time (no copy of X).  The sample is
         secret: it must never be released (amplification by subsampling rests on it)."""
-        return _poisson_pass(self, rate, poisson_seeds(source, 1)[0], fn, params)
+        return poisson_pass(self, rate, poisson_seeds(source, 1)[0], fn, params)
 
 
 def poisson_seeds(source, k: int) -> list:
@@ -209,9 +209,11 @@ def poisson_rows(n: int, rate, seed) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
-def _poisson_pass(rows, rate, seed, fn, params):
-    """``fn`` over the Poisson sample of ``rows`` (an :class:`ArrayRows`) drawn from ``seed``:
-    the sampled rows are gathered ``chunk_rows`` at a time; None if none is sampled."""
+def poisson_pass(rows, rate, seed, fn, params):
+    """``fn(chunk, *params)`` over the Poisson(``rate``) sample of ``rows`` (an
+    :class:`ArrayRows`) drawn from ``seed`` (4 words, :func:`poisson_seeds`): the sampled rows
+    are gathered ``chunk_rows`` at a time (a chunk's ``start`` is its first sampled row's
+    offset); None if no row is sampled.  What a Dask worker runs on its partition."""
     idx = poisson_rows(rows.n, rate, seed)
     total = None
     for s in range(0, idx.size, rows.chunk_rows):

@@ -252,7 +252,7 @@ def test_poisson_pass_is_a_poisson_sample_from_the_seed():
     # exactly those poisson_rows names
     seed = passes.poisson_seeds(3, 1)[0]
     idx = passes.poisson_rows(20_000, 0.1, seed)
-    got = passes._poisson_pass(rows_, 0.1, seed, count, (passes.INTERCEPT, None))
+    got = passes.poisson_pass(rows_, 0.1, seed, count, (passes.INTERCEPT, None))
     assert got[0] == idx.size and got[1] == X[idx, 0].sum()
     # its size is Binomial(n, q): within 5 standard deviations of qn
     assert abs(idx.size - 2000) < 5 * np.sqrt(20_000 * 0.1 * 0.9)
