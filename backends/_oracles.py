@@ -27,7 +27,7 @@ import numpy as np
 
 from privfair import formulas as F
 
-from ._erm import row_coefficients
+from .erm.reduction import row_coefficients
 from .exponential import RHO
 
 DUAL_ORD = {"l1": np.inf, "l2": 2, "linf": 1}
@@ -244,7 +244,7 @@ def erm_exact(rates, r):
 
     ds, r = rates.decisions, np.asarray(r, float)
     if isinstance(ds, SparseLinear):
-        from ._erm import private_weighted_erm
+        from .erm.direct import private_weighted_erm
 
         return private_weighted_erm(rates, r, math.inf, 0.0)
     fun = lambda th: rates.weighted_value_and_grad(th, r)          # noqa: E731
@@ -262,7 +262,7 @@ def erm_sign_mask(rates):
 
 
 # ----------------------------------------------------------------------------- row oracle
-#: methods of the row-private weighted-ERM oracle (backends/_erm.private_weighted_erm)
+#: methods of the row-private weighted-ERM oracle (backends/erm/direct.private_weighted_erm)
 ROW_METHODS = ("objective_perturbation", "output_perturbation")
 
 
@@ -291,12 +291,12 @@ def row_oracle_reason(rates, method):
 
 
 def row_oracle(rates, r, budget, method, *, draws=None, name="oracle", label=""):
-    """θ from :func:`backends._erm.private_weighted_erm` (public denominators n·q) at the
+    """θ from :func:`backends.erm.direct.private_weighted_erm` (public denominators n·q) at the
     budget's per-call (ε', δ'), drawn as the scheduled release ``name``: its declared
     (ε', δ') event is recorded before the ERM runs, which draws its noise through its own
     schedule (not recorded again; ``reduced_noise`` reaches it like every Draws).  ``draws``
     None (ε = ∞): the exact minimizer."""
-    from ._erm import private_weighted_erm
+    from .erm.direct import private_weighted_erm
 
     if draws is None:
         return private_weighted_erm(rates, r, math.inf, 0.0, method=method)

@@ -116,7 +116,8 @@ def _row_method(problem, analysis, opts=None):
     """The row-private weighted-ERM oracle's method under protect="row", else None (noisy GD).
 
     ``auto``: objective perturbation for a pf.SparseLinear decision set under protect="row"
-    (:func:`backends._erm.private_weighted_erm`, public denominators n·q); noisy GD otherwise."""
+    (:func:`backends.erm.direct.private_weighted_erm`, public denominators n·q); noisy GD
+    otherwise."""
     o = (opts or {}).get("oracle") or "auto"
     if o == "noisy_gd" or _oracle_kind(problem) != "erm":
         return None
@@ -278,7 +279,8 @@ class LoptBackend(Backend):
         """The plan with the row-private weighted-ERM oracle: T calls of ``method`` and T − 1
         Laplace releases of ℓ_S, composed by the accountant.  No bound is claimed: the oracle
         minimizes r'·ℓ (conditional weights rescaled by max(n_gy, nq)/(nq), see
-        backends/_erm.cell_coefficients), not r·ℓ, and its excess is in the ERM's units."""
+        backends/erm/reduction.cell_coefficients), not r·ℓ, and its excess is in the ERM's
+        units."""
         T = opts["T"] or T_ROW
         share = opts["release_share"] or ROW_RELEASE_SHARE
         params = {"oracle": f"row-private weighted ERM ({method})", "oracle_method": method,
@@ -287,7 +289,8 @@ class LoptBackend(Backend):
                   "T": T, "release_share": share}
         notes = ["corrections to [A] Algorithm 2 as for the other oracles (G·∇g, released loss "
                  "vectors, weights at their running mean)",
-                 "protect='row': each oracle call is backends/_erm.private_weighted_erm — "
+                 "protect='row': each oracle call is "
+                 "backends/erm/direct.private_weighted_erm — "
                  f"{method} on the weighted GLM ERM of r_t·ℓ with public denominators n·q "
                  "(row-local weights, sensitivity from the clipped features)",
                  "no proven bound: the oracle's ERM has the conditional weights rescaled by "
