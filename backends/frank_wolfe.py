@@ -142,7 +142,7 @@ def hull_diameter(rates, support) -> dict:
     on an empty support."""
     if len(support) == 0:
         return {"l1": 0.0, "l2": 0.0, "linf": 0.0}
-    return dict(geometry(rates, support)["hull"])
+    return {q: float(v) for q, v in geometry(rates, support)["hull"].items()}
 
 
 class _Constants:
