@@ -604,40 +604,14 @@ def _cmd_report(args) -> int:
 
 
 # --------------------------------------------------------------------------- audit
-AUDIT_DOC = """The built-in audit instance (20 rows, one feature x, groups a and b of 10 rows each):
+AUDIT_DOC_HEAD = """The built-in audit instance (20 rows, one feature x, groups a and b of 10 rows each):
 
   group a: x = 0.25 (y=0), 0.1, -0.8, -0.6, -0.3 (y=0), 0.3, 0.45, 0.8, 0.9, 0.95 (y=1)
   group b: x = 10 points evenly spaced in [-1.2, 1.2], y = 1[x > 0]
   neighbours: D and D' = D with row 0 (x = 0.25, y = 0) moved from group a to group b
-  (protect="sensitive": one row's sensitive attribute changes, features and labels fixed)
+  (protect="sensitive": one row's sensitive attribute changes, features and labels fixed)"""
 
-Problems, by backend (privfair.privacy.audit_instances), chosen so that the moved row
-reaches an exposed output with as much of the budget as the backend lets it:
-  exponential, frank_wolfe, lopt, oracle_learner and any other backend: thresholds
-    t in {0, 0.5, 0.6} on x, minimize fp[a] + fn[a] - tn[a].  Row 0 moves the objective of
-    t = 0 down and of t >= 0.5 up by the full score sensitivity 1/n; the rows 0.1 (y=0), 0.3
-    and 0.45 (y=1) put t = 0 two rows behind on D and level on D', and t = 0.5 and 0.6 give
-    one output.  So t = 0 is drawn with probability 1/3 on D' and 1/(1 + 2e^eps) on D: a
-    correct mechanism's loss is <= 0.83 eps, one without the factor 2 of the exponential
-    mechanism leaks >= 1.44 eps (1.66 eps at eps = 1).  Iterative backends run with T = 1
-    (one selection at the whole eps; lopt with release_share=0.1).
-  postprocessing: pf.PostProcessed(base = 1[0.2 <= x <= 0.5]), minimize the error.  The row
-    moves one released count of each group by one (l1 sensitivity 2); the released counts are
-    exposed (info, trace), so both moves are seen together.
-  cells: pf.ProxyCells(1, 1) (one cell), minimize (fp[a] - 0.1)^2, proxy_share=0.01: the
-    rule is q = 0.1 n / (released count of group a's negatives), which the row moves by one.
-  output_perturbation, dual_frank_wolfe (smoothed hinge), objective_perturbation (logistic):
-    their own row neighbours (protect="row"): 5 rows at x = +-10, D' relabels row 0 (x = 10)
-    from y = 1 to 0; SparseLinear(1, l1, radius 1, l2=1000, no intercept, R=10), minimize the
-    error.  The huge ridge keeps every margin in the loss's linear part, so the row moves the
-    minimizer by the full sensitivity; the decision output is the released coefficient w.
-    dual_frank_wolfe: T = 1, penalty 1e-6, selection_share=0.02.
-  sgda (needs torch): 100 rows per group at x = (1, 0) / (-1, 0), row 0 alone at x = (0, 5),
-    D' moves it from group a to b; Linear(2, 1) from w = (1, 0), full batches, lam = 2, 4
-    epochs, delta = 0.1 unless --delta is given; the decision output is the released w2,
-    which only row 0's clipped gradients move.
-
-Every solve is a full problem.solve(...) (planner, budget, accountant), one seed each, and
+AUDIT_DOC_TAIL = """Every solve is a full problem.solve(...) (planner, budget, accountant), one seed each, and
 every exposed field is an output: the decision output above, the released decisions and
 weights, each entry of result.info and result.trace (flattened to scalars, numeric arrays
 also as vectors), the certificate, the plan's parameters and notes, and whether the solve
@@ -655,9 +629,34 @@ backend run inside privacy.reduced_noise(0.5): its draws at half the scale its e
 record) and 'eps x 2' (the backend run at 2 eps: an exponential mechanism that drops its
 factor 2).  A control the instance provably cannot refute is run and reported, not counted
 (the instance says why).
+"""
 
-Default runs on each dataset: 2000 (exponential, lopt and oracle_learner 3000, cells 1000);
-an audit with its controls takes about a minute on one core."""
+
+def audit_doc() -> str:
+    """``privfair audit --help``'s text: the tie instance above, then each backend's instance
+    and the default runs read from privfair.privacy.audit_instances (their one home)."""
+    import textwrap
+
+    from .backends import BACKENDS
+    from .privacy.audit_instances import AUDIT_RUNS, DEFAULT_RUNS, audit_instances
+
+    lines = ["Instances, by backend (privfair.privacy.audit_instances, whose docstring says why "
+             "each lets the", "moved row reach an exposed output with as much of the budget "
+             "as the backend lets it):"]
+    for name in BACKENDS:
+        for inst in audit_instances(name)[:1]:
+            opts = ", ".join(f"{k}={v}" for k, v in inst.options.items())
+            text = (f"{name}: {inst.description}; {inst.neighbours_doc}; protect="
+                    f"{inst.protect!r}, delta={inst.delta:g}" + (f"; options {opts}" if opts
+                                                                 else "")
+                    + (f"; decision output: {inst.release_doc}" if inst.release_doc else ""))
+            lines += textwrap.wrap(text, 92, initial_indent="  ", subsequent_indent="    ")
+    other = sorted({n for n in BACKENDS if n in AUDIT_RUNS}, key=list(BACKENDS).index)
+    runs = ", ".join(f"{n} {AUDIT_RUNS[n]}" for n in other)
+    return "\n".join([AUDIT_DOC_HEAD.rstrip(), "", *lines, "", AUDIT_DOC_TAIL.rstrip(), "",
+                       *textwrap.wrap(f"Default runs on each dataset: {DEFAULT_RUNS} ({runs}).",
+                                      92)])
+
 
 
 def _format_eps(value) -> str:
@@ -802,7 +801,7 @@ def _cmd_audit(args) -> int:
 
 
 def audit_pair():
-    """The neighbouring datasets (D, D') of the built-in audit instance (see ``AUDIT_DOC``)."""
+    """The neighbouring datasets (D, D') of the built-in audit instance (see :func:`audit_doc`)."""
     from .privacy.audit_instances import audit_pair as pair
 
     return pair()
@@ -884,17 +883,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "(privfair.privacy.audit, privfair.privacy.testing.check_dp_heldout, "
                        "both directions).  Exit 0 when the verdicts are as expected (honest "
                        "run PASS; the negative controls, if asked, refuted), 1 otherwise."
-                       "\n\n" + AUDIT_DOC)
+                       "\n\n" + audit_doc())
     a.add_argument("--backend", required=True,
                    help="a name from 'privfair backends' (no 'auto': the audit tests one backend)")
     a.add_argument("--epsilon", type=_epsilon, default=1.0, help="ε to run at (default 1)")
     a.add_argument("--delta", type=_delta, default=None,
-                   help="δ to run at (default 0; sgda's instance 0.1: its Gaussian releases "
-                        "need δ > 0, and a loss above ε at δ = 1e-5 lives on events too rare "
-                        "for ~10^3 runs)")
+                   help="δ to run at (default: the instance's, listed below — 0, or 0.1 for "
+                        "the Gaussian instances of sgda and lagrangian_sgda: a loss above ε at "
+                        "δ = 1e-5 lives on events too rare for ~10^3 runs)")
     a.add_argument("--runs", type=_positive_int, default=None,
-                   help="solves on each dataset per condition (default 2000; exponential, "
-                        "lopt and oracle_learner 3000, cells 1000)")
+                   help="solves on each dataset per condition (default: the backend's, "
+                        "listed below)")
     a.add_argument("--seed", type=_seed, default=0, help="seed of the runs (default 0)")
     a.add_argument("--z", type=_positive_float, default=4.0,
                    help="confidence: a claim is refuted only when the empirical ε lower "
