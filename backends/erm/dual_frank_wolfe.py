@@ -67,10 +67,6 @@ def _pad(s):
     return np.concatenate([s, [0.0]])
 
 
-#: [K] Thm 4 has one home, :func:`privfair.formulas.k4_bound`; this alias is kept only for
-#: tests/test_formulas.py, which still compares the two (to remove with that comparison)
-thm4_bound = formulas.k4_bound
-
 
 def excess_bound(L, Gamma, G_K, n, epsilon, delta_K, log_S, share, zeta, Lambda, r_2, P,
                  sigma, ops=NUMERIC):

@@ -66,10 +66,6 @@ def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, kappa
     return zeta * e_abs + Lambda * e_sq / 2
 
 
-#: [K] Thm 1 has one home, :func:`privfair.formulas.k1_bound`; this alias is kept only for
-#: tests/test_formulas.py, which still compares the two (to remove with that comparison)
-thm1_bound = formulas.k1_bound
-
 
 class OutputPerturbationBackend(ERMBackend, Backend):
     name = "output_perturbation"
