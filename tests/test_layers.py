@@ -58,13 +58,13 @@ IMPORT_ALLOWLIST = {
     # the audit harness lives in the privacy core but builds whole problems with `import privfair`
     # (the audit belongs in its own layer above the planner: privfair/audit/, #17 item 4)
     ("privfair.privacy.audit_instances", "privfair"),
-    # sparse.SparseLinear fits its ERM with the backends' private helper (_erm.fit_erm); the ERM
-    # solver belongs below the backends (or the decision set should not fit)
-    ("privfair.sparse", "privfair.backends._erm"),
+    # sparse.SparseLinear fits its ERM with the backends' ERM helper (erm.direct.fit_erm); the
+    # ERM solver belongs below the backends (or the decision set should not fit)
+    ("privfair.sparse", "privfair.backends.erm.direct"),
 }
 
 #: "module: name" → number of reads of another module's underscore attribute ``name``.
-UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends, 85 in tests
+UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 206 reads: 125 in privfair/backends, 81 in tests
     # the language: protocol methods of Expression (_cvx, _bounds, _mono, _lip, ...) called on
     # child expressions from sibling modules — to become public hooks of the atom protocol
     'privfair.expr.affine: _affine': 1,
@@ -89,17 +89,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'privfair.privacy.release: _float_generator': 1,
     # backends: Rates' private layout (_joint, _rate, _sel, _Xc, _phiB, ...) → the public layout of ℓ
     # (#17 item 2); helpers of other backend modules (_erm, _sgda_options, ...) → public names
-    'privfair.backends._erm: _bound': 2,
-    'privfair.backends._erm: _cell': 1,
-    'privfair.backends._erm: _clip_scale': 1,
-    'privfair.backends._erm: _denominators': 2,
-    'privfair.backends._erm: _from_counts': 1,
-    'privfair.backends._erm: _joint': 3,
-    'privfair.backends._erm: _n_gy': 3,
-    'privfair.backends._erm: _phiB': 2,
-    'privfair.backends._erm: _q': 1,
-    'privfair.backends._erm: _rate': 5,
-    'privfair.backends._erm: _sel': 3,
     'privfair.backends._jagielski: _affine': 1,
     'privfair.backends._jagielski: _bound': 2,
     'privfair.backends._jagielski: _cell': 1,
@@ -119,7 +108,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'privfair.backends._oracles: _sel': 4,
     'privfair.backends._sgda_options: _joint': 1,
     'privfair.backends._sgda_train: _template': 1,
-    'privfair.backends.dual_frank_wolfe: _exact': 1,
     'privfair.backends.lagrangian.histogram: _joint': 1,
     'privfair.backends.lagrangian.histogram: _rate': 1,
     'privfair.backends.lagrangian.histogram: _sel': 2,
@@ -129,13 +117,8 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'privfair.backends.lagrangian: _float_generator': 1,
     'privfair.backends.postprocessing: _joint': 1,
     'privfair.backends.postprocessing: _labels': 1,
-    'privfair.backends.sgda: _OPTIONS': 1,
     'privfair.backends.sgda: _adapter': 1,
-    'privfair.backends.sgda: _bad': 1,
     'privfair.backends.sgda: _device': 1,
-    'privfair.backends.sgda: _options': 1,
-    'privfair.backends.sgda: _public_p': 1,
-    'privfair.backends.sgda: _shape': 1,
     # privfair/: a decision set's _theta/_as_X, the report renderer's helpers, ...
     'privfair._report_render: _fmt': 2,
     'privfair._report_render: _headline': 2,
@@ -146,14 +129,11 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'privfair.planner: _constant_code': 1,
     'privfair.postprocess: _as_X': 1,
     'privfair.sparse: _as_X': 1,
-    'privfair.sparse: _erm': 1,
     'privfair.stats: _find_group': 1,
     'privfair.stats: _theta': 2,
     'privfair.torch_model: _as_X': 1,
     # tests: white-box reads of private helpers → a documented testing API or public names
     'tests.test_backend_cells: _proxy': 2,
-    'tests.test_backend_dual_fw: _erm': 1,
-    'tests.test_backend_dual_fw: _select': 2,
     'tests.test_backend_frank_wolfe: _Constants': 1,
     'tests.test_backend_lopt: _Xc': 1,
     'tests.test_backend_lopt: _bound': 1,
@@ -166,7 +146,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'tests.test_backend_lopt: _soft': 3,
     'tests.test_backend_oracle_learner: _jagielski': 1,
     'tests.test_backend_oracle_learner: _setup': 6,
-    'tests.test_backend_perturbation: _erm': 1,
     'tests.test_backend_postprocessing: _jagielski': 3,
     'tests.test_backend_postprocessing: _shape': 1,
     'tests.test_backend_sgda: _ermi': 2,
@@ -184,8 +163,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'tests.test_extreme_epsilon: _gamma': 1,
     'tests.test_extreme_epsilon: _oracles': 1,
     'tests.test_formulas: _jagielski': 1,
-    'tests.test_formulas: _oracles': 1,
-    'tests.test_privacy_failures: _erm': 1,
     'tests.test_privacy_samplers: _bernoulli_exp_minus_half': 1,
     'tests.test_privacy_samplers: _bernoulli_exp_minus_one': 1,
     'tests.test_privacy_samplers: _exact': 1,
@@ -199,7 +176,7 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'tests.test_quiet_output: _quiet': 1,
     'tests.test_quiet_output: _solve_any': 1,
     'tests.test_report: _fmt': 1,
-    'tests.test_report: _report_render': 5,
+    'tests.test_report: _report_render': 7,
     'tests.test_report: _rows': 1,
     'tests.test_result_multiclass: _template': 1,
     'tests.test_scores: _Intercept': 2,
@@ -210,6 +187,23 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 217 reads: 132 in privfair/backends
     'tests.test_stats: _clip_scale': 1,
     'tests.test_stats_sensitivity: _joint': 2,
     'tests.test_stats_sensitivity: _rate': 2,
+    # the ERM family's modules (backends/erm/, split from _erm.py: the same reads of Rates'
+    # internals, now under their concern's name) and test_report's reads of the renderer
+    'privfair.backends.erm.constraint: _from_counts': 1,
+    'privfair.backends.erm.constraint: _joint': 1,
+    'privfair.backends.erm.constraint: _n_gy': 1,
+    'privfair.backends.erm.constraint: _q': 1,
+    'privfair.backends.erm.constraint: _rate': 1,
+    'privfair.backends.erm.preconditions: _phiB': 1,
+    'privfair.backends.erm.reduction: _bound': 2,
+    'privfair.backends.erm.reduction: _cell': 1,
+    'privfair.backends.erm.reduction: _clip_scale': 1,
+    'privfair.backends.erm.reduction: _denominators': 2,
+    'privfair.backends.erm.reduction: _joint': 2,
+    'privfair.backends.erm.reduction: _n_gy': 2,
+    'privfair.backends.erm.reduction: _phiB': 1,
+    'privfair.backends.erm.reduction: _rate': 4,
+    'privfair.backends.erm.reduction: _sel': 3,
 }
 
 
