@@ -186,7 +186,10 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
         try:
             p = _plan_one(b, problem, ranking_analysis if share else analysis, budget,
                           _options_for(b, options))
-        except BackendRefusedError as err:
+        except (BackendRefusedError, InvalidPrivacyError) as err:
+            # a plan-time failure is decided from public quantities (ε, δ, n, options): under
+            # "auto" it is that backend's refusal and the next one is tried (a backend that
+            # finds no noise scale at a tiny δ must not fail the whole solve)
             if backend != "auto":      # the backend asked for by name says why, as before
                 raise
             refused[name] = err.fix or str(err)

@@ -294,3 +294,33 @@ def test_bad_dual_options_raise_a_typed_error_naming_the_field(field, value):
     privacy = pf.DP(1.0, 1e-5, protect="row")
     with pytest.raises(InvalidInputError, match=field):
         BACKENDS["lagrangian_sgda"].plan(prob, prob.analyze(privacy), privacy, {field: value})
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-14])
+def test_plans_at_the_default_delta_of_a_million_rows(delta):
+    """δ = 1/n² at n ≥ 10⁶ is below PLD's range (1e-10): the noise multiplier was fitted with
+    PLD only, found no scale, and `auto` failed the whole solve (#19).  Every rule is tried now
+    (RDP applies there), and the noise grows as δ shrinks."""
+    prob = _problem(binary(2000, 0))
+    z = {}
+    for d in (1e-9, delta):
+        plans = prob.plan(pf.DP(1.0, d, protect="row"))
+        assert plans.chosen.backend == "lagrangian_sgda"
+        z[d] = plans.chosen.params["noise_multiplier"]
+    assert z[delta] > z[1e-9]
+
+
+def test_a_plan_time_privacy_refusal_under_auto_falls_to_the_next_backend(monkeypatch):
+    from privfair.errors import InvalidPrivacyError
+
+    prob = _problem(binary(2000, 0))
+
+    def no_scale(*args, **kwargs):
+        raise InvalidPrivacyError("epsilon", 1.0, "no positive noise scale fits (test)")
+
+    monkeypatch.setattr(BACKENDS["lagrangian_sgda"], "plan", no_scale)
+    plans = prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"))
+    assert "lagrangian_sgda" in plans.refused and "noise scale" in plans.refused["lagrangian_sgda"]
+    assert all(p.backend != "lagrangian_sgda" for p in plans.ranked)
+    with pytest.raises(InvalidPrivacyError):          # asked for by name: its own error
+        prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lagrangian_sgda")

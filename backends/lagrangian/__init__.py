@@ -81,9 +81,10 @@ def noise_multiplier(epsilon, delta, T, q) -> float:
     :func:`privfair.privacy.release.calibrate` (cached by its public key)."""
     from privfair.privacy import calibrate
 
-    # 14 halvings of the log-bracket: z within ~0.01% of the smallest that fits (each checked)
+    # every rule (PLD where it applies; below δ = 1e-10 or past 10⁶ steps only RDP does — with
+    # rules=("pld",) a default δ = 1/n² at n ≥ 10⁵ found no scale and auto failed)
     x = calibrate(lambda x: [_event(1.0 / x, q, T)], epsilon, delta, hi=1.0 / Z_MIN,
-                  rules=("pld",), steps=14, key=("lagrangian_sgda", T, q))
+                  steps=14, key=("lagrangian_sgda", T, q))
     return 1.0 / x
 
 
