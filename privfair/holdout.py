@@ -454,8 +454,11 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     best_k, best_err = None, math.inf
     for k in range(L):
         const_err = 1.0 - float(n_gy[:, k].sum()) / n
+        # a constant's conditional rates are exactly 0 or 1 whatever the counts: with the noisy
+        # count of a tiny group below 1, n_gy / max(n_gy, 1) read a rate below 1, every constant
+        # looked infeasible and the floor was skipped (a rule worse than the constant returned)
         Ck = np.zeros((G, L, L))
-        Ck[:, :, k] = n_gy
+        Ck[:, :, k] = np.maximum(n_gy, 1.0)
         lk = _point(Ck, n, num, den)
         if all(float(g.value(lk)) <= options.tolerance for g in gs) and const_err < best_err:
             best_k, best_err = k, const_err

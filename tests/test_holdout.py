@@ -275,3 +275,32 @@ def test_held_out_rows_are_indices_and_check_the_same_as_a_copy(monkeypatch):
                   n_train=train.n)
         np.testing.assert_array_equal(a.counts, b.counts)
         assert (a.error, a.constraints[0].upper) == (b.error, b.constraints[0].upper)
+
+
+def test_a_constant_is_feasible_when_a_held_out_group_label_cell_is_empty():
+    # a constant's conditional rates are exactly 0 or 1; the floor read them from the noisy
+    # counts with denominator max(count, 1), so a (group, label) cell with fewer than one
+    # held-out row gave tpr = 0 for that group, every constant looked infeasible under an EO
+    # constraint and a rule worse than the constant came back (seen on an 8-group problem
+    # with a 1% group, #18)
+    from privfair.privacy.randomness import as_source
+
+    def make(n, seed, c_positives):
+        rng = np.random.default_rng(seed)
+        a = rng.choice(["a", "b", "c"], n, p=[0.5, 0.45, 0.05])
+        X = rng.normal(size=(n, 2))
+        y = (X[:, 0] + 0.5 * rng.normal(size=n) > -0.8).astype(int)    # a majority of 1s
+        if not c_positives:
+            y[a == "c"] = 0
+        return pf.Dataset(X, y, a, group_names=["a", "b", "c"], labels=[0, 1])
+
+    train, held = make(3000, 0, True), make(800, 1, False)
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] < -1).astype(int)]), train)  # a bad rule
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.tpr["a"] - r.tpr["c"]) <= 0.05])
+    res = _solve(prob, pf.DP(float("inf")), holdout=0)
+    out = check(prob, res, held, epsilon=float("inf"), options=HoldoutOptions(),
+                rng=as_source(0), n_train=train.n)
+    # always 1: tpr = 1 in every group (c has no positive: its rate is 1 by definition of a
+    # constant, not 0/1); the old floor only allowed always 0, of error mean(y) ≈ 0.8
+    assert out.constant_label == 1 and out.fallback
+    assert out.constant_error == pytest.approx(1 - np.mean(held.y))
