@@ -267,27 +267,18 @@ ROW_METHODS = ("objective_perturbation", "output_perturbation")
 
 
 def row_oracle_reason(rates, method):
-    """None, or why the row-private weighted-ERM oracle cannot run (checked before spending)."""
-    from privfair.sparse import LOSSES, SparseLinear
+    """None, or why the row-private weighted-ERM oracle cannot run (checked before spending):
+    the ERM family's own preconditions (``erm/preconditions.decision_set_reason``)."""
+    from .erm.preconditions import decision_set_reason
 
-    ds = rates.decisions
-    if not isinstance(ds, SparseLinear):
-        return ("under protect='row' the linear-classifier oracle is a row-private weighted ERM "
-                "(objective/output perturbation), which needs a pf.SparseLinear decision set "
-                f"with a declared feature_bound; got {type(ds).__name__}")
-    if ds.feature_bound is None or abs(ds.feature_bound - rates.feature_bound) > 1e-12:
-        return (f"unbounded or mismatched features: SparseLinear(feature_bound={ds.feature_bound})"
-                f" must equal pf.rates(..., feature_bound={rates.feature_bound}) — rows are "
-                "clipped to that public bound, without which no sensitivity is bounded")
-    loss = LOSSES[rates.surrogate]
-    if not loss.smooth:
-        return f"the '{rates.surrogate}' surrogate is not smooth: use 'logistic'"
-    if method == "objective_perturbation" and not loss.twice_differentiable:
-        return (f"objective perturbation needs a C² loss; '{rates.surrogate}' is not — use "
-                "surrogate='logistic' or options oracle='output_perturbation' with l2 > 0")
-    if method == "output_perturbation" and not ds.l2 > 0:
-        return "output perturbation needs an explicit ℓ2 term: pf.SparseLinear(..., l2=Λ > 0)"
-    return None
+    why = decision_set_reason(rates, need_c2=method == "objective_perturbation",
+                              need_strong=method == "output_perturbation",
+                              l2_hint=(" or options oracle='objective_perturbation'"
+                                       if method == "output_perturbation" else ""))
+    if why is None:
+        return None
+    return ("under protect='row' the linear-classifier oracle is a row-private weighted ERM "
+            f"({method}): " + why)
 
 
 def row_oracle(rates, r, budget, method, *, draws=None, name="oracle", label=""):

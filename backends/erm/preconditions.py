@@ -14,9 +14,12 @@ from .reduction import (NeedsGroupMass, bad_cells, cell_coefficients, constraint
                         objective_gradient)
 
 
-def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_constraint=True):
-    """None, or the reason the row-private ERM backends refuse ``problem``."""
-    rates = getattr(problem, "rates", None)
+def decision_set_reason(rates, *, need_c2=False, need_strong=False, l2_hint=""):
+    """None, or why ``rates`` cannot feed a certified row-private ERM: the one home of the
+    decision set's preconditions, for the ERM backends (:func:`check_common`) and for LOPT's
+    and Frank–Wolfe's row oracle (``backends/_oracles.row_oracle_reason``).  ``need_c2``: a C²
+    loss (objective perturbation); ``need_strong``: an explicit ℓ2 term Λ > 0 (output
+    perturbation's sensitivity 2L/(nΛ)); ``l2_hint``: text appended to the Λ refusal."""
     ds = getattr(rates, "decisions", None)
     if not isinstance(ds, SparseLinear):
         return ("needs a pf.SparseLinear decision set (rates built with pf.rates(pf.SparseLinear"
@@ -25,9 +28,10 @@ def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_c
     if rates.surrogate is None:
         return "needs a convex surrogate: pf.rates(..., surrogate='logistic' or 'smoothed_hinge')"
     if ds.feature_bound is None or abs(ds.feature_bound - rates.feature_bound) > 1e-12:
-        return (f"SparseLinear(feature_bound={ds.feature_bound}) must equal pf.rates(..., "
-                f"feature_bound={rates.feature_bound}): rows are clipped to that public bound in "
-                "training and prediction (unbounded features have no sensitivity bound)")
+        return (f"unbounded or mismatched features: SparseLinear(feature_bound="
+                f"{ds.feature_bound}) must equal pf.rates(..., feature_bound="
+                f"{rates.feature_bound}): rows are clipped to that public bound in training and "
+                "prediction (unbounded features have no sensitivity bound)")
     loss = LOSSES[rates.surrogate]
     if not loss.smooth:
         return (f"the '{rates.surrogate}' surrogate is not smooth, so no certified minimizer "
@@ -37,8 +41,19 @@ def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_c
                 f"et al. 2011; Kifer et al. 2012); '{rates.surrogate}' is not C² — use 'logistic'")
     if need_strong and not ds.l2 > 0:
         return ("needs an explicit ℓ2 term Λ > 0 (its sensitivity is 2L/(nΛ) — a sparsity norm "
-                "alone is not strongly convex): pass pf.SparseLinear(..., l2=Λ), e.g. Λ = "
-                f"{suggest_l2(problem):.2g}")
+                "alone is not strongly convex): pass pf.SparseLinear(..., l2=Λ)" + l2_hint)
+    return None
+
+
+def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_constraint=True):
+    """None, or the reason the row-private ERM backends refuse ``problem``."""
+    rates = getattr(problem, "rates", None)
+    ds = getattr(rates, "decisions", None)
+    hint = (f", e.g. Λ = {suggest_l2(problem):.2g}"
+            if need_strong and isinstance(ds, SparseLinear) and not ds.l2 > 0 else "")
+    why = decision_set_reason(rates, need_c2=need_c2, need_strong=need_strong, l2_hint=hint)
+    if why is not None:
+        return why
     if analysis.curvature.get("f") not in ("affine", "constant"):
         return (f"needs an objective affine in ℓ (a weighted error such as r.error()); f is "
                 f"{analysis.curvature.get('f')}")
