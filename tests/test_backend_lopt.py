@@ -463,7 +463,7 @@ def _brute_linear(rt, r, C, den, den_g):
 
 
 def test_merged_reduction_weights_against_brute_force():
-    from privfair.backends import _erm as E
+    from privfair.backends.erm import reduction as E
 
     rt = _erm_setup(60)
     q = 0.05

@@ -10,7 +10,7 @@ import pytest
 
 import privfair as pf
 import privfair.designs
-from privfair.backends import _erm as E
+from privfair.backends.erm import direct, reduction, solver
 from privfair.backends import _oracles as O
 from privfair.backends import oracle_learner as OL
 from privfair.designs import ClippedRows
@@ -82,7 +82,7 @@ def test_the_erm_of_the_rates_reads_x_without_a_copy_and_equals_the_dense_erm():
     ds = pf.SparseLinear(3, norm=pf.norms.l1(3), radius=3.0, intercept_bound=2.0,
                          feature_bound=2.0, l2=0.01)
     rt = _surrogate_rates(ds=ds)
-    erm = E.erm_from_rates(rt, _r(rt), "public")
+    erm = reduction.erm_from_rates(rt, _r(rt), "public")
     assert isinstance(erm.U, ClippedRows) and erm.U.X is rt.data.X     # X itself, not a copy
     dense = dataclasses.replace(erm, U=np.asarray(erm.U), meta=dict(erm.meta))
     X, R = rt.data.X, rt.feature_bound              # the rows clipped to the public bound
@@ -95,7 +95,7 @@ def test_the_erm_of_the_rates_reads_x_without_a_copy_and_equals_the_dense_erm():
     np.testing.assert_allclose(erm.grad(th), dense.grad(th), rtol=1e-12, atol=1e-14)
     assert erm.smoothness() == pytest.approx(dense.smoothness(), rel=1e-12)
     assert (erm.n, erm.P) == (dense.n, dense.P)
-    got, want = E.solve(erm), E.solve(dense)   # Newton on (U·h)ᵀU
+    got, want = solver.solve(erm), solver.solve(dense)   # Newton on (U·h)ᵀU
     np.testing.assert_allclose(got.theta, want.theta, rtol=1e-7, atol=1e-9)
 
 
@@ -106,10 +106,10 @@ def test_a_private_erm_draws_the_same_release_on_the_view(monkeypatch):
                          feature_bound=2.0, l2=0.01)
     rt = _surrogate_rates(ds=ds)
     r = _r(rt)
-    got = E.private_weighted_erm(rt, r, 2.0, 1e-6, rng=0, accountant=pf.Accountant(delta=1e-6))
+    got = direct.private_weighted_erm(rt, r, 2.0, 1e-6, rng=0, accountant=pf.Accountant(delta=1e-6))
     calls = []
     monkeypatch.setattr(privfair.designs, "ClippedRows", _dense_factory(calls))
-    want = E.private_weighted_erm(rt, r, 2.0, 1e-6, rng=0, accountant=pf.Accountant(delta=1e-6))
+    want = direct.private_weighted_erm(rt, r, 2.0, 1e-6, rng=0, accountant=pf.Accountant(delta=1e-6))
     assert calls                                  # the dense run did build the dense matrix
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
