@@ -44,18 +44,48 @@ import math
 
 import numpy as np
 
-from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, unknown_option  # noqa: F401
+from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
 
 #: the options this backend reads (docs/lagrangian.md, "Options")
-OPTIONS = ("epochs", "batch_size", "clip", "lr", "lr_dual", "hist_share", "ema", "lambda_max",
-           "mass_floor", "output", "n_checkpoints", "objective_surrogate", "sharpness",
-           "randomize", "dual_ball", "normalize", "dual_scale")
+def _table():
+    from ..options import Option
 
-DEFAULTS = {"epochs": 10.0, "clip": 1.0, "lr": 2.0, "lr_dual": 1.0, "hist_share": 0.3,
-            "ema": 0.9, "lambda_max": 100.0, "mass_floor": 1e-3, "output": "mixture",
-            "n_checkpoints": 20, "objective_surrogate": "log", "sharpness": 5.0,
-            "randomize": 0, "dual_ball": "l1", "normalize": False,
-            "dual_scale": False}
+    pos = dict(kind="float", low=0.0, low_open=True)
+    return (
+        Option("epochs", default=10.0, doc="T = ⌈epochs/q⌉ Poisson-subsampled steps", **pos),
+        Option("batch_size", default=None, doc="expected Poisson batch m, q = m/n (default "
+               "max(256, n/50) rows, ≤ n; below 12,800 rows 256/n rounded up to 2^(k/4))", **pos),
+        Option("clip", default=1.0, doc="per-example clipping C of the Lagrangian gradient",
+               **pos),
+        Option("lr", default=2.0, doc="primal step on the mean gradient", **pos),
+        Option("lr_dual", "float", 1.0, low=0.0, doc="dual ascent step"),
+        Option("hist_share", "float", 0.3, low=0.0, high=1.0, low_open=True, high_open=True,
+               doc="a², the batch histogram's share of the per-row norm"),
+        Option("ema", "float", 0.9, low=0.0, high=1.0, high_open=True,
+               doc="EMA rate of the released histograms (bias-corrected)"),
+        Option("lambda_max", default=100.0, doc="bound on ‖λ‖₁ (dual_ball='box': on each λ_j)",
+               **pos),
+        Option("mass_floor", default=1e-3, doc="public floor of the group-label masses in ℓ̂'s "
+               "denominators", **pos),
+        Option("output", "str", "mixture", choices=("mixture", "last", "average"),
+               doc="the released rule: a mixture of checkpoints of the second half, their "
+                   "average, or the last iterate"),
+        Option("n_checkpoints", "int", 20, low=1, doc="size of the mixture"),
+        Option("objective_surrogate", "str", "log", choices=("log", "linear"),
+               doc="'log' (cross-entropy for the error) or 'linear'"),
+        Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
+        Option("randomize", "int", 0, low=0, doc="k > 0: each released linear rule becomes the "
+               "mixture of k intercept shifts matching the trained soft rule (0: hard rules)"),
+        Option("dual_ball", "str", "l1", choices=("l1", "box"),
+               doc="'l1' (‖λ‖₁ ≤ lambda_max) or 'box' (each λ_j ≤ lambda_max)"),
+        Option("normalize", "bool", False, doc="primal step on (f + λᵀg)/(1 + ‖λ‖₁)"),
+        Option("dual_scale", "bool", False, doc="dual step lr_dual·√(2/J) for J > 2 pieces"),
+    )
+
+
+#: the options, declared once (type, range, default, doc): docs/lagrangian.md has the measured
+#: reasons for each default
+OPTIONS_TABLE = _table()
 
 
 def default_rate(n: int) -> float:
@@ -113,46 +143,11 @@ def _event(z, q, T, unit="row"):
 
 
 def _options(options):
-    o = dict(DEFAULTS)
-    for k, v in options.items():
-        if k not in OPTIONS:
-            raise unknown_option(k, v, "lagrangian_sgda", OPTIONS)
-        o[k] = v
-    from privfair.errors import InvalidInputError
+    """``options`` validated against :data:`OPTIONS_TABLE` (typed errors naming the option, the
+    value and the fix, before anything is spent), defaults filled in."""
+    from ..options import validate
 
-    def pos(name, lo=0.0, hi=math.inf, closed_hi=True):
-        v = o[name]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or not (lo < v) or (v > hi if closed_hi else v >= hi):
-            raise InvalidInputError(name, v, f"pass a number in ({lo:g}, {hi:g}"
-                                    f"{']' if closed_hi else ')'}")
-        o[name] = float(v)
-
-    for name in ("epochs", "clip", "lr", "lambda_max", "mass_floor", "sharpness"):
-        pos(name)
-    pos("lr_dual", lo=-1e-300)
-    pos("hist_share", hi=1.0, closed_hi=False)
-    pos("ema", lo=-1e-300, hi=1.0, closed_hi=False)
-    if o.get("batch_size") is not None:
-        pos("batch_size")
-    if o["output"] not in ("mixture", "last", "average"):
-        raise InvalidInputError("output", o["output"], "choose 'mixture', 'average' or 'last'")
-    if o["objective_surrogate"] not in ("log", "linear"):
-        raise InvalidInputError("objective_surrogate", o["objective_surrogate"],
-                                "choose 'log' (cross-entropy for the error) or 'linear'")
-    if o["dual_ball"] not in ("l1", "box"):
-        raise InvalidInputError("dual_ball", o["dual_ball"],
-                                "choose 'l1' (‖λ‖₁ ≤ lambda_max) or 'box' (each λ_j ≤ lambda_max)")
-    for name in ("normalize", "dual_scale"):
-        if not isinstance(o[name], bool):
-            raise InvalidInputError(name, o[name], "pass True or False")
-    for name in ("n_checkpoints", "randomize"):
-        k = o[name]
-        if isinstance(k, bool) or not isinstance(k, int) or k < (1 if name == "n_checkpoints"
-                                                                 else 0):
-            raise InvalidInputError(name, k, "pass a positive integer" + (
-                " (0: release hard rules only)" if name == "randomize" else ""))
-    return o
+    return validate(OPTIONS_TABLE, options, "lagrangian_sgda")
 
 
 def randomized(decisions, weights, kappa, k):
@@ -178,7 +173,7 @@ class LagrangianSGDA(Backend):
     theorem = ("private Lagrangian SGDA (RaCO-DP, Yaghini et al. ICLR 2026, generalized to any "
                "f, g of ℓ): Poisson-subsampled Gaussian per step (histogram + gradient), PLD")
     needs_group_mass = False      # no sensitivity of ℓ is used: the histogram is released
-    option_names = OPTIONS
+    option_table = OPTIONS_TABLE
     exposes = {
         "lambda": (RELEASED, "the final dual variables: post-processing of the histograms"),
         "rates_estimate": (RELEASED, "ℓ̂ from the EMA of the released histograms"),
