@@ -2,8 +2,9 @@
 
 Every registered backend answers ``accepts(problem, analysis)`` (with a reason when not) and,
 when it accepts, plans its hyper-parameters from n, ε, δ and α and predicts its excess risk from
-its theorem.  ``backend="auto"`` picks the smallest predicted risk; ``Plans.explain()`` shows the
-ranking.  Nothing here touches private data: conditional rates whose group-mass bound is to be
+its theorem.  ``backend="auto"`` sorts the plans by (``plan.rank``, predicted risk, the backend's
+declared priority in :data:`privfair.backends.REGISTRY`) and picks the first; ``Plans.explain()``
+shows the ranking.  Nothing here touches private data: conditional rates whose group-mass bound is to be
 estimated privately are ranked with a *planning* bound that depends on the schema only, and the
 estimate itself is made by :func:`solve` inside the budget reservation.
 
@@ -164,7 +165,7 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
 
     An option the named backend does not take (with ``"auto"``: that no backend takes) raises
     :class:`~privfair.errors.InvalidInputError` here, before :func:`solve` reserves any budget."""
-    from privfair.backends import BACKENDS, get
+    from privfair.backends import BACKENDS, get, priority
 
     if not isinstance(privacy, DP):
         raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
@@ -197,7 +198,9 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
         _note_unused(p, b, options)
         p.params.setdefault("group_mass_share", share)
         ranked.append(p)
-    ranked.sort(key=lambda p: (p.rank, p.predicted_excess_risk, names.index(p.backend)))
+    # ties of rank and predicted risk go to the registry's declared priority
+    # (privfair.backends.REGISTRY: each backend's priority with its reason)
+    ranked.sort(key=lambda p: (p.rank, p.predicted_excess_risk, priority(p.backend)))
     chosen = ranked[0] if ranked else None
     return Plans(chosen=chosen, ranked=ranked, refused=refused, analysis=analysis,
                  group_mass_share=chosen.params["group_mass_share"] if chosen else 0.0)
