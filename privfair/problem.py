@@ -457,14 +457,37 @@ class Problem:
 
         return analyze(self, privacy, alpha=alpha)
 
-    def __repr__(self):
-        # one line per constraint, each wrapped at the project's width (a constraint over many
-        # groups prints thousands of characters); continuation lines are indented under it
-        from ._text import wrap
+    #: an entry longer than this many lines prints its first and last lines only in str()
+    SHOWN_LINES = 12
 
-        lines = [f"{self.objective.sense} {self.objective.target}"]
-        lines += [f"  subject to {g} <= 0" for g in self.g]
-        return "\n".join(part for line in lines for part in wrap(line, indent="    "))
+    def _text(self, shown=None) -> str:
+        # one entry per constraint; a long one (a constraint over every pair of many groups is
+        # hundreds of characters) breaks between its terms, never inside one, continuation lines
+        # hanging under the bracket they continue (privfair/_pretty.py)
+        from ._pretty import layout
+
+        entries = [(f"{self.objective.sense} ", f"{self.objective.target}")]
+        entries += [("  subject to ", f"{g} <= 0") for g in self.g]
+        out = []
+        for head, body in entries:
+            lines = layout(body, col=len(head))
+            lines[0] = head + lines[0]
+            if shown is not None and len(lines) > shown:
+                hidden = len(lines) - (shown - 1)      # shown - 3 first, 2 last
+                indent = lines[1][:len(lines[1]) - len(lines[1].lstrip())]
+                lines = (lines[:shown - 3]
+                         + [f"{indent}... {hidden} more lines (repr(problem) prints them all)"]
+                         + lines[-2:])
+            out += lines
+        return "\n".join(out)
+
+    def __str__(self):
+        """The problem as written, wrapped between terms; an entry of more than
+        :attr:`SHOWN_LINES` lines shows its first and last lines (``repr`` shows all)."""
+        return self._text(self.SHOWN_LINES)
+
+    def __repr__(self):
+        return self._text()
 
 
 def _variables(expr):
