@@ -16,7 +16,7 @@ varies is, in the plane of θ and m, ρ times the curve γ_β(α) = σ(−β cos
 β = ‖θ‖ρ ≤ B = r₂ρ; D = ω·ρ·κ(B), κ its diameter (:func:`privfair.erm.
 logistic_gradient_diameter` proves it and evaluates it with certified rounding up: κ(0) = 1,
 κ(2) ≈ 1.28, κ(10) ≈ 1.84, → 2).  On one feature with the intercept fixed at 0 (only x̃ counts:
-θ_b ≡ 0 on C, and b's intercept coordinate does not reach the minimizer) the set is a segment
+θ_b ≡ 0 on C, and b is drawn in the w-coordinates only: see below) the set is a segment
 and κ ≤ 1.07 at every B — so the audit's one-feature instance, whose relabelled row moves the
 gradient by exactly ωR, is calibrated within 7% of its true shift.  When only a row's sensitive
 attribute changes (its weight moves in [0, ω/n], its x and y do not) D = ω·ρ·sup_{|z|≤B}|l'|.
@@ -30,11 +30,43 @@ KST extend it to a convex domain C and non-smooth regularizers by smoothing).
   with probability ≥ 1 − δ₂ the loss is ≤ Dt/σ + D²/(2σ²), t = √(2 log(1/δ₂)).  Setting it to
   ε₂ gives σ = (D/2)/u, u = (√(t² + 2ε₂) − t)/2 — with D = 2ζ the replacement-relation form of
   KST's σ = ζ√(8 log(2/δ) + 4ε)/ε (add/remove), numerically within a few percent of it.
-  Pure ε: density ∝ exp(−‖b‖/κ), κ = D/ε₂ (Chaudhuri et al. 2011, Thm 9).
+  Pure ε: density ∝ exp(−‖b‖/κ), κ = D/ε₂ (Chaudhuri et al. 2011, Thm 9): for a shift s with
+  ‖s‖ ≤ D, log ν(b)/ν(b + s) = (‖b + s‖ − ‖b‖)/κ ≤ D/κ = ε₂ (the triangle inequality), in any
+  dimension.
 * Exact minimizer (trap): the solver certifies ‖θ̃ − θ*‖ ≤ τ (public), and θ̃ + N(0, σ₃²I) with
   σ₃ calibrated for sensitivity τ at (ε₃, δ₃) is released (approximate minima perturbation,
   Iyengar et al. 2019): P[Y(D) ∈ S] ≤ e^{ε₃}P[Y*(D) ∈ S] + δ₃ for Y* = θ* + N, so the total is
   (ε₁ + ε₂ + 2ε₃, e^{ε₃}δ₂ + (1 + e^{ε₁+ε₂+ε₃})δ₃).  Pure ε uses ℓ2-Laplace smoothing (κ₃ = τ/ε₃).
+
+Where the noise is drawn (issue #16).  b and the smoothing noise are drawn in F, the span of the
+coordinates of θ that C lets move (:func:`backends.erm.noise.free_coordinates`: all of R^P, or
+the P − 1 coordinates of w when C pins the intercept, θ_b ≡ 0), and are 0 outside it; F is read
+from the declared decision set only (public).  Claim: the release is (ε, δ)-DP with the same
+ε₁, ε₂, ε₃, δ₂, δ₃, D, σ (or κ) and σ₃ (or κ₃) as above — the event and the accounting are
+unchanged.  Proof.  (i) C ⊂ F, F a linear subspace, so for θ ∈ C: θᵀu_i = θᵀ(P_F u_i) and
+bᵀθ = (P_F b)ᵀθ.  The mechanism is therefore objective perturbation of the ERM over C inside
+F ≅ R^{d_F}, d_F = dim F, with rows P_F u_i and noise b_F ∈ F.  (ii) Every constant the proof
+above uses is no larger there: the gradient difference of neighbours is P_F v with
+‖P_F v‖ ≤ D (``ERM.gradient_sensitivity`` bounds ‖Pv‖ with P the identity or P_F itself,
+and ‖P_F v‖ ≤ ‖Pv‖ either way); it lies in P_F S, of dimension ≤ 2; the Hessian change is
+the rank-one P_F(ω l'' u uᵀ)P_F of norm ≤ β_H, on top of the restricted A ⪰ (Δ + nΛ)I_F.
+(iii) The noise densities on F are the ones the proof needs in dimension d_F: pure ε,
+∝ exp(−‖b‖/κ) on F (κ·Gamma(d_F, 1) times a uniform direction of F), whose log-ratio under a
+shift of norm ≤ D is ≤ D/κ = ε₂ by the triangle inequality (above; the argument holds in every
+dimension); Gaussian, N(0, σ²I_F), and the χ²₂ tail bound reads only ‖P_S b‖ with S ⊂ F.  So
+KST's change-of-variables argument, run in F, gives (ε₁ + ε₂, δ₂) for the exact minimizer.
+(iv) θ̃ and θ* both lie in C ⊂ F, so θ̃ − θ* ∈ F with ‖θ̃ − θ*‖ ≤ τ, and the smoothing noise in F
+at the same scale is (ε₃, δ₃)-DP by the same density argument (pure ε) or the Gaussian
+mechanism on F.  The composition (ε₁ + ε₂ + 2ε₃, ·) follows as before.  ∎  The preconditions
+are unchanged and still checked (:mod:`backends.erm.preconditions`, ``need_c2``).
+Why: when C pins the intercept the minimizer only ever sees P_F b.  With b drawn on R^P the
+Gaussian's P_F b is N(0, σ²I_F) — the same law, so at δ > 0 nothing changes but the random
+stream — while at δ = 0 the marginal of exp(−‖b‖/κ) on R^P is not exp(−‖b_F‖/κ) on F: it is
+wider (on one free coordinate of P = 2, variance 3κ² against the Laplace's 2κ²) and its
+log-ratio reaches 1/κ only in its tails.  It was private, but noisier than the guarantee pays
+for, and the audit could not see half the noise removed (issue #16).  Drawing in F gives every
+user the noise the proof needs and no more; the predicted bound uses E‖b‖ = κ·d_F.
+
 Only twice-differentiable losses (logistic, squared) qualify; b is drawn with float Gaussians and
 the solver runs in floating point, so the event is marked idealized.  One scheduled release (its
 event covers b and the smoothing noise), drawn once through
@@ -49,13 +81,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from privfair.privacy import (Scheduled, approximate_event, calibrate_gaussian_sigma,
-                              gaussian_noise_vector)
+from privfair.privacy import Scheduled, approximate_event, calibrate_gaussian_sigma
 
 from ..base import Backend
 from ..options import Option
 from .backend import ERMBackend
-from .noise import gamma_norm_noise
+from .noise import free_coordinates, gamma_norm_noise_in, gaussian_noise_in
 from .options import ERM_OPTIONS
 from .sensitivity import gradient_sensitivity
 from .solver import solve, solve_certified, tau_target
@@ -160,9 +191,12 @@ def constants(erm, epsilon, delta, share=None, relation="row") -> Constants:
     else:
         d2 = d3 = None
         scale, smooth = D / e2, tau / e3
-        noise_mean = scale * P / expected_gaussian_norm(P)
+        # b and the smoothing are drawn in F (module docstring): E‖b‖ = κ·d_F, and
+        # E sup_{θ∈C} bᵀθ = E‖b‖·w(C)/E‖g_F‖ (C ⊂ F: its Gaussian width is the same in F)
+        dF = len(free_coordinates(erm.decisions, P))
+        noise_mean = scale * dF / expected_gaussian_norm(dF)
         bound = (Delta * r2 * r2 / (2 * n) + 2 * noise_mean * wC / n
-                 + (zeta + erm.l2 * r2) * smooth * P)
+                 + (zeta + erm.l2 * r2) * smooth * dF)
     c = Constants(share, e1, e2, e3, Delta, tau, zeta, bH, D, scale, smooth, d2, d3, bound, wC,
                   n, P, r2, erm.l2)
     erm.meta[key] = c
@@ -203,18 +237,22 @@ class ObjectivePerturbationBackend(ERMBackend, Backend):
 
     def private_erm(self, erm, spec, *, draws, relation="row", prefix="", options):
         """The perturbed minimizer: b and the smoothing noise are drawn together, once, through
-        the scheduled release ``prefix + RELEASE`` (``spec`` None: the exact minimizer)."""
+        the scheduled release ``prefix + RELEASE`` (``spec`` None: the exact minimizer), both in
+        the span F of the coordinates C lets move (module docstring: the proof that the
+        guarantee is unchanged)."""
         if spec is None:            # ε = ∞ reference: no certificate needed
             return solve(erm).theta
         c = constants(erm, spec.epsilon, spec.delta, options["jacobian_share"], relation)
         n, P = erm.n, erm.P
+        free = free_coordinates(erm.decisions, P)      # public: the declared set's pinned axes
 
         def draw(source, scale):
             k = scale / c.scale            # 1, or the audit's reduced_noise multiplier
             if spec.delta > 0:
-                return (gaussian_noise_vector(P, scale, source),
-                        gaussian_noise_vector(P, k * c.smooth, source))
-            return gamma_norm_noise(P, scale, source), gamma_norm_noise(P, k * c.smooth, source)
+                return (gaussian_noise_in(P, free, scale, source),
+                        gaussian_noise_in(P, free, k * c.smooth, source))
+            return (gamma_norm_noise_in(P, free, scale, source),
+                    gamma_norm_noise_in(P, free, k * c.smooth, source))
 
         b, smoothing = draws.custom(prefix + RELEASE, draw)
         sol = solve_certified(erm, lin=b / n, ridge=c.Delta / n, tau=c.tau)
