@@ -362,7 +362,7 @@ class CellsBackend(Backend):
             return self._run(plan, rng, accountant)
 
     def _run(self, plan, rng, accountant):
-        from privfair.cells import bin_index, quantile_edges, sigmoid
+        from privfair.cells import bin_index, quantile_edges
         from privfair.result import Result
 
         from . import _proxy
@@ -370,17 +370,18 @@ class CellsBackend(Backend):
         problem, pp = plan.problem, plan.params
         r = problem.rates
         ds, data = r.decisions, r.data
-        X, y = data.X, data.y
+        y = data.y
         a = (data.group == 0).astype(float)
         private = plan.privacy.is_private
         split = pp["label_split"]
         info = {"label_split": split, "epsilon_M1": pp["epsilon_M1"], "epsilon_M2": pp["epsilon_M2"]}
 
         # (1) public score — X and y are identical in neighbours under protect="sensitive"
-        score_coef = _proxy.fit_score(X, y, ds.ridge)
-        s = sigmoid(score_coef[0] + X @ score_coef[1:])
+        # X is read only through passes over data.rows() (#19): the training part of the
+        # held-out split is an index view of the data, never copied
+        score_coef = _proxy.fit_score(data, ridge=ds.ridge)
         # (2) M1: the proxy's sufficient statistic, then Newton from it (post-processing)
-        features = ds.features_for(X)
+        features = ds.features_for(data)
         inter = pp["interactions"]
         # the design rows u_i are read one chunk at a time (never the n×dim matrix U): T and
         # every Newton step of the proxy's fit are passes over the rows (#19)
@@ -401,8 +402,8 @@ class CellsBackend(Backend):
         del T_exact
         proxy_coef = _proxy.logistic_from_statistic(rows, T, ds.ridge, design=design)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
-        p_xy = rule.group_given_label(X, y)                  # P(first group | x, y), per row
-        p = rule.proxy(X, s)
+        # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
+        s, p_xy, p = per_row_scores(data, rule)
         # (3) public cells: quantile edges of s and of the released proxy
         s_edges, p_edges = quantile_edges(s, ds.score_bins), quantile_edges(p, ds.proxy_bins)
         C = ds.n_cells
@@ -495,7 +496,7 @@ def _schedule(rates, privacy, split, proxy_share, interactions, n_counts, spent=
     from ._draws import whole_epsilon
 
     ds, data = rates.decisions, rates.data
-    U = extreme_design_rows(data, ds.features_for(data.X), interactions)
+    U = extreme_design_rows(data, ds.features_for(data), interactions)
 
     def releases(e):
         e1, e2 = budget_split(e, split, proxy_share)
@@ -511,6 +512,25 @@ def proxy_design(features, interactions):
     return passes.Mapped(inner, inner.dim)
 
 
+def per_row_scores(data, rule):
+    """(s, P(first group | x, y), p) of every row of ``data`` under ``rule`` — the public
+    score, the proxy given the label, the proxy — in one pass over the rows (a chunk at a time:
+    n-vectors only).  The chunks are the row spans :class:`privfair.cells.ProxyFeatures` uses
+    on a whole X, so every number is the one the whole-X methods give."""
+    from privfair.cells import sigmoid
+
+    n = data.n
+    s, p_xy, p = np.empty(n), np.empty(n), np.empty(n)
+    k = passes.chunk_rows_for(max(rule.features.n_features, rule.features.dim))
+    c0, c1 = rule.score_coef[0], rule.score_coef[1:]
+    for c in data.rows(chunk_rows=k).chunks():
+        sl = slice(c.start, c.start + len(c))
+        s[sl] = sigmoid(c0 + c.X @ c1)
+        p_xy[sl] = rule.group_given_label(c.X, c.y)
+        p[sl] = rule.proxy(c.X, s[sl])
+    return s, p_xy, p
+
+
 def extreme_design_rows(data, features, interactions) -> np.ndarray:
     """The design rows of largest ‖u_i‖₂ and of largest ‖u_i‖₁: a (2, dim) array on which
     :func:`_proxy.proxy_sensitivity` — a maximum over rows — takes the value it takes on the
@@ -521,8 +541,8 @@ def extreme_design_rows(data, features, interactions) -> np.ndarray:
     as any float sum may).  A maximum does not merge by addition, so this reads the in-memory
     chunks directly rather than through ``map_sum``."""
     if data.n == 0:
-        return features.design(data.X, data.y, interactions)
-    best = [(-np.inf, 0), (-np.inf, 0)]
+        return features.design(np.zeros((0, data.n_features)), data.y, interactions)
+    best = [(-np.inf, None, None), (-np.inf, None, None)]
     for c in data.rows().chunks():
         Z = features(c.X)
         y = np.abs(c.y.astype(float))
@@ -530,10 +550,10 @@ def extreme_design_rows(data, features, interactions) -> np.ndarray:
         norms = (sq * (1.0 + y * y), l1 * (1.0 + y)) if interactions else (sq + y * y, l1 + y)
         for k, v in enumerate(norms):
             i = int(np.argmax(v))
-            if v[i] > best[k][0]:
-                best[k] = (float(v[i]), c.start + i)
-    idx = [best[0][1], best[1][1]]
-    return features.design(data.X[idx], data.y[idx], interactions)
+            if v[i] > best[k][0]:          # the row itself (the chunk may be a gather)
+                best[k] = (float(v[i]), np.array(c.X[i]), c.y[i])
+    return features.design(np.stack([best[0][1], best[1][1]]),
+                           np.array([best[0][2], best[1][2]]), interactions)
 
 
 def _solve_any(prob) -> str:

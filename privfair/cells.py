@@ -345,21 +345,23 @@ class ProxyCells(DecisionSet):
 
     def features_for(self, X) -> ProxyFeatures:
         """The proxy's feature map for data with the columns of ``X`` (public under the
-        "sensitive" relation: the default reads which columns are 0/1)."""
-        X = _as_X(X)
-        d = X.shape[1]
+        "sensitive" relation: the default reads which columns are 0/1).  ``X`` is an array, a
+        Dataset or a row source (:mod:`privfair.passes`; a Dask dataset's too): the 0/1 columns
+        are found by one pass that counts every column's other values."""
+        from . import passes
+
+        if hasattr(X, "map_sum") or hasattr(X, "rows"):
+            rows = passes.rows_of(X)
+        else:
+            rows = passes.ArrayRows(_as_X(X))
+        d = rows.n_features
         if self.feature_groups is not None:
             if max(j for g in self.feature_groups for j in g) >= d:
                 raise InvalidInputError("feature_groups", self.feature_groups,
                                         f"the data has {d} columns")
             return ProxyFeatures(self.feature_groups, self.clip, d)
-        from .passes import chunk_rows_for
-
-        binary = np.ones(d, dtype=bool)
-        k = chunk_rows_for(d)
-        for s in range(0, X.shape[0], k):      # chunk by chunk: no n×d boolean temporaries
-            c = X[s:s + k]
-            binary &= np.all((c == 0) | (c == 1), axis=0)
+        other = rows.map_sum(passes.non_binary_counts)     # chunk by chunk: no n×d temporary
+        binary = np.ones(d, dtype=bool) if other is None else np.asarray(other) == 0
         blocks = [tuple(int(j) for j in np.flatnonzero(~binary))] if (~binary).any() else []
         blocks += [(int(j),) for j in np.flatnonzero(binary)]
         return ProxyFeatures(tuple(b for b in blocks if b), self.clip, d)

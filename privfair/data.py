@@ -406,10 +406,16 @@ class Dataset:
                            for k in range(len(groups))}
 
     # -- construction helpers -----------------------------------------------------------
-    def _set(self, X, y, raw, group, groups, label_values, fnames, snames):
+    def _set(self, X, y, raw, group, groups, label_values, fnames, snames, index=None):
         for a in (X, y, raw, group):
             a.setflags(write=False)
-        self.X, self.y, self.sensitive, self.group = X, y, raw, group
+        # with ``index``, X is the parent's features and this dataset's rows are X[index]:
+        # a view by index (Dataset.take(..., copy=False)), gathered chunk by chunk by rows()
+        if index is None:
+            self._X, self._base_X, self._index = X, None, None
+        else:
+            self._X, self._base_X, self._index = None, X, index
+        self.y, self.sensitive, self.group = y, raw, group
         self.groups, self.label_values = list(groups), list(label_values)
         self.feature_names, self.sensitive_names = list(fnames), list(snames)
 
@@ -475,11 +481,43 @@ class Dataset:
                 "label set: pf.Dataset(..., labels=[...]), or use protect='sensitive' (y public) "
                 "or pf.DP(float('inf'))")
 
-    def take(self, rows) -> "Dataset":
+    @property
+    def X(self) -> np.ndarray:
+        """The (n, d) float features (read-only).  For a dataset taken by index
+        (``take(rows, copy=False)``) the first access gathers its rows into a new array (kept);
+        code that reads the rows through :meth:`rows` never does."""
+        if self._X is None:
+            X = self._base_X[self._index]
+            X.setflags(write=False)
+            self._X = X
+        return self._X
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if state.get("_X") is None and state.get("_base_X") is not None:
+            # pickle this dataset's rows, not its parent's
+            state["_X"], state["_base_X"], state["_index"] = self.X, None, None
+        return state
+
+    def __setstate__(self, state):
+        if "X" in state:                      # a dataset pickled before X became a property
+            state["_X"] = state.pop("X")
+        state.setdefault("_base_X", None)
+        state.setdefault("_index", None)
+        self.__dict__.update(state)
+
+    def take(self, rows, copy: bool = True) -> "Dataset":
         """The dataset restricted to ``rows`` (indices or boolean mask), same schema.
 
         The groups and labels of the result are those of ``self`` (the public schema), even
         when some of them have no rows left.
+
+        With ``copy=False`` the features are not copied: the result keeps ``self``'s X and the
+        row indices, its :meth:`rows` gathers one chunk at a time (the passes of
+        :mod:`privfair.passes` read the same rows in the same chunks, so their sums are the
+        same numbers), and its ``X`` is gathered on first access (#19: the training part of
+        the held-out split, 0.8·X, is not copied by a backend that reads only passes).  y,
+        the group codes and the sensitive column (n-vectors) are copied either way.
 
         Examples
         --------
@@ -495,8 +533,17 @@ class Dataset:
         if rows.size == 0:
             raise DataError("rows", "empty selection", "select at least one row")
         new = object.__new__(Dataset)
-        new._set(self.X[rows], self.y[rows], self.sensitive[rows], self.group[rows],
-                 self.groups, self.label_values, self.feature_names, self.sensitive_names)
+        if copy:
+            X, index = self.X[rows], None
+        elif self._X is None:                 # a view of a view: compose the indices
+            X, index = self._base_X, self._index[rows]
+        else:
+            X, index = self._X, rows
+        if index is not None:
+            index.setflags(write=False)
+        new._set(X, self.y[rows], self.sensitive[rows], self.group[rows],
+                 self.groups, self.label_values, self.feature_names, self.sensitive_names,
+                 index=index)
         return self._same_schema(new)
 
     def with_row(self, i: int, *, x=None, group=None, label=None) -> "Dataset":
@@ -638,15 +685,18 @@ class Dataset:
     def rows(self, chunk_rows=None):
         """The rows as a chunked source for :mod:`privfair.passes` (views of X, y and group:
         nothing is copied).  Every sum privfair reads from the rows is a pass over it."""
-        from .passes import ArrayRows
+        from .passes import ArrayRows, IndexedRows
 
-        return ArrayRows(self.X, self.y, self.group, chunk_rows=chunk_rows)
+        if self._X is None:           # taken by index: chunks gathered from the parent's X
+            return IndexedRows(self._base_X, self._index, self.y, self.group,
+                               chunk_rows=chunk_rows)
+        return ArrayRows(self._X, self.y, self.group, chunk_rows=chunk_rows)
 
     # -- shape ----------------------------------------------------------------------------
     @property
     def n(self) -> int:
         """Number of rows."""
-        return int(self.X.shape[0])
+        return int(self.y.shape[0])
 
     def __len__(self) -> int:
         return self.n
@@ -654,7 +704,7 @@ class Dataset:
     @property
     def n_features(self) -> int:
         """Number of feature columns d."""
-        return int(self.X.shape[1])
+        return int((self._base_X if self._X is None else self._X).shape[1])
 
     @property
     def n_labels(self) -> int:

@@ -154,8 +154,8 @@ class HeldOutRows:
         sens = getattr(self.data, "sensitive", None)
         for s in range(0, self.n, k):
             i = self.rows[s:s + k]
-            yield (self.data.X[i], None if sens is None else sens[i], self.data.group[i],
-                   self.data.y[i])
+            X = self.data.rows().gather(i) if hasattr(self.data, "rows") else self.data.X[i]
+            yield (X, None if sens is None else sens[i], self.data.group[i], self.data.y[i])
 
     def to_dataset(self):
         """The held-out rows as their own :class:`privfair.Dataset` (a copy)."""
@@ -168,10 +168,12 @@ class HeldOutRows:
 def partition(data, m: int, source):
     """(training :class:`privfair.Dataset`, :class:`HeldOutRows`): :func:`split` of
     ``data``'s rows (the same draw from ``source``), the held-out part as indices into
-    ``data`` — its features are never copied; the training part is ``data.take`` of its rows,
-    which the backends read as one array."""
+    ``data`` — its features are never copied; the training part is ``data.take(rows,
+    copy=False)``, an index view too: a backend that reads the rows through passes
+    (``data.rows()``, as ``cells`` does) never copies them, one that reads ``.X`` gathers them
+    then (the same array ``take`` would have made)."""
     train_rows, held_rows = split(data.n, m, source)
-    return data.take(train_rows), HeldOutRows(data, held_rows)
+    return data.take(train_rows, copy=False), HeldOutRows(data, held_rows)
 
 
 @dataclass
@@ -248,7 +250,12 @@ def _blocks(data):
     from .passes import chunk_rows_for
 
     sens = getattr(data, "sensitive", None)
-    k = chunk_rows_for(data.X.shape[1])
+    k = chunk_rows_for(data.n_features)
+    if hasattr(data, "rows"):            # views, or gathered chunks of an index view (#19)
+        for c in data.rows(chunk_rows=k).chunks():
+            e = c.start + len(c)
+            yield c.X, None if sens is None else sens[c.start:e], c.group, c.y
+        return
     for s in range(0, data.n, k):
         e = min(data.n, s + k)
         yield data.X[s:e], None if sens is None else sens[s:e], data.group[s:e], data.y[s:e]

@@ -52,9 +52,9 @@ import numpy as np
 
 from .errors import InvalidInputError
 
-__all__ = ["Chunk", "ArrayRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
+__all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
            "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid",
-           "max_norm_rows", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram"]
+           "max_norm_rows", "non_binary_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
 #: the chunk-sized temporaries of a pass (a weighted copy of the chunk) stay in cache/RAM noise
@@ -126,6 +126,15 @@ def merge(a, b):
     return a + b
 
 
+def _chunk_rows(chunk_rows, n_features) -> int:
+    """``chunk_rows`` checked, or the default for ``n_features`` columns."""
+    if chunk_rows is not None and (isinstance(chunk_rows, bool)
+                                   or not isinstance(chunk_rows, numbers.Integral)
+                                   or chunk_rows < 1):
+        raise InvalidInputError("chunk_rows", chunk_rows, "pass a positive integer")
+    return int(chunk_rows) if chunk_rows else chunk_rows_for(n_features)
+
+
 class ArrayRows:
     """Rows held in memory, read in contiguous chunks (views: nothing is copied).
 
@@ -145,11 +154,7 @@ class ArrayRows:
         for name, a in [("y", y), ("group", group), *self.extra.items()]:
             if a is not None and np.shape(a)[0] != n:
                 raise InvalidInputError(name, f"{np.shape(a)[0]} rows", f"pass one per row ({n})")
-        if chunk_rows is not None and (isinstance(chunk_rows, bool)
-                                       or not isinstance(chunk_rows, numbers.Integral)
-                                       or chunk_rows < 1):
-            raise InvalidInputError("chunk_rows", chunk_rows, "pass a positive integer")
-        self.chunk_rows = int(chunk_rows) if chunk_rows else chunk_rows_for(self.X.shape[1])
+        self.chunk_rows = _chunk_rows(chunk_rows, self.X.shape[1])
 
     @property
     def n(self) -> int:
@@ -175,6 +180,10 @@ class ArrayRows:
             total = merge(total, fn(c, *params))
         return total
 
+    def gather(self, i) -> np.ndarray:
+        """The feature rows ``i`` (indices into this source): a new (len(i), d) array."""
+        return self.X[i]
+
     def poisson_map_sum(self, fn, rate, source, *params):
         """The pass over a **Poisson sample** of the rows: each row independently with
         probability ``rate``, drawn from a generator seeded by 256 bits of ``source`` (the
@@ -183,6 +192,59 @@ class ArrayRows:
         The sampled rows are gathered one chunk at a time (no copy of X).  The sample is
         secret: it must never be released (amplification by subsampling rests on it)."""
         return poisson_pass(self, rate, poisson_seeds(source, 1)[0], fn, params)
+
+
+class IndexedRows(ArrayRows):
+    """The rows ``X[index]`` of an in-memory X, without copying them: every chunk is gathered
+    (``X[index[s:e]]``, one chunk-sized array) when a pass reads it.  The chunks are those of
+    an :class:`ArrayRows` over the copy ``X[index]`` (same boundaries, same values), so a pass
+    gives the same numbers; the copy of the selected rows is never made (#19: the training part
+    of the held-out split).  ``y``, ``group`` and ``extra`` are this source's own (one entry per
+    selected row).
+
+    >>> X = np.arange(12.0).reshape(6, 2)
+    >>> IndexedRows(X, [5, 0, 2], chunk_rows=2).map_sum(weighted_sum, INTERCEPT, None)
+    array([ 3., 14., 17.])
+    """
+
+    def __init__(self, X, index, y=None, group=None, *, extra=None, chunk_rows=None):
+        base = np.asarray(X)
+        if base.ndim != 2:
+            raise InvalidInputError("X", f"shape {base.shape}", "pass a 2-D array of rows")
+        index = np.asarray(index)
+        if index.ndim != 1 or (index.size and index.dtype.kind not in "iu"):
+            raise InvalidInputError("index", f"{index.dtype} array of shape {index.shape}",
+                                    "pass a 1-D array of row indices")
+        if index.size and (index.min() < -base.shape[0] or index.max() >= base.shape[0]):
+            raise InvalidInputError("index", "out of range", f"pass indices into {base.shape[0]} rows")
+        self.base, self.index = base, index
+        self.chunk_rows = _chunk_rows(chunk_rows, base.shape[1])
+        n = index.shape[0]
+        self.y, self.group, self.extra = y, group, dict(extra or {})
+        for name, a in [("y", y), ("group", group), *self.extra.items()]:
+            if a is not None and np.shape(a)[0] != n:
+                raise InvalidInputError(name, f"{np.shape(a)[0]} rows", f"pass one per row ({n})")
+        self.X = None                     # never the whole: read chunks() or gather()
+
+    @property
+    def n(self) -> int:
+        return int(self.index.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.base.shape[1])
+
+    def chunks(self):
+        """Yield :class:`Chunk` s of consecutive selected rows, each gathered (a new array)."""
+        k = self.chunk_rows
+        for s in range(0, self.n, k):
+            e = min(self.n, s + k)
+            yield Chunk(self.base[self.index[s:e]], None if self.y is None else self.y[s:e],
+                        None if self.group is None else self.group[s:e], s,
+                        {name: a[s:e] for name, a in self.extra.items()})
+
+    def gather(self, i) -> np.ndarray:
+        return self.base[self.index[i]]
 
 
 def poisson_seeds(source, k: int) -> list:
@@ -218,7 +280,7 @@ def poisson_pass(rows, rate, seed, fn, params):
     total = None
     for s in range(0, idx.size, rows.chunk_rows):
         i = idx[s:s + rows.chunk_rows]
-        c = Chunk(rows.X[i], None if rows.y is None else rows.y[i],
+        c = Chunk(rows.gather(i), None if rows.y is None else rows.y[i],
                   None if rows.group is None else rows.group[i], int(i[0]),
                   {name: a[i] for name, a in rows.extra.items()})
         total = merge(total, fn(c, *params))
@@ -387,6 +449,13 @@ def max_norm_rows(chunk, design):
         row = np.concatenate([[1.0], Z[i]]) if lead else np.array(Z[i], dtype=float)
         out.append(Max(v[i], row))
     return tuple(out)
+
+
+def non_binary_counts(chunk) -> np.ndarray:
+    """Per column, the number of entries of the chunk other than 0 and 1 (a column is 0/1
+    iff its sum over all rows is 0): which columns are binary, as a pass."""
+    X = chunk.X
+    return np.count_nonzero((X != 0) & (X != 1), axis=0).astype(np.int64)
 
 
 def logistic_value(chunk, design, theta) -> float:
