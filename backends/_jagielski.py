@@ -228,20 +228,20 @@ def affine_range(rates, w):
     sums to ≤ 1 (clamped denominators): its part lies in [min(0, min w), max(0, max w)].  A
     selection rate lies in [0, 1].  (The compiler's interval range over the box [0,1]^K is
     larger: 4 for the error with two groups, against 1 here.)"""
-    w = np.asarray(w, dtype=float)
-    Jw = w[rates._joint]                                   # (G, L, L)
+    w, lay = np.asarray(w, dtype=float), rates.layout
+    Jw = w[lay.joint]                                      # (G, L, L)
     out = float((Jw.max(axis=2) - Jw.min(axis=2)).max())
-    Rw = w[rates._rate]
+    Rw = w[lay.rate]
     out += float((np.maximum(Rw.max(axis=2), 0) - np.minimum(Rw.min(axis=2), 0)).sum())
-    if rates._sel is not None:
-        out += float(np.abs(w[rates._sel]).sum())
+    if lay.selection is not None:
+        out += float(np.abs(w[lay.selection]).sum())
     return out
 
 
 # ----------------------------------------------------------------------------- sensitivities
 def block_constants_for(rates, group_mass_bound):
     """The block constants of every conditional block (None without a group-mass bound)."""
-    if rates._bound(group_mass_bound)[0] is None:
+    if rates.group_mass(group_mass_bound)[0] is None:
         return None
     return _constants(rates, group_mass_bound, True)
 
@@ -250,7 +250,7 @@ def _constants(rates, group_mass_bound, need):
     from privfair.errors import GroupMassError
     from privfair.stats import block_constants
 
-    q, qg = rates._bound(group_mass_bound)
+    q, qg = rates.group_mass(group_mass_bound)
     if q is None:
         if need:
             raise GroupMassError("group_mass_bound", None, "weights on conditional rates need a "
@@ -284,7 +284,7 @@ def linear_sensitivity(rates, w, relation, group_mass_bound=None, constants=None
     """
     w = np.asarray(w, dtype=float)
     n, G, L = rates.n, rates.G, rates.L
-    Jx, Rx, Sx = rates._joint, rates._rate, rates._sel
+    Jx, Rx, Sx = rates.layout.joint, rates.layout.rate, rates.layout.selection
     wRs = w[Rx]                                             # (G, L, L)
     wR = np.abs(wRs)
     wS = np.abs(w[Sx]) if Sx is not None else np.zeros(G)
@@ -315,14 +315,7 @@ def linear_sensitivity(rates, w, relation, group_mass_bound=None, constants=None
 def regression_coefficients(rates, w):
     """Per row, the coefficient c_i of h(x_i) in w·ℓ(h) (binary labels): w·ℓ(h) = Σ_i c_i h(x_i)
     + const.  Uses the clamped denominators (private; the released sum is noised)."""
-    den, den_g = rates._denominators(None)
-    Jx, Rx, Sx = rates._joint, rates._rate, rates._sel
-    coef = np.zeros((rates.G, 2))
-    for y in (0, 1):
-        coef[:, y] = ((w[Jx[:, y, 1]] - w[Jx[:, y, 0]]) / rates.n
-                      + (w[Rx[:, y, 1]] - w[Rx[:, y, 0]]) / den[:, y]
-                      + w[Sx] / den_g)
-    return coef.ravel()[rates._cell]
+    return rates.row_coefficients(w)            # the one home of ℓ's coefficient map
 
 
 def regression_sensitivity(rates, w, x1, group_mass_bound=None, constants=None):
@@ -335,7 +328,7 @@ def regression_sensitivity(rates, w, x1, group_mass_bound=None, constants=None):
     (1/d + (m−1)|1/d(m−1) − 1/d(m)|) ≤ x1·|ΔR|·l1, with l1 of :func:`block_constants`.
     """
     w = np.asarray(w, dtype=float)
-    Jx, Rx, Sx = rates._joint, rates._rate, rates._sel
+    Jx, Rx, Sx = rates.layout.joint, rates.layout.rate, rates.layout.selection
     dJ = w[Jx[:, :, 1]] - w[Jx[:, :, 0]]                    # (G, 2)
     dR = np.abs(w[Rx[:, :, 1]] - w[Rx[:, :, 0]])
     wS = np.abs(w[Sx])

@@ -84,7 +84,7 @@ def finite_oracle(L_S, r_S, analysis, *, draws=None, name="oracle", xp_L=None):
 # ----------------------------------------------------------------------------- ERM oracle
 def _c_const(rates):
     """sup_i ‖∂(row i's mass on ŷ=1)/∂θ‖₂ ≤ sup φ'/φ(B) · ‖(x̃, 1)‖₂ = √(R² + 1)/φ(B)."""
-    return math.sqrt(rates.feature_bound ** 2 + 1.0) / rates._phiB
+    return rates.row_gradient_bound
 
 
 def erm_terms(rates, relation, group_mass_bound=None):
@@ -97,9 +97,9 @@ def erm_terms(rates, relation, group_mass_bound=None):
     rescaling of the others, ≤ (m−1)c(1/d' − 1/d) + c/d); the joint term moves by the change
     of its own coefficient.  Returns a list, one per move, of (A (terms × K), w (terms,)).
     """
-    q, qg = rates._bound(group_mass_bound)
+    q, qg = rates.group_mass(group_mass_bound)
     n, G, c = rates.n, rates.G, _c_const(rates)
-    K = rates.K
+    K, lay = rates.K, rates.layout
 
     def e(*pairs):
         v = np.zeros(K)
@@ -107,11 +107,11 @@ def erm_terms(rates, relation, group_mass_bound=None):
             v[int(k)] += s
         return v
 
-    J = {(g, y): e((rates._joint[g, y, 1], 1), (rates._joint[g, y, 0], -1))
+    J = {(g, y): e((lay.joint[g, y, 1], 1), (lay.joint[g, y, 0], -1))
          for g in range(G) for y in (0, 1)}
-    R = {(g, y): e((rates._rate[g, y, 1], 1), (rates._rate[g, y, 0], -1))
+    R = {(g, y): e((lay.rate[g, y, 1], 1), (lay.rate[g, y, 0], -1))
          for g in range(G) for y in (0, 1)}
-    S = {g: e((rates._sel[g], 1)) for g in range(G)}
+    S = {g: e((lay.selection[g], 1)) for g in range(G)}
     nan = float("nan")             # no group-mass bound: conditional blocks have no bound
     QR = {(g, y): (max(1.0, n * q[g, y]) if q is not None else nan)
           for g in range(G) for y in (0, 1)}
@@ -163,10 +163,10 @@ def erm_sensitivity_worst(rates, relation, l1_bound, support, group_mass_bound=N
 
 def erm_lipschitz(rates, r):
     """‖∇F(θ)‖₂ ≤ c·(max|Δr_J| + Σ|Δr_R| + Σ|r_sel|): every block's mass is ≤ its denominator."""
-    r = np.asarray(r, float)
-    dJ = np.abs(r[rates._joint[:, :, 1]] - r[rates._joint[:, :, 0]])
-    dR = np.abs(r[rates._rate[:, :, 1]] - r[rates._rate[:, :, 0]])
-    return _c_const(rates) * float(dJ.max() + dR.sum() + np.abs(r[rates._sel]).sum())
+    r, lay = np.asarray(r, float), rates.layout
+    dJ = np.abs(r[lay.joint[:, :, 1]] - r[lay.joint[:, :, 0]])
+    dR = np.abs(r[lay.rate[:, :, 1]] - r[lay.rate[:, :, 0]])
+    return _c_const(rates) * float(dJ.max() + dR.sum() + np.abs(r[lay.selection]).sum())
 
 
 def erm_gradient_fn(rates, r, device=None):
@@ -182,21 +182,15 @@ def erm_gradient_fn(rates, r, device=None):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         X = torch.as_tensor(rates.data.X, dtype=torch.float64, device=dev)
-    c = torch.as_tensor(rates._clip_scale, dtype=torch.float64, device=dev)
+    c = torch.as_tensor(rates.clip_scale, dtype=torch.float64, device=dev)
     sign = torch.as_tensor(np.where(rates.data.y == 1, -1.0, 1.0), device=dev)
     coef = torch.as_tensor(row_coefficients(rates, r, "clamped"), device=dev)
-    phiB, kind = rates._phiB, rates.surrogate
+    phiB, phi = rates.phi_at_bound, rates.surrogate_row.torch   # the one surrogate table
 
     def grad(theta):
         th = torch.as_tensor(theta, dtype=torch.float64, device=dev)
         u = sign * ((X @ th[:-1]) * c + th[-1])
-        if kind == "logistic":
-            val, der = torch.nn.functional.softplus(u), torch.sigmoid(u)
-        elif kind == "smoothed_hinge":
-            val = torch.where(u <= -1, 0.0 * u, torch.where(u < 0, 0.5 * (1 + u) ** 2, 0.5 + u))
-            der = torch.clamp(1 + u, 0.0, 1.0)
-        else:
-            val, der = torch.clamp(1 + u, min=0.0), (u > -1).to(u.dtype)
+        val, der = phi(u)
         der = torch.where(val / phiB < 1.0, der / phiB, 0.0 * der)
         cd = coef * der
         return torch.cat([X.T @ (cd * c), cd.sum().reshape(1)])
@@ -458,38 +452,11 @@ def start_point(rates):
     return np.where(rates.is_conditional, 0.5, 0.0)
 
 
-def _blocks(rates):
-    """(joint blocks, conditional blocks, selection coordinates) as lists of index arrays."""
-    G, L = rates.G, rates.L
-    joint = [rates._joint[g, y] for g in range(G) for y in range(L)]
-    cond = [rates._rate[g, y] for g in range(G) for y in range(L)]
-    sel = [] if rates._sel is None else [np.array([k]) for k in rates._sel]
-    return joint, cond, sel
-
-
 def geometry(rates, support):
-    """Public bounds {norm: D} on ‖ℓ_S(p,D) − ℓ_S(p',D)‖ over mixtures p, p' ("hull") and on
-    ‖ℓ_S(p,D) − x₀‖ ("start"), valid for every dataset.  A joint block (g, y) holds the fixed
-    mass n_gy/n (Σ = 1) and a decision only moves it between its cells; a conditional block's
-    rates sum to n_gy/max(n_gy, nq) ≤ 1; a selection rate lies in [0, 1]."""
-    S = np.zeros(rates.K, dtype=bool)
-    S[list(support)] = True
-    joint, cond, sel = _blocks(rates)
-    kj = [int(S[b].sum()) for b in joint]
-    kc = [int(S[b].sum()) for b in cond] + [int(S[b].sum()) for b in sel]
-    c1 = lambda k: min(k, 2)                                     # noqa: E731
-    c2 = lambda k: 0 if k == 0 else (1 if k == 1 else 2)         # noqa: E731
-    hull = {"l1": max([c1(k) for k in kj], default=0) + sum(c1(k) for k in kc),
-            "l2": math.sqrt(max([c2(k) for k in kj], default=0) + sum(c2(k) for k in kc)),
-            "linf": 1.0}
-    nj, nc = int(S[~rates.is_conditional].sum()), int(S[rates.is_conditional].sum())
-    start = {"l1": (1.0 if nj else 0.0) + 0.5 * nc,
-             "l2": math.sqrt((1.0 if nj else 0.0) + 0.25 * nc),
-             "linf": 1.0 if nj else 0.5}
-    d = max(1, int(S.sum()))
-    box = {"l1": float(d), "l2": math.sqrt(d), "linf": 1.0}
-    hull = {q: min(hull[q], box[q]) for q in box}
-    return {"hull": hull, "start": {q: min(start[q], box[q]) for q in box}, "box": box}
+    """Public bounds {norm: D} on ‖ℓ_S(p,D) − ℓ_S(p',D)‖ over mixtures p, p' ("hull"), on
+    ‖ℓ_S(p,D) − x₀‖ ("start") and the box's ("box"), valid for every dataset: the layout's
+    (:meth:`privfair.stats.Layout.geometry`, their one home)."""
+    return rates.layout.geometry(support)
 
 
 # ----------------------------------------------------------------------------- bound terms

@@ -165,7 +165,7 @@ def problem_shape(problem):
         for y in range(r.L):
             for j in range(r.L):
                 if y != j:
-                    err[r._joint[g, y, j]] = 1.0
+                    err[r.layout.joint[g, y, j]] = 1.0
     scale = float(w @ err) / float(err @ err)
     if scale <= 0 or not np.allclose(w, scale * err, atol=1e-12):
         raise J.Unsupported("the objective must be the error (r.error(), or a positive multiple): "

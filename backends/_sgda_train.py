@@ -111,7 +111,8 @@ def train(torch, adapter, dev, r, P, o, c_np, S, p_tilde, private, fair, zs, src
     return checkpoints, D, CW
 
 
-def _device(torch, device):
+def torch_device(torch, device):
+    """The torch device of a solve's ``device`` option (typed error when CUDA is missing)."""
     from privfair.errors import InvalidInputError
 
     if device in ("cpu", "torch"):
@@ -123,7 +124,8 @@ def _device(torch, device):
     raise InvalidInputError("device", device, "choose 'cpu', 'torch' or 'cuda'")
 
 
-def _adapter(ds, torch, dev):
+def adapter_for(ds, torch, dev):
+    """The ERMI model adapter of the decision set ``ds`` (LinearClassifier or TorchModel)."""
     from privfair.decisions import LinearClassifier
 
     if isinstance(ds, LinearClassifier):

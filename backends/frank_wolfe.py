@@ -26,7 +26,7 @@ conditional block (g, y) by a zero-sum vector of ℓ1 norm ≤ 2 (its rates sum 
 selection rate by ≤ 1.  Restricted to S, a conditional block or selection rate B contributes
 min(2, |B∩S|) to D_1 and to D_2² (‖v‖₂² ≤ ‖v‖₁‖v‖_∞), the joint block max_{g,y} min(2, |B_gy∩S|)
 (its (g, y) cells move mass n_gy/n each, and these sum to 1), and D_∞ ≤ 1 (:func:`hull_diameter`,
-LOPT's :func:`._oracles.geometry`).  With e_t the additive error of step
+:meth:`privfair.stats.Layout.geometry`, which LOPT reads too).  With e_t the additive error of step
 t in the linear subproblem, the descent lemma and convexity give
 Δ_{t+1} ≤ (1 − γ_t)Δ_t + γ_t e_t + γ_t² C/2; multiplying by (t+1)(t+2) and telescoping,
 
@@ -87,7 +87,7 @@ import numpy as np
 from privfair import formulas as F
 from privfair.formulas import NUMERIC
 
-from ._oracles import geometry, score_sensitivity    # their one home (LOPT shares them)
+from ._oracles import score_sensitivity    # its one home (LOPT shares it)
 from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from .options import Option
 
@@ -138,11 +138,9 @@ OPTIONS = (
 # ------------------------------------------------------------------------------ constants
 def hull_diameter(rates, support) -> dict:
     """Public bound on the diameter of conv{ℓ_S(c, D) : c} in each norm (see module docstring):
-    the "hull" of :func:`._oracles.geometry`, its one home (LOPT's regret uses the same), and 0
-    on an empty support."""
-    if len(support) == 0:
-        return {"l1": 0.0, "l2": 0.0, "linf": 0.0}
-    return {q: float(v) for q, v in geometry(rates, support)["hull"].items()}
+    :meth:`privfair.stats.Layout.hull_diameter`, its one home (LOPT's regret reads the same
+    layout geometry), and 0 on an empty support."""
+    return rates.layout.hull_diameter(support)
 
 
 class _Constants:

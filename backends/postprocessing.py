@@ -81,7 +81,7 @@ def _shape(problem):
                             "linear function of the joint cells (e.g. r.error())")
     terms, knobs = J.extract_terms(problem)
     pairs = J.eo_pairs(r, terms)
-    return pairs, knobs, w[r._joint]
+    return pairs, knobs, w[r.layout.joint]
 
 
 

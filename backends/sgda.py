@@ -107,7 +107,7 @@ from .base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from ._sgda_options import (DEFAULTS, EO_DEFAULTS, EO_DEFAULTS_LOW,  # noqa: F401 (public)
                             EO_LOW_EPSILON, OPTIONS, bad_option, declared_p, eo_defaults,
                             problem_shape, resolve_options)
-from ._sgda_train import _adapter, _device, w_step  # noqa: F401 (w_step: public)
+from ._sgda_train import adapter_for, torch_device, w_step  # noqa: F401 (w_step: public)
 
 BETA = SEL.BETA          # failure probability of the group-mass bounds from the released counts
 
@@ -313,7 +313,7 @@ class SGDABackend(Backend):
         problem, privacy, P = plan.problem, plan.privacy, plan.params
         o = plan.run_options
         src = as_source(rng)
-        dev = _device(torch, device)
+        dev = torch_device(torch, device)
         r = problem.rates
         data, ds = r.data, r.decisions
         notion, path = P["fairness"] or "demographic_parity", P["lambdas"]
@@ -342,7 +342,7 @@ class SGDABackend(Backend):
                 np.ones_like(counts) if privacy.is_private else counts, notion)
 
         # --- training ----------------------------------------------------------------------
-        adapter = _adapter(ds, torch, dev)
+        adapter = adapter_for(ds, torch, dev)
         threads = torch.get_num_threads()
         if dev.type == "cpu" and adapter.P * max(1.0, P["sampling_rate"] * r.n) < 1e7:
             torch.set_num_threads(1)   # per-step tensors are small: intra-op threads only cost

@@ -34,6 +34,8 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -41,8 +43,9 @@ from .data import Dataset
 from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
 from .errors import GroupMassError, InvalidInputError
 
-__all__ = ["rates", "Rates", "Influence", "block_constants", "estimate_group_mass_bound",
-           "SURROGATES", "NORMS", "RELATIONS"]
+__all__ = ["rates", "Rates", "Layout", "Influence", "block_constants",
+           "estimate_group_mass_bound", "Surrogate", "SURROGATE_TABLE", "SURROGATES", "NORMS",
+           "RELATIONS"]
 
 NORMS = ("l1", "l2", "linf")
 RELATIONS = ("sensitive", "row")
@@ -63,8 +66,49 @@ def _smoothed_hinge(z):
     return val, np.clip(1.0 + z, 0.0, 1.0)
 
 
-#: Convex, non-decreasing surrogates φ(z) of the indicator 1[z > 0]: (value, derivative).
-SURROGATES = {"logistic": _logistic, "hinge": _hinge, "smoothed_hinge": _smoothed_hinge}
+def _logistic_torch(z):
+    import torch
+
+    return torch.nn.functional.softplus(z), torch.sigmoid(z)
+
+
+def _hinge_torch(z):
+    import torch
+
+    return torch.clamp(1 + z, min=0.0), (z > -1).to(z.dtype)
+
+
+def _smoothed_hinge_torch(z):
+    import torch
+
+    val = torch.where(z <= -1, 0.0 * z, torch.where(z < 0, 0.5 * (1 + z) ** 2, 0.5 + z))
+    return val, torch.clamp(1 + z, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    """A convex, non-decreasing surrogate φ(z) of the indicator 1[z > 0], in numpy and torch.
+
+    ``numpy(z)`` and ``torch(z)`` both return ``(φ(z), φ'(z))`` (arrays, resp. tensors, of
+    z's shape); they are the same function written for each array library (the torch one keeps
+    the computation on z's device).  :class:`Rates` rescales φ to φ̃ = min(1, φ/φ(B)) with the
+    margin bound B (:attr:`Rates.phi_at_bound`)."""
+
+    name: str
+    numpy: Callable
+    torch: Callable
+    smooth: bool          # φ' is Lipschitz (logistic, smoothed hinge); the hinge's is not
+
+
+#: The surrogates, one row each (numpy and torch side by side): the one home of their formulas.
+SURROGATE_TABLE = {
+    "logistic": Surrogate("logistic", _logistic, _logistic_torch, True),
+    "hinge": Surrogate("hinge", _hinge, _hinge_torch, False),
+    "smoothed_hinge": Surrogate("smoothed_hinge", _smoothed_hinge, _smoothed_hinge_torch, True),
+}
+
+#: name → numpy ``φ(z) ↦ (value, derivative)`` (the numpy column of :data:`SURROGATE_TABLE`).
+SURROGATES = {name: row.numpy for name, row in SURROGATE_TABLE.items()}
 
 
 def rates(decisions, data, surrogate=None, group_mass_bound=None, *, feature_bound=1.0):
@@ -215,6 +259,113 @@ def _check_bound(bound, data):
     return q, q.sum(axis=1)
 
 
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """The layout of ℓ — which coordinate is which — from the schema alone (public).
+
+    Depends on the groups and labels only, never on the rows: two :class:`Rates` over the same
+    schema have the same layout.  Backends read ℓ's structure here (and nowhere else).
+
+    Attributes
+    ----------
+    G, L : int -- number of groups and of labels.
+    K, K_joint : int -- length of ℓ and of its joint block (coordinates ``0 .. K_joint-1``).
+    joint : int array (G, L, L) -- ``joint[g, y, ŷ]`` is the coordinate of the joint frequency
+        of (group g, true label y, prediction ŷ).
+    rate : int array (G, L, L) -- the coordinate of the conditional rate P(ŷ | g, y) (binary:
+        fpr = rate[g, 0, 1], tnr = rate[g, 0, 0], tpr = rate[g, 1, 1], fnr = rate[g, 1, 0]).
+    selection : int array (G,) or None -- the selection-rate coordinates (binary labels only).
+    names : tuple of str -- the name of every coordinate.
+    is_conditional : bool array (K,) -- which coordinates are conditional rates.
+    """
+
+    G: int
+    L: int
+    K: int
+    K_joint: int
+    joint: np.ndarray
+    rate: np.ndarray
+    selection: object
+    names: tuple
+    is_conditional: np.ndarray
+
+    @classmethod
+    def of(cls, groups, label_values) -> "Layout":
+        """The layout of ℓ over these groups (names, in order) and labels (values, in order)."""
+        G, L, names = len(groups), len(label_values), []
+        K_joint = G * L * L
+        joint = np.arange(K_joint).reshape(G, L, L)
+        lv = list(label_values)
+        for g in groups:
+            for y in range(L):
+                for j in range(L):
+                    names.append(f"{_BIN_JOINT[2 * y + j]}[{g}]" if L == 2
+                                 else f"cell[{g},y={lv[y]},yhat={lv[j]}]")
+        k = K_joint
+        rate = np.zeros((G, L, L), dtype=np.int64)
+        sel = None
+        if L == 2:
+            sel = np.zeros(G, dtype=np.int64)
+            for gi, g in enumerate(groups):
+                for name, y, j in _BIN_COND:
+                    rate[gi, y, j] = k
+                    names.append(f"{name}[{g}]")
+                    k += 1
+                sel[gi] = k
+                names.append(f"selection[{g}]")
+                k += 1
+        else:
+            rate[:] = k + np.arange(G * L * L).reshape(G, L, L)
+            names += [f"rate[{g},y={lv[y]},yhat={lv[j]}]"
+                      for g in groups for y in range(L) for j in range(L)]
+            k += G * L * L
+        return cls(G, L, k, K_joint, joint, rate, sel, tuple(names), np.arange(k) >= K_joint)
+
+    def blocks(self):
+        """(joint blocks, conditional blocks, selection coordinates), each a list of index
+        arrays: the coordinates of one (g, y) joint block (mass n_gy/n, moved between its
+        cells by a decision), of one (g, y) conditional block (one denominator), and each
+        selection rate alone."""
+        joint = [self.joint[g, y] for g in range(self.G) for y in range(self.L)]
+        cond = [self.rate[g, y] for g in range(self.G) for y in range(self.L)]
+        sel = [] if self.selection is None else [np.array([k]) for k in self.selection]
+        return joint, cond, sel
+
+    def geometry(self, support) -> dict:
+        """Public bounds {norm: D} on ‖ℓ_S(p,D) − ℓ_S(p',D)‖ over mixtures p, p' (``"hull"``,
+        the hull diameter), on ‖ℓ_S(p,D) − x₀‖ (``"start"``, x₀ the centre of the box) and the
+        box's own diameters (``"box"``), valid for every dataset.
+
+        A joint block (g, y) holds the fixed mass n_gy/n (Σ = 1) and a decision only moves it
+        between its cells; a conditional block's rates sum to n_gy/max(n_gy, nq) ≤ 1; a
+        selection rate lies in [0, 1]."""
+        S = np.zeros(self.K, dtype=bool)
+        S[list(support)] = True
+        joint, cond, sel = self.blocks()
+        kj = [int(S[b].sum()) for b in joint]
+        kc = [int(S[b].sum()) for b in cond] + [int(S[b].sum()) for b in sel]
+        c1 = lambda k: min(k, 2)                                     # noqa: E731
+        c2 = lambda k: 0 if k == 0 else (1 if k == 1 else 2)         # noqa: E731
+        hull = {"l1": max([c1(k) for k in kj], default=0) + sum(c1(k) for k in kc),
+                "l2": math.sqrt(max([c2(k) for k in kj], default=0) + sum(c2(k) for k in kc)),
+                "linf": 1.0}
+        nj, nc = int(S[~self.is_conditional].sum()), int(S[self.is_conditional].sum())
+        start = {"l1": (1.0 if nj else 0.0) + 0.5 * nc,
+                 "l2": math.sqrt((1.0 if nj else 0.0) + 0.25 * nc),
+                 "linf": 1.0 if nj else 0.5}
+        d = max(1, int(S.sum()))
+        box = {"l1": float(d), "l2": math.sqrt(d), "linf": 1.0}
+        hull = {q: min(hull[q], box[q]) for q in box}
+        return {"hull": hull, "start": {q: min(start[q], box[q]) for q in box}, "box": box}
+
+    def hull_diameter(self, support) -> dict:
+        """{norm: D_p}: the public bound on the diameter of conv{ℓ_S(c, D) : c}
+        (:meth:`geometry`'s ``"hull"``), and 0 on an empty support."""
+        if len(support) == 0:
+            return {"l1": 0.0, "l2": 0.0, "linf": 0.0}
+        return {q: float(v) for q, v in self.geometry(support)["hull"].items()}
+
+
 class _Accessor:
     """``r.fp["Female"]`` -> the index expression of one coordinate; ``.index(g)`` -> int."""
 
@@ -307,43 +458,75 @@ class Rates:
             self._Xc_cache = self.data.X * self._clip_scale[:, None]
         return self._Xc_cache
 
+    @property
+    def clipped_rows(self) -> np.ndarray:
+        """The clipped rows x̃_i = x_i·c_i as one (n, d) array (surrogates only; private data):
+        a full copy of X, built on first use and kept.  Prefer :attr:`clip_scale` with X (no
+        copy)."""
+        return self._Xc
+
+    @property
+    def clipped_rows_built(self) -> bool:
+        """Whether the (n, d) copy :attr:`clipped_rows` exists (a memory diagnostic: Rates never
+        build it themselves)."""
+        return getattr(self, "_Xc_cache", None) is not None
+
+    @property
+    def clip_scale(self) -> np.ndarray:
+        """Per-row scale c_i = min(1, R/‖x_i‖₂) ≤ 1 with x̃_i = c_i·x_i inside the declared
+        feature bound R (surrogates only; n floats, private data)."""
+        if self.surrogate is None:
+            raise InvalidInputError("surrogate", None, "rows are clipped only under a surrogate: "
+                                    "pass rates(..., surrogate='logistic') or another")
+        return self._clip_scale
+
+    @property
+    def surrogate_row(self) -> Surrogate:
+        """The surrogate's row of :data:`SURROGATE_TABLE` (its numpy and torch forms)."""
+        if self.surrogate is None:
+            raise InvalidInputError("surrogate", None, "these rates use 0-1 predictions (no "
+                                    "surrogate)")
+        return SURROGATE_TABLE[self.surrogate]
+
+    @property
+    def phi_at_bound(self) -> float:
+        """φ(B), the surrogate at the public margin bound B = radius·√(R² + 1): φ̃ = min(1, φ/φ(B))
+        puts each row's mass in [0, 1] (surrogates only; public)."""
+        if self.surrogate is None:
+            raise InvalidInputError("surrogate", None, "φ(B) exists only under a surrogate")
+        return self._phiB
+
+    @property
+    def row_gradient_bound(self) -> float:
+        """sup_i ‖∂(row i's mass on ŷ = 1)/∂θ‖₂ ≤ sup φ'/φ(B)·‖(x̃_i, 1)‖₂ = √(R² + 1)/φ(B)
+        (surrogates with φ' ≤ 1: logistic, hinge, smoothed hinge; public)."""
+        return math.sqrt(self.feature_bound ** 2 + 1.0) / self.phi_at_bound
+
+    @property
+    def row_cell(self) -> np.ndarray:
+        """The (group, label) cell g·L + y of every row (n ints; private data)."""
+        return self._cell
+
+    @property
+    def cell_counts(self) -> np.ndarray:
+        """n_{g,y}: the number of rows of each group and label, (G, L) floats (private data)."""
+        return self._n_gy
+
     # -- layout ---------------------------------------------------------------------------
     def _layout(self):
-        G, L, names = self.G, self.L, []
-        self.K_joint = G * L * L
-        self._joint = np.arange(self.K_joint).reshape(G, L, L)
-        lv = self.label_values
-        for g in self.groups:
-            for y in range(L):
-                for j in range(L):
-                    names.append(f"{_BIN_JOINT[2 * y + j]}[{g}]" if L == 2
-                                 else f"cell[{g},y={lv[y]},yhat={lv[j]}]")
-        k = self.K_joint
-        self._rate = np.zeros((G, L, L), dtype=np.int64)
-        self._sel = None
-        if L == 2:
-            self._sel = np.zeros(G, dtype=np.int64)
-            for gi, g in enumerate(self.groups):
-                for name, y, j in _BIN_COND:
-                    self._rate[gi, y, j] = k
-                    names.append(f"{name}[{g}]")
-                    k += 1
-                self._sel[gi] = k
-                names.append(f"selection[{g}]")
-                k += 1
-        else:
-            self._rate[:] = k + np.arange(G * L * L).reshape(G, L, L)
-            names += [f"rate[{g},y={lv[y]},yhat={lv[j]}]"
-                      for g in self.groups for y in range(L) for j in range(L)]
-            k += G * L * L
-        self.K, self.names = k, names
-        self.is_conditional = np.arange(k) >= self.K_joint
-        off = {c: self._joint[:, c // 2, c % 2] for c in range(4)} if L == 2 else {}
+        lay = self.layout = Layout.of(self.groups, self.label_values)
+        self.K_joint, self.K, self.names = lay.K_joint, lay.K, list(lay.names)
+        self.is_conditional = lay.is_conditional
+        # the private names of the same arrays, kept while other modules still read them
+        # (#17: read ``rates.layout`` instead)
+        self._joint, self._rate, self._sel = lay.joint, lay.rate, lay.selection
+        L = self.L
+        off = {c: lay.joint[:, c // 2, c % 2] for c in range(4)} if L == 2 else {}
         for c, name in enumerate(_BIN_JOINT):
             setattr(self, name, _Accessor(self, name, off.get(c)))
         for name, y, j in _BIN_COND:
-            setattr(self, name, _Accessor(self, name, self._rate[:, y, j] if L == 2 else None))
-        self.selection = _Accessor(self, "selection", self._sel)
+            setattr(self, name, _Accessor(self, name, lay.rate[:, y, j] if L == 2 else None))
+        self.selection = _Accessor(self, "selection", lay.selection)
 
     @property
     def vector(self):
@@ -426,6 +609,59 @@ class Rates:
                      feature_bound=self.feature_bound, group_mass_source=source)
 
     # -- evaluation -----------------------------------------------------------------------
+    def denominators(self, group_mass_bound=None):
+        """(d (G, L), d_g (G,)): the clamped denominators max(n_{g,y}, n·q_{g,y}) of the
+        conditional rates and max(n_g, n·q_g) of the selection rates (private data; with no
+        group-mass bound, the empirical counts floored at 1)."""
+        return self._denominators(group_mass_bound)
+
+    def group_mass(self, group_mass_bound=None):
+        """(q (G, L), q_g (G,)): the group-mass lower bound in use — the declared one, or
+        ``group_mass_bound`` when given (it may only be smaller) — or (None, None) when none is
+        known (public)."""
+        return self._bound(group_mass_bound)
+
+    def from_counts(self, C, group_mass_bound=None) -> np.ndarray:
+        """ℓ from per-(g, y, ŷ) counts (or expected counts) C of shape (..., G, L, L)."""
+        return self._from_counts(C, group_mass_bound)
+
+    def soft(self, theta):
+        """(mass each row puts on ŷ = 1, its derivative in the margin z) under the surrogate,
+        at θ = (w, b): y=0 rows φ̃(z), y=1 rows 1 − φ̃(−z) (private data)."""
+        if self.surrogate is None:
+            raise InvalidInputError("surrogate", None, "soft predictions need a surrogate")
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.decisions.P,):
+            raise InvalidInputError("theta", f"shape {theta.shape}", "pass a vector (w, b) of "
+                                    f"length n_features + 1 = {self.decisions.P}")
+        return self._soft(theta)
+
+    def cell_coefficients(self, weights, group_mass_bound=None) -> np.ndarray:
+        """a (G, 2): the derivative of weights·ℓ in the mass a row of cell (g, y) puts on ŷ = 1
+        (binary labels), at the clamped denominators — the map from ℓ to row coefficients:
+        weights·ℓ(θ) = const + Σ_i a_{g_i, y_i}·s_i(θ), s_i the row's mass on ŷ = 1.
+
+        ``a[g, y] = (w_J(g,y,1) − w_J(g,y,0))/n + (w_R(g,y,1) − w_R(g,y,0))/d_{g,y} + w_sel(g)/d_g``
+        (private: the denominators d are counts)."""
+        if self.L != 2:
+            raise InvalidInputError("labels", self.label_values, "row coefficients are defined "
+                                    "for binary labels")
+        wts = np.asarray(weights, dtype=float).reshape(-1)
+        if wts.shape != (self.K,):
+            raise InvalidInputError("weights", wts.shape, f"pass K={self.K} weights")
+        den, den_g = self._denominators(group_mass_bound)
+        J, R, S = self.layout.joint, self.layout.rate, self.layout.selection
+        a = np.zeros((self.G, 2))
+        for y in (0, 1):
+            a[:, y] = ((wts[J[:, y, 1]] - wts[J[:, y, 0]]) / self.n
+                       + (wts[R[:, y, 1]] - wts[R[:, y, 0]]) / den[:, y]
+                       + wts[S] / den_g)
+        return a
+
+    def row_coefficients(self, weights, group_mass_bound=None) -> np.ndarray:
+        """Per row, a_{g_i, y_i} of :meth:`cell_coefficients` (n floats; private data)."""
+        return self.cell_coefficients(weights, group_mass_bound).ravel()[self._cell]
+
     def _denominators(self, group_mass_bound):
         q, qg = self._bound(group_mass_bound)
         if q is None:  # exact empirical rates (an empty cell gives 0/1 = 0)
@@ -481,7 +717,7 @@ class Rates:
         """
         z = (self.data.X @ theta[:-1]) * self._clip_scale + theta[-1]   # = x̃·w + b
         sign = np.where(self.data.y == 1, -1.0, 1.0)       # y=1 rows: fn gets φ̃(−z)
-        val, der = SURROGATES[self.surrogate](sign * z)
+        val, der = SURROGATE_TABLE[self.surrogate].numpy(sign * z)
         val = val / self._phiB
         der = np.where(val < 1.0, der / self._phiB, 0.0)    # min(1, ·) is flat beyond B
         val = np.minimum(val, 1.0)
@@ -569,13 +805,8 @@ class Rates:
         if wts.shape != (self.K,):
             raise InvalidInputError("weights", wts.shape, f"pass K={self.K} weights")
         s, der = self._soft(theta)
-        den, den_g = self._denominators(group_mass_bound)
         # d(w·ℓ)/d(mass on ŷ=1) for a row of cell (g, y): +1/n on (y, 1), −1/n on (y, 0), etc.
-        a = np.zeros((self.G, 2))
-        for y in (0, 1):
-            a[:, y] = ((wts[self._joint[:, y, 1]] - wts[self._joint[:, y, 0]]) / self.n
-                       + (wts[self._rate[:, y, 1]] - wts[self._rate[:, y, 0]]) / den[:, y]
-                       + wts[self._sel] / den_g)
+        a = self.cell_coefficients(wts, group_mass_bound)
         value = float(wts @ self.evaluate(theta, group_mass_bound))
         coef = a.ravel()[self._cell] * der                 # der = d(mass on ŷ=1)/dz >= 0
         grad = np.concatenate([self.data.X.T @ (coef * self._clip_scale), [coef.sum()]])

@@ -225,7 +225,7 @@ def test_exact_oracle_on_a_sparse_set_solves_over_that_set():
     F = lambda th: float(r @ rt.evaluate(th))                   # noqa: E731
     got = F(O.erm_exact(rt, r))
     # independent: Σ_{y=0,a} φ(z)/n_a0 + Σ_{y=1,a} φ(−z)/n_a1, all over φ(B), in cvxpy
-    U, m0, m1 = rt._Xc, (a == "a") & (y == 0), (a == "a") & (y == 1)
+    U, m0, m1 = rt.clipped_rows, (a == "a") & (y == 0), (a == "a") & (y == 1)
     w, b = cp.Variable(p), cp.Variable()
     z = U @ w + b
     obj = (cp.sum(cp.logistic(z[m0])) / m0.sum() + cp.sum(cp.logistic(-z[m1])) / m1.sum())
@@ -441,7 +441,7 @@ def test_lopt_row_refuses_unbounded_or_mismatched_features_before_spending():
 
 # ------------------------------------------------------------------------------ the reduction
 def _soft_counts(rt, theta):
-    s = rt._soft(np.asarray(theta, float))[0]
+    s = rt.soft(theta)[0]
     C = np.zeros((rt.G, 2, 2))
     for i in range(rt.n):
         g, y = rt.data.group[i], rt.data.y[i]
@@ -456,9 +456,9 @@ def _brute_linear(rt, r, C, den, den_g):
     for g in range(rt.G):
         for y in (0, 1):
             for j in (0, 1):
-                total += r[rt._joint[g, y, j]] * C[g, y, j] / rt.n
-                total += r[rt._rate[g, y, j]] * C[g, y, j] / den[g, y]
-        total += r[rt._sel[g]] * (C[g, 0, 1] + C[g, 1, 1]) / den_g[g]
+                total += r[rt.layout.joint[g, y, j]] * C[g, y, j] / rt.n
+                total += r[rt.layout.rate[g, y, j]] * C[g, y, j] / den[g, y]
+        total += r[rt.layout.selection[g]] * (C[g, 0, 1] + C[g, 1, 1]) / den_g[g]
     return total
 
 
@@ -471,21 +471,23 @@ def test_merged_reduction_weights_against_brute_force():
     rng = np.random.default_rng(2)
     n_gy = np.array([[np.sum((rt.data.group == g) & (rt.data.y == y)) for y in (0, 1)]
                      for g in range(rt.G)], float)
-    q_arr, qg_arr = rt._bound(None)
+    q_arr, qg_arr = rt.group_mass()
     public = (rt.n * np.asarray(q_arr), rt.n * np.asarray(qg_arr))
     clamp = (np.maximum(n_gy, public[0]), np.maximum(n_gy.sum(axis=1), public[1]))
     for _ in range(5):
         r = rng.normal(size=rt.K)
         th1, th2 = rng.normal(size=3), rng.normal(size=3)
-        s1, s2 = rt._soft(th1)[0], rt._soft(th2)[0]
+        s1, s2 = rt.soft(th1)[0], rt.soft(th2)[0]
         C1, C2 = _soft_counts(rt, th1), _soft_counts(rt, th2)
         for mode, (den, den_g) in (("clamped", clamp), ("public", public)):
             coef = E.row_coefficients(rt, r, mode)
             brute = _brute_linear(rt, r, C1, den, den_g) - _brute_linear(rt, r, C2, den, den_g)
             assert float(coef @ (s1 - s2)) == pytest.approx(brute, rel=1e-10, abs=1e-13)
-        # "clamped" is exactly r·ℓ as Rates defines it (and its gradient)
+        # "clamped" is exactly r·ℓ as Rates defines it (and its gradient), and Rates' own map
         assert float(E.row_coefficients(rt, r, "clamped") @ (s1 - s2)) == pytest.approx(
             float(r @ (rt.evaluate(th1) - rt.evaluate(th2))), rel=1e-10, abs=1e-13)
+        np.testing.assert_allclose(rt.row_coefficients(r), E.row_coefficients(rt, r, "clamped"),
+                                   rtol=1e-12, atol=1e-15)
     # the ERM's labels and weights: loss weight a·1[y=0] − a·1[y=1] ≥ 0 for sign-correct r
     r = np.zeros(rt.K)
     r[[rt.fp.index("a"), rt.fn.index("b")]] = [1.0, 2.0]
@@ -493,7 +495,7 @@ def test_merged_reduction_weights_against_brute_force():
     erm = E.erm_from_rates(rt, r, "public")
     a = E.cell_coefficients(rt, r, "public")
     cells = rt.data.group * 2 + rt.data.y
-    want = np.where(rt.data.y == 0, a.ravel()[cells], -a.ravel()[cells]) / rt._phiB / rt.n
+    want = np.where(rt.data.y == 0, a.ravel()[cells], -a.ravel()[cells]) / rt.phi_at_bound / rt.n
     np.testing.assert_allclose(erm.w, want, rtol=1e-12)
     np.testing.assert_array_equal(erm.y, np.where(rt.data.y == 1, 1.0, -1.0))
     assert (E.rescaling(rt) >= 1 - 1e-12).all()

@@ -288,11 +288,11 @@ def test_surrogate_rates_never_copy_x_and_match_the_clipped_rows(surrogate):
     theta = rng.normal(size=d + 1) * 0.4
     w = rng.normal(size=r.K)
     val, grad = r.weighted_value_and_grad(theta, w)
-    assert r._Xc_cache is None                                   # nothing n×d was built
+    assert not r.clipped_rows_built                              # nothing n×d was built
     Xc = X * np.minimum(1.0, 1.5 / np.linalg.norm(X, axis=1))[:, None]
-    np.testing.assert_allclose(r._Xc, Xc, rtol=1e-15, atol=0)   # (built on request only)
+    np.testing.assert_allclose(r.clipped_rows, Xc, rtol=1e-15, atol=0)   # (built on request only)
     z = Xc @ theta[:-1] + theta[-1]
-    z_rates = (X @ theta[:-1]) * r._clip_scale + theta[-1]
+    z_rates = (X @ theta[:-1]) * r.clip_scale + theta[-1]
     np.testing.assert_allclose(z_rates, z, rtol=1e-12, atol=1e-13)
     # the gradient by finite differences of the value, at the same θ
     eps = 1e-6

@@ -66,9 +66,9 @@ def _max_change(D, decisions, relation, bound, supports):
 def _supports(r, rng):
     K, Kj = r.K, r.K_joint
     sup = {"joint": list(range(Kj)), "all": list(range(K)),
-           "one_block": [int(k) for k in r._rate[0, 0]],
+           "one_block": [int(k) for k in r.layout.rate[0, 0]],
            "random": sorted(rng.choice(K, size=K // 2, replace=False).tolist()),
-           "two_joint_cells": [int(r._joint[0, 0, 0]), int(r._joint[1, 0, 0])]}
+           "two_joint_cells": [int(r.layout.joint[0, 0, 0]), int(r.layout.joint[1, 0, 0])]}
     if r.L == 2:
         sup["eo"] = [r.fpr.index(g) for g in r.groups] + [r.tpr.index(g) for g in r.groups]
     return sup
@@ -222,7 +222,7 @@ def test_exhaustive_tiny_datasets_bound_is_exact():
         ell[combo] = rates(C, D, group_mass_bound=bound).evaluate_all()
     r = rates(C, seed, group_mass_bound=bound)
     supports = {f"coord {k}": [k] for k in range(r.K)}
-    supports.update({f"block {g},{y}": [int(k) for k in r._rate[g, y]] for g in range(2) for y in range(2)})
+    supports.update({f"block {g},{y}": [int(k) for k in r.layout.rate[g, y]] for g in range(2) for y in range(2)})
     supports.update({"all": list(range(r.K)), "joint": list(range(r.K_joint)),
                      "eo": [r.fpr.index("a"), r.fpr.index("b"), r.tpr.index("a"), r.tpr.index("b")]})
     for relation in ("sensitive", "row"):

@@ -1,0 +1,136 @@
+"""The public layout of ℓ (issue #17 item 2): ``Rates.layout`` (blocks, names, index maps, hull
+geometry), the coefficient map ℓ → row coefficients, and the one surrogate table (numpy and
+torch) — what backends read instead of Rates' private attributes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from privfair.data import Dataset
+from privfair.decisions import FiniteSet, LinearClassifier, Thresholds
+from privfair.errors import InvalidInputError
+from privfair.stats import SURROGATE_TABLE, SURROGATES, Layout, rates
+
+
+def _data(n=300, seed=0, labels=(0, 1), groups=("a", "b", "c")):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return Dataset(X, rng.choice(labels, n), rng.choice(groups, n))
+
+
+@pytest.mark.parametrize("labels", [(0, 1), (0, 1, 2)])
+def test_layout_is_the_schema_and_covers_every_coordinate_once(labels):
+    r = rates(Thresholds([0.0, 0.5]) if len(labels) == 2 else
+              FiniteSet([lambda X: np.zeros(len(X), int)]), _data(labels=labels),
+              group_mass_bound=0.01)
+    lay = r.layout
+    assert (lay.G, lay.L, lay.K, lay.K_joint) == (r.G, r.L, r.K, r.K_joint)
+    assert list(lay.names) == r.names
+    np.testing.assert_array_equal(lay.is_conditional, np.arange(r.K) >= r.K_joint)
+    # the same schema on other rows gives the same layout (it never depends on the data)
+    other = Layout.of(r.groups, r.label_values)
+    assert other.names == lay.names and np.array_equal(other.rate, lay.rate)
+    joint, cond, sel = lay.blocks()
+    seen = np.concatenate([np.ravel(b) for b in joint + cond + sel])
+    assert sorted(seen.tolist()) == list(range(r.K))                  # a partition of ℓ
+    if len(labels) == 2:
+        assert lay.selection is not None and [r.names[k] for k in lay.selection] == \
+            [f"selection[{g}]" for g in r.groups]
+        assert lay.rate[1, 0, 1] == r.fpr.index(r.groups[1])
+        assert lay.joint[2, 1, 0] == r.fn.index(r.groups[2])
+    else:
+        assert lay.selection is None
+
+
+def test_hull_diameter_bounds_every_pair_of_decisions():
+    data = _data(400, seed=3)
+    r = rates(Thresholds(np.linspace(-2, 2, 25), score=0), data, group_mass_bound=0.02)
+    ells = r.evaluate_all()
+    rng = np.random.default_rng(1)
+    supports = [range(r.K), range(r.K_joint), [r.fpr.index("a"), r.tpr.index("b")],
+                sorted(rng.choice(r.K, 9, replace=False).tolist())]
+    for S in supports:
+        D = r.layout.hull_diameter(S)
+        diffs = (ells[:, None, list(S)] - ells[None, :, list(S)]).reshape(-1, len(S))
+        for norm, o in (("l1", 1), ("l2", 2), ("linf", np.inf)):
+            assert np.linalg.norm(diffs, ord=o, axis=1).max() <= D[norm] + 1e-12
+    assert r.layout.hull_diameter([]) == {"l1": 0.0, "l2": 0.0, "linf": 0.0}
+
+
+def _linear(surrogate="logistic", n=200, seed=2):
+    data = _data(n, seed=seed, groups=("a", "b"))
+    return rates(LinearClassifier(2, radius=1.5), data, surrogate=surrogate,
+                 group_mass_bound=0.05, feature_bound=1.2)
+
+
+@pytest.mark.parametrize("surrogate", sorted(SURROGATE_TABLE))
+def test_row_coefficients_are_the_derivative_of_the_weighted_statistics(surrogate):
+    """ℓ is linear in each row's mass s_i on ŷ = 1: w·ℓ(θ1) − w·ℓ(θ2) = Σ_i a_i (s_i(θ1) − s_i(θ2))
+    with a = row_coefficients(w); and the gradient is Σ_i a_i ∂s_i/∂θ."""
+    r = _linear(surrogate)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        w = rng.normal(size=r.K)
+        th1, th2 = rng.normal(size=3), rng.normal(size=3)
+        a = r.row_coefficients(w)
+        s1, s2 = r.soft(th1)[0], r.soft(th2)[0]
+        assert float(a @ (s1 - s2)) == pytest.approx(
+            float(w @ (r.evaluate(th1) - r.evaluate(th2))), rel=1e-10, abs=1e-13)
+        np.testing.assert_array_equal(a, r.cell_coefficients(w).ravel()[r.row_cell])
+
+
+def test_row_gradient_bound_holds_for_every_row():
+    for surrogate in sorted(SURROGATE_TABLE):
+        r = _linear(surrogate)
+        rows = np.c_[r.data.X * r.clip_scale[:, None], np.ones(r.n)]
+        for theta in np.random.default_rng(1).normal(size=(5, 3)):
+            _, der = r.soft(theta)
+            # attained (to rounding) by the hinge at rows on the clipping sphere
+            assert (np.abs(der) * np.linalg.norm(rows, axis=1)).max() <= \
+                r.row_gradient_bound * (1 + 1e-12)
+        assert r.phi_at_bound == pytest.approx(
+            float(SURROGATES[surrogate](np.array(r.margin_bound))[0]))
+
+
+def test_surrogate_accessors_refuse_zero_one_rates():
+    r = rates(Thresholds([0.0]), _data(), group_mass_bound=0.01)
+    for name in ("clip_scale", "phi_at_bound", "surrogate_row", "row_gradient_bound"):
+        with pytest.raises(InvalidInputError):
+            getattr(r, name)
+    with pytest.raises(InvalidInputError):
+        r.soft(np.zeros(3))
+    with pytest.raises(InvalidInputError):
+        _linear().soft(np.zeros(4))                       # wrong length of (w, b)
+
+
+def test_cell_counts_and_denominators_are_the_clamped_counts():
+    r = _linear()
+    n_gy = np.array([[np.sum((r.data.group == g) & (r.data.y == y)) for y in (0, 1)]
+                     for g in range(r.G)], float)
+    np.testing.assert_array_equal(r.cell_counts, n_gy)
+    q, qg = r.group_mass()
+    den, den_g = r.denominators()
+    np.testing.assert_array_equal(den, np.maximum(n_gy, r.n * q))
+    np.testing.assert_array_equal(den_g, np.maximum(n_gy.sum(axis=1), r.n * qg))
+    C = np.random.default_rng(0).integers(0, 5, size=(r.G, 2, 2)).astype(float)
+    ell = r.from_counts(C)
+    assert ell[r.layout.joint[1, 0, 1]] == C[1, 0, 1] / r.n
+    assert ell[r.layout.rate[1, 0, 1]] == C[1, 0, 1] / den[1, 0]
+
+
+def test_the_surrogate_table_has_one_formula_for_numpy_and_torch():
+    torch = pytest.importorskip("torch", reason="the torch column needs torch")
+    assert SURROGATES == {k: v.numpy for k, v in SURROGATE_TABLE.items()}
+    z = np.linspace(-4.0, 4.0, 161)       # includes the kinks at −1 and 0
+    for name, row in SURROGATE_TABLE.items():
+        v_np, d_np = row.numpy(z)
+        v_t, d_t = row.torch(torch.as_tensor(z, dtype=torch.float64))
+        np.testing.assert_allclose(v_t.numpy(), v_np, rtol=1e-12, atol=1e-15, err_msg=name)
+        np.testing.assert_allclose(d_t.numpy(), d_np, rtol=1e-12, atol=1e-15, err_msg=name)
+        # convex and non-decreasing: the derivative is ≥ 0 and non-decreasing
+        assert (d_np >= 0).all() and (np.diff(d_np) >= -1e-15).all()
+        for a, b in itertools.pairwise(range(0, 161, 40)):
+            assert v_np[b] >= v_np[a]
