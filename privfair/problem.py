@@ -123,11 +123,25 @@ def maximize(expr) -> Maximize:
     return Maximize(expr)
 
 
+_CALLED = ("prob.value(l) is deprecated: call prob.evaluate(l) for (f(ℓ), [g_j(ℓ)]); prob.value "
+           "becomes a plain attribute as in cvxpy (the objective after a non-private solve, None "
+           "otherwise), so calling it will fail")
+
+
+def _called(problem, l):
+    """``prob.value(l)``: the older spelling of :meth:`Problem.evaluate`, with a warning."""
+    import warnings
+
+    warnings.warn(_CALLED, FutureWarning, stacklevel=3)
+    return problem.evaluate(l)
+
+
 class _NoValue:
     """``prob.value`` when no public objective value exists (before a solve, after a refused
     one, or after a private one).  It prints as ``None``, is falsy and equals ``None``; it is not
-    the ``None`` object only because ``prob.value(l)`` (the older spelling of
-    :meth:`Problem.evaluate`) must stay callable."""
+    the ``None`` object only because ``prob.value(l)`` (the deprecated spelling of
+    :meth:`Problem.evaluate`) still works, with a ``FutureWarning``, until its last callers
+    have moved to ``evaluate``."""
 
     __slots__ = ("_problem", "why")
 
@@ -135,7 +149,7 @@ class _NoValue:
         self._problem, self.why = problem, why
 
     def __call__(self, l):
-        return self._problem.evaluate(l)
+        return _called(self._problem, l)
 
     def __bool__(self):
         return False
@@ -160,7 +174,7 @@ class _NoValue:
 
 class _Value(float):
     """``prob.value`` after a non-private solve: a float, also callable as ``prob.value(l)``
-    (the older spelling of :meth:`Problem.evaluate`)."""
+    (the deprecated spelling of :meth:`Problem.evaluate`, with a ``FutureWarning``)."""
 
     def __new__(cls, x, problem):
         out = super().__new__(cls, x)
@@ -168,7 +182,7 @@ class _Value(float):
         return out
 
     def __call__(self, l):
-        return self._problem.evaluate(l)
+        return _called(self._problem, l)
 
     def __repr__(self):
         return float.__repr__(self)
@@ -292,7 +306,9 @@ class Problem:
         single out a row).  Evaluate the released decision on held-out data with
         :meth:`value_on`.  Before a solve, or after a refused or failed one, it is ``None`` too.
 
-        Calling it, ``prob.value(l)``, is the older spelling of :meth:`evaluate`.
+        Calling it, ``prob.value(l)``, is the deprecated spelling of :meth:`evaluate`: it
+        still works, with a ``FutureWarning``, and will fail once ``value`` is a plain float or
+        ``None``.
         """
         if self.status != "solved" or self.result is None:
             why = (f"the problem is {self.status!r}: there is no released decision to evaluate"

@@ -117,17 +117,23 @@ def test_status_after_a_refusal_and_value_on_other_schemas(setting):
         prob.value_on(other)
 
 
-def test_value_called_with_l_is_still_evaluate(setting):
-    """prob.value(l) was the (f, [g]) evaluation at ℓ; it keeps working before and after a
-    solve (backends and pareto call it) and is spelled prob.evaluate(l) now."""
+def test_value_called_with_l_is_deprecated_for_evaluate(setting):
+    """prob.value(l) was the (f, [g]) evaluation at ℓ; cvxpy users expect prob.value to be an
+    attribute, so the evaluation is spelled prob.evaluate(l) and calling value warns (a
+    FutureWarning naming evaluate) before and after a solve, on its way to a plain float/None."""
     _, _, r = setting
     prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.2])
     ell = np.random.default_rng(1).random(r.K)
     expected = [-ell[r.index("tpr[a]")], ell[r.index("fpr[a]")] - 0.2]
     for _ in range(2):
-        for f, gs in (prob.value(ell), prob.evaluate(ell)):
-            assert [f, *gs] == pytest.approx(expected)
+        f, gs = prob.evaluate(ell)
+        assert [f, *gs] == pytest.approx(expected)
+        with pytest.warns(FutureWarning, match=r"prob\.evaluate\(l\)") as record:
+            f, gs = prob.value(ell)
+        assert [f, *gs] == pytest.approx(expected)
+        assert record[0].filename == __file__                 # points at the caller's line
         prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    assert isinstance(prob.value, float)
 
 
 # ------------------------------------------------------------------ constraints without a list

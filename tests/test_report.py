@@ -303,7 +303,7 @@ def test_a_bound_below_the_range_of_h_is_not_vacuous_and_translates(rep, data):
     assert an.G == pytest.approx(sc.G)
     L = prob.rates.evaluate_all()
     h = an.h_value(L)
-    vals = [prob.value(l) for l in L]
+    vals = [prob.evaluate(l) for l in L]
     f = np.array([v[0] for v in vals])
     viol = np.array([max(0.0, *v[1]) for v in vals])
     fstar = f[viol <= 0].min()
