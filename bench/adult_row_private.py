@@ -59,12 +59,9 @@ LEVEL = 0.05
 
 
 def sparse_set(R=R, radius=RADIUS, l2_logistic=0.0):
-    ds = pf.SparseLinear(101, norm=pf.norms.l1(101), radius=radius, intercept_bound=IB,
-                         feature_bound=R)
-    if l2_logistic:      # Λ in logistic-loss units → the rates' units (loss / φ(B))
-        B = ds.radius * math.sqrt(R * R + 1)
-        ds.l2 = l2_logistic / float(np.logaddexp(0.0, B))
-    return ds
+    # SparseLinear(l2=Λ) is in the logistic loss's own units (issue #20): no conversion here
+    return pf.SparseLinear(101, norm=pf.norms.l1(101), radius=radius, l2=l2_logistic,
+                           intercept_bound=IB, feature_bound=R)
 
 
 def problem(train, kind, R=R, radius=RADIUS, l2_logistic=0.0):

@@ -7,10 +7,13 @@
 * :class:`ERM` — a weighted GLM ERM over a :class:`privfair.SparseLinear` set with its public
   constants and its gradient sensitivity per neighbouring relation
   (:meth:`ERM.gradient_sensitivity`);
-* :func:`clip_rows` — rows scaled to a public norm bound.
+* :func:`clip_rows` — rows scaled to a public norm bound;
+* :func:`fit` — one private ERM run by a given ERM mechanism (a backend instance) under its own
+  accountant, with the certificate: the body of ``pf.sparse.fit`` and of
+  ``privfair.backends.erm.direct.fit_erm``, which only look the mechanism up by name.
 
 Built by :func:`privfair.sparse.glm` (from arrays) and by the backends (from a fairness problem);
-it imports no backend.  Re-exported by :mod:`privfair.sparse`.
+it imports no backend (tests/test_layers.py).  Re-exported by :mod:`privfair.sparse`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["ERM", "GLMLoss", "LOSSES", "clip_rows", "logistic_gradient_diameter"]
+__all__ = ["ERM", "GLMLoss", "LOSSES", "clip_rows", "fit", "logistic_gradient_diameter"]
 
 
 def clip_rows(X, bound):
@@ -48,6 +51,10 @@ class ERM:
     label_bound: float = 1.0
     notes: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    #: Λ of this ERM per unit of ``decisions.l2`` (public): 1 for :func:`privfair.sparse.glm`'s
+    #: ERM (plain loss); 1/s(B) for a fairness problem's ERM when ``decisions.l2_units`` is
+    #: ``"loss"`` (its loss is pf.rates' normalized surrogate s/s(B), issue #20)
+    l2_factor: float = 1.0
 
     @classmethod
     def from_arrays(cls, X, y, decisions, loss, *, weights, row_weight_bound, label_bound=1.0):
@@ -69,7 +76,9 @@ class ERM:
 
     @property
     def l2(self):
-        return self.decisions.l2
+        """Λ of this ERM's ridge (Λ/2)‖θ‖², in this ERM's units (``decisions.l2`` ×
+        :attr:`l2_factor`)."""
+        return self.decisions.l2 * self.l2_factor
 
     @property
     def margin_bound(self):
@@ -331,3 +340,44 @@ LOSSES = {
     "smoothed_hinge": GLMLoss("smoothed_hinge", 1.0, False, True),
     "hinge": GLMLoss("hinge", math.inf, False, False),
 }
+
+
+# ---------------------------------------------------------------------------- one direct fit
+def fit(erm, privacy, mechanism, seed=None, **options):
+    """Run ``mechanism`` — a row-private ERM backend *instance* (it has ``erm_reason``,
+    ``refuse`` and ``run_erm``; ``privfair.backends.get(name)`` returns one) — on ``erm`` under
+    ``privacy``, with its own accountant; returns the :class:`privfair.Result` with its
+    certificate.
+
+    Every refusal (wrong privacy object, unbounded features, the mechanism's public
+    preconditions) is decided before the accountant exists, from public quantities only.
+    ``pf.sparse.fit`` and ``privfair.backends.erm.direct.fit_erm`` look the mechanism up by
+    name and call this; it lives here, below the backends, so that the decision-set module
+    imports no backend (issue #17)."""
+    from .errors import InvalidInputError, InvalidPrivacyError
+    from .privacy import Accountant, Certificate
+    from .privacy.randomness import as_source
+    from .privacy.spec import DP
+
+    if not isinstance(privacy, DP):
+        raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect='row')")
+    if not (hasattr(mechanism, "run_erm") and hasattr(mechanism, "erm_reason")):
+        raise InvalidInputError("method", getattr(mechanism, "name", mechanism),
+                                "choose output_perturbation, objective_perturbation or "
+                                "dual_frank_wolfe")
+    if privacy.is_private and erm.decisions.feature_bound is None:
+        raise InvalidInputError("feature_bound", None, "row privacy needs bounded features: "
+                                "declare SparseLinear(..., feature_bound=R); rows are clipped to R")
+    why = mechanism.erm_reason(erm, privacy)
+    if why:
+        mechanism.refuse(why)
+    src = as_source(seed)
+    if not privacy.is_private:
+        res = mechanism.run_erm(erm, privacy, rng=src, accountant=None, options=options)
+        res.certificate = Certificate.non_private(privacy.protect)
+        return res
+    acc = Accountant(delta=privacy.delta or None, relation=privacy.protect,
+                     limit=(privacy.epsilon, privacy.delta), source=src)
+    res = mechanism.run_erm(erm, privacy, rng=src, accountant=acc, options=options)
+    res.certificate = acc.certificate(delta=privacy.delta or None, notes=res.info.get("notes", ()))
+    return res

@@ -12,16 +12,19 @@ w_g(μ) = x_g − Π_{μd_g·B₁}(x_g) = sign(x_g)·min(|x_g|, θ_g(μ)), where
 is the soft threshold of the ℓ1-ball projection of x_g onto radius μd_g (Duchi, Shalev-Shwartz,
 Singer & Chandra 2008, sort-based: θ = (Σ_{k≤ρ} u_k − μd_g)/ρ with u the sorted |x_g| and ρ the
 last k with u_k > (Σ_{j≤k} u_j − μd_g)/k; θ = 0 when ‖x_g‖₁ ≤ μd_g).  Then
-Ω(w(μ)) = Σ_g d_g θ_g(μ), non-increasing in μ: the multiplier μ with Ω(w(μ)) = r is found by
-bisection to machine precision.  The sorts and cumulative sums do not depend on μ, so they are
-done once (O(p log p)); each bisection step is O(p) numpy work on a padded (groups × size) array.
+Ω(w(μ)) = Σ_g d_g θ_g(μ), non-increasing and piecewise linear in μ (θ_g is linear between the
+μ where group g's active count ρ changes): the multiplier μ with Ω(w(μ)) = r is found exactly by
+a binary search over those ≤ p breakpoints and one linear interpolation (issue #20; before, a
+bisection on μ to machine precision, ~60 steps, 2.7 ms per projection on Adult's 101 features
+in 12 groups).  The sorts and cumulative sums do not depend on μ, so they are done once
+(O(p log p)); each search step is O(p) numpy work on a padded (groups × size) array.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_disjoint_group_ball", "GroupLayout"]
+__all__ = ["project_disjoint_group_ball", "project_disjoint_group_ball_bisection", "GroupLayout"]
 
 
 class GroupLayout:
@@ -39,16 +42,22 @@ class GroupLayout:
 
 def _thresholds(u, css, k, radius):
     """θ_g of the ℓ1-ball projections of every group's sorted |x_g| (rows of ``u``, padded with
-    zeros) onto the radii ``radius`` (one per group); 0 for a group already inside its ball."""
+    zeros) onto the radii ``radius`` (one per group); 0 for a group already inside its ball,
+    max|x_g| at radius 0 (where the strict test below holds for no k)."""
     cond = u * k > css - radius[:, None]
     rho = cond.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)        # last k that holds
     theta = (css[np.arange(len(u)), rho] - radius) / (rho + 1.0)
     inside = css[:, -1] <= radius
+    theta = np.where(radius <= 0, u[:, 0], theta)       # radius 0: no shrinkage, θ = max|x_g|
     return np.where(inside, 0.0, np.maximum(theta, 0.0))
 
 
 def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.ndarray:
     """Euclidean projection of ``x`` onto {w : Σ_g d_g‖w_g‖_∞ ≤ radius} (disjoint groups).
+
+    Exact (up to rounding), by a search over the breakpoints of the piecewise-linear
+    Ω(w(μ)) (module docstring): O(p log p) for the sorts, then O(p) per step of a binary search
+    over the ≤ p sorted breakpoints — about log₂ p steps instead of the bisection's ~60 on μ.
 
     >>> import numpy as np
     >>> L = GroupLayout([[0, 1], [2, 3]], [1.0, 2.0], 4)
@@ -71,7 +80,47 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     def omega(mu):
         return _thresholds(u, css, k, mu * d)
 
-    lo, hi = 0.0, float(np.max(css[:, -1] / d))               # Ω(w(hi)) = 0 ≤ radius
+    # θ_g(μ) is linear in μ between the breakpoints μ = (css_k − k·u_{k+1})/d_g, where the
+    # active count ρ of group g changes (u_{m+1} = 0: the group reaches 0 at ‖x_g‖₁/d_g), so
+    # f(μ) = Σ_g d_g θ_g(μ) is piecewise linear and non-increasing; f(0) > radius ≥ 0 = f(max)
+    nxt = np.concatenate([u[:, 1:], np.zeros((u.shape[0], 1))], axis=1)
+    bps = np.unique(np.concatenate([[0.0], ((css - k * nxt) / d[:, None]).ravel()]))
+    lo, hi = 0, len(bps) - 1                                   # f(bps[lo]) > r ≥ f(bps[hi])
+    f_lo, f_hi = float(d @ omega(bps[lo])), float(d @ omega(bps[hi]))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        f_mid = float(d @ omega(bps[mid]))
+        if f_mid > radius:
+            lo, f_lo = mid, f_mid
+        else:
+            hi, f_hi = mid, f_mid
+    # f is linear on [bps[lo], bps[hi]]: its root there, clamped against rounding
+    mu = bps[lo] + (f_lo - radius) * (bps[hi] - bps[lo]) / (f_lo - f_hi)
+    theta = omega(min(max(mu, bps[lo]), bps[hi]))
+    t = np.zeros(layout.p)
+    t[layout.index[layout.mask]] = np.broadcast_to(theta[:, None], layout.index.shape)[layout.mask]
+    return np.sign(x) * np.minimum(a, t)
+
+
+def project_disjoint_group_ball_bisection(x, layout: GroupLayout, radius: float) -> np.ndarray:
+    """The same projection by bisection on μ to machine precision (the method before issue
+    #20's breakpoint search; kept as an independent reference for the tests)."""
+    x = np.asarray(x, dtype=float)
+    a = np.abs(x)
+    d = layout.weights
+    A = np.where(layout.mask, a[np.maximum(layout.index, 0)], 0.0)
+    if float(d @ A.max(axis=1)) <= radius:
+        return x.copy()
+    if radius <= 0:
+        return np.zeros_like(x)
+    u = -np.sort(-A, axis=1)
+    css = np.cumsum(u, axis=1)
+    k = np.arange(1, u.shape[1] + 1)
+
+    def omega(mu):
+        return _thresholds(u, css, k, mu * d)
+
+    lo, hi = 0.0, float(np.max(css[:, -1] / d))
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):

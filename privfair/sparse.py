@@ -2,8 +2,8 @@
 
 * :class:`SparseLinear` — linear classifiers θ = (w, b) with Ω(w) ≤ radius for a structured-
   sparsity norm Ω from :mod:`privfair.norms` (or the ℓ2 ball when ``norm=None``), |b| ≤
-  ``intercept_bound``, an explicit ridge term (Λ/2)‖θ‖² (``l2=Λ``) that the row-private ERM
-  backends need, and a public feature bound R: every row is clipped to ‖x‖₂ ≤ R before it meets θ,
+  ``intercept_bound``, an explicit ridge term (Λ/2)‖θ‖² (``l2=Λ``, in the loss's units: next to
+  the plain mean loss, as in scikit-learn's ``C = 1/(nΛ)``) that the row-private ERM backends need, and a public feature bound R: every row is clipped to ‖x‖₂ ≤ R before it meets θ,
   in training *and* in prediction.  A subclass of :class:`~privfair.decisions.LinearClassifier`,
   so ``pf.rates(SparseLinear(...), data, surrogate="logistic")`` works unchanged.
 * :data:`LOSSES` — GLM losses l(z, y) of the margin z = θᵀ(x̃, 1): ``logistic``, ``squared`` and
@@ -40,6 +40,10 @@ __all__ = ["SparseLinear", "GLMLoss", "LOSSES", "ERM", "glm", "fit", "clip_rows"
            "logistic_gradient_diameter"]
 
 
+#: the units ``SparseLinear(l2=...)`` may be given in (see its docstring)
+L2_UNITS = ("loss", "scaled")
+
+
 def _positive(value, field, allow_zero=False, allow_none=False):
     if value is None and allow_none:
         return None
@@ -62,9 +66,19 @@ class SparseLinear(LinearClassifier):
     radius : float
         Radius of the Ω-ball (the constrained form of [K] eq. 8).
     l2 : float, default 0
-        Λ ≥ 0 of the ridge term (Λ/2)‖θ‖² added to the ERM objective.  Output perturbation and
-        the dual Frank–Wolfe method need Λ > 0 (their sensitivity is 2L/(nΛ)); declare it here so
-        that the plan shows it, never infer it.
+        Λ ≥ 0 of the ridge term (Λ/2)‖θ‖² added to the ERM objective, **in the loss's units**
+        (``l2_units="loss"``, the default): the objective is (1/n)Σ_i c_i·l(θᵀu_i, y_i) +
+        (Λ/2)‖θ‖² with l the plain GLM loss (e.g. log(1 + e^{−yz})) — scikit-learn's
+        ``C = 1/(nΛ)``.  Output perturbation and the dual Frank–Wolfe method need Λ > 0 (their
+        sensitivity is 2L/(nΛ)); declare it here so that the plan shows it, never infer it.
+    l2_units : {"loss", "scaled"}, default "loss"
+        The units of ``l2``.  ``pf.rates(..., surrogate=s)`` normalizes the surrogate to
+        s(z)/s(B) (B = ``radius`` × √(R² + 1), the margin bound), so the ERM the row-private
+        backends solve for a fairness problem is the loss-unit objective divided by φ = s(B);
+        with ``"loss"`` the backends use Λ/φ there (the same minimizer as
+        ``pf.sparse.glm``'s ERM with the same Λ), with ``"scaled"`` they use Λ as given
+        (the meaning of ``l2`` before issue #20).  For :func:`glm` (no normalization) both
+        mean the same.  Conversion: Λ_scaled = Λ_loss / s(B); :meth:`scaled_l2` computes it.
     intercept : bool, default True
         False fixes b = 0.
     intercept_bound : float, optional
@@ -82,8 +96,8 @@ class SparseLinear(LinearClassifier):
         κ = max_{Ω(w)≤1} ‖w‖₂.
     """
 
-    def __init__(self, n_features, norm=None, radius=1.0, *, l2=0.0, intercept=True,
-                 intercept_bound=None, feature_bound=1.0):
+    def __init__(self, n_features, norm=None, radius=1.0, *, l2=0.0, l2_units="loss",
+                 intercept=True, intercept_bound=None, feature_bound=1.0):
         from .norms import SubmodularNorm
 
         super().__init__(n_features, radius=1.0)
@@ -96,6 +110,11 @@ class SparseLinear(LinearClassifier):
         self.norm = norm
         self.norm_radius = _positive(radius, "radius")
         self.l2 = _positive(l2, "l2", allow_zero=True)
+        if l2_units not in L2_UNITS:
+            raise InvalidInputError("l2_units", l2_units, f"choose one of {list(L2_UNITS)}: "
+                                    "'loss' (Λ next to the plain mean loss) or 'scaled' (Λ next "
+                                    "to pf.rates' normalized surrogate)")
+        self.l2_units = l2_units
         self.feature_bound = _positive(feature_bound, "feature_bound", allow_none=True)
         kappa = 1.0 if norm is None else float(norm.l2_radius)
         if not math.isfinite(kappa):
@@ -107,6 +126,26 @@ class SparseLinear(LinearClassifier):
         self.intercept_bound = _positive(ib, "intercept_bound", allow_zero=True) if intercept else 0.0
         self.radius = math.hypot(self.norm_radius * kappa, self.intercept_bound)
         self.diameter = 2.0 * self.radius
+
+    def scaled_l2(self, surrogate="logistic") -> float:
+        """Λ in the units of ``pf.rates(self, data, surrogate=surrogate, feature_bound=R)``'s
+        normalized surrogate s(z)/s(B): Λ/s(B) for ``l2_units="loss"``, Λ for ``"scaled"``.
+        B = ``radius``·√(R² + 1) is public (R = ``feature_bound``), so this is too.
+
+        >>> import privfair as pf
+        >>> C = pf.SparseLinear(2, radius=1.0, intercept=False, l2=1.0, feature_bound=1.0)
+        >>> round(C.scaled_l2("logistic"), 6)      # 1 / log(1 + e^{√2}): B = 1·√(1 + 1)
+        0.612807
+        """
+        if self.l2_units == "scaled":
+            return self.l2
+        from .stats import SURROGATES
+
+        if surrogate not in SURROGATES or self.feature_bound is None:
+            raise InvalidInputError("surrogate", surrogate, "pass a surrogate of pf.rates "
+                                    f"({sorted(SURROGATES)}) and declare feature_bound")
+        B = self.radius * math.sqrt(self.feature_bound ** 2 + 1.0)
+        return self.l2 / float(SURROGATES[surrogate](np.array(B))[0])
 
     # ------------------------------------------------------------------ the set
     def omega(self, w) -> float:
@@ -146,7 +185,8 @@ class SparseLinear(LinearClassifier):
     def __repr__(self):
         nm = "l2" if self.norm is None else self.norm.name
         return (f"SparseLinear(n_features={self.n_features}, norm={nm}, radius={self.norm_radius:g}"
-                f", l2={self.l2:g}, feature_bound={self.feature_bound})")
+                f", l2={self.l2:g}{'' if self.l2_units == 'loss' else ' (scaled units)'}"
+                f", feature_bound={self.feature_bound})")
 
 
 def glm(X, y, decisions, loss="logistic", *, label_bound=1.0, sample_weight=None,
@@ -206,9 +246,11 @@ def glm(X, y, decisions, loss="logistic", *, label_bound=1.0, sample_weight=None
 
 def fit(erm, privacy, method="output_perturbation", seed=None, **options):
     """Run a row-private ERM backend (``output_perturbation``, ``objective_perturbation``,
-    ``dual_frank_wolfe``) on an :func:`glm` problem; returns a :class:`privfair.Result` with the
-    certificate."""
-    from privfair.backends.erm.direct import fit_erm
+    ``dual_frank_wolfe``, or a backend instance) on a :func:`glm` problem; returns a
+    :class:`privfair.Result` with the certificate.
 
-    return fit_erm(erm, privacy, method, seed=seed, **options)
+    The fit itself is :func:`privfair.erm.fit` (below the backends); the name is looked up at
+    the planner's level, in :mod:`privfair.direct_erm`, so this module imports no backend."""
+    from .direct_erm import fit as direct_fit      # planner level: at call time
 
+    return direct_fit(erm, privacy, method, seed=seed, **options)

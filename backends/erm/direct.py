@@ -10,10 +10,8 @@ import math
 
 import numpy as np
 
-from privfair.errors import InvalidInputError, InvalidPrivacyError
-from privfair.privacy import Accountant, Certificate
+from privfair.erm import fit as erm_fit
 from privfair.privacy.randomness import as_source
-from privfair.privacy.spec import DP
 
 from .reduction import erm_from_rates
 from .releases import ERMBudget, schedule_for
@@ -46,28 +44,9 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
 
 
 def fit_erm(erm, privacy, method, seed=None, **options):
-    """Run ``method``'s mechanism on a direct :func:`privfair.sparse.glm` ERM (no Problem)."""
+    """Run ``method``'s mechanism on a direct :func:`privfair.sparse.glm` ERM (no Problem):
+    the registry lookup, then :func:`privfair.erm.fit` (the fit itself lives below the
+    backends, issue #17)."""
     from .. import get      # the registry (it imports this family): at call time
 
-    if not isinstance(privacy, DP):
-        raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect='row')")
-    b = get(method)
-    if not hasattr(b, "run_erm"):
-        raise InvalidInputError("method", method, "choose output_perturbation, "
-                                "objective_perturbation or dual_frank_wolfe")
-    if privacy.is_private and erm.decisions.feature_bound is None:
-        raise InvalidInputError("feature_bound", None, "row privacy needs bounded features: "
-                                "declare SparseLinear(..., feature_bound=R); rows are clipped to R")
-    why = b.erm_reason(erm, privacy)
-    if why:
-        b.refuse(why)
-    src = as_source(seed)
-    if not privacy.is_private:
-        res = b.run_erm(erm, privacy, rng=src, accountant=None, options=options)
-        res.certificate = Certificate.non_private(privacy.protect)
-        return res
-    acc = Accountant(delta=privacy.delta or None, relation=privacy.protect,
-                     limit=(privacy.epsilon, privacy.delta), source=src)
-    res = b.run_erm(erm, privacy, rng=src, accountant=acc, options=options)
-    res.certificate = acc.certificate(delta=privacy.delta or None, notes=res.info.get("notes", ()))
-    return res
+    return erm_fit(erm, privacy, get(method), seed=seed, **options)

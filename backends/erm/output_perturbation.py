@@ -12,7 +12,9 @@ smaller for the logistic loss), (ω/n)·ρ·sup|l'| when only a row's sensitive 
 weight) changes — so releasing θ̂ + N(0, σ²I) with σ from the analytic Gaussian mechanism (Balle &
 Wang 2018) for ℓ2 sensitivity Δ_g/Λ + 2τ — τ the solver's certified distance to θ̂ — is
 (ε, δ)-DP; density ∝ exp(−ε‖b‖/Δ) gives ε-DP.  Projecting onto C afterwards is post-processing
-(and soft-thresholds: sparse outputs).  The release is scheduled at plan time and drawn through
+(and soft-thresholds).  So is the hard threshold applied before it (option ``threshold``: every
+group of the noisy w with ‖w_g‖₂ ≤ t_g = σ(√|g| + √(2 log 2G)) is set to 0, σ public), which
+keeps the release sparse: without it a group-norm release is dense (issue #20).  The release is scheduled at plan time and drawn through
 :class:`privfair.privacy.release.Draws` (so the audit's ``reduced_noise`` reaches it).
 
 Trap ([K] Thm 1 divides by λ as if the sparsity norm were strongly convex): Λ must be explicit,
@@ -31,7 +33,10 @@ from privfair import formulas
 from privfair.formulas import NUMERIC
 from privfair.privacy import Scheduled, calibrate_gaussian_sigma, gaussian_event, pure_event
 
+import numpy as np
+
 from ..base import Backend
+from ..options import Option
 from .backend import ERMBackend
 from .noise import gamma_norm_noise
 from .options import ERM_OPTIONS
@@ -44,15 +49,60 @@ THEOREM = ("[K] Thm 1 / Chaudhuri et al. 2011: ‖θ̂(D) − θ̂(D')‖ ≤ Δ
 #: the name of the one scheduled release
 RELEASE = "output perturbation noise"
 
+#: hard-thresholding of the released w (post-processing; docs/sparsity.md "Sparsity after noise")
+THRESHOLD = Option("threshold", "float", 1.0, low=0,
+                   doc="zero every group (ℓ1: coordinate) of the noisy w whose ℓ2 norm is below "
+                       "this × σ(√|g| + √(2 log 2G)), the level pure noise stays under w.p. "
+                       "≥ 1 − 1/(2G) per group: post-processing at a public level, so sparsity "
+                       "survives the noise (0: off; needs project)")
 
-def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, kappa_g=2.0, *,
-                 project=True, ops=NUMERIC):
+
+def threshold_groups(decisions):
+    """The groups the release is hard-thresholded by: a disjoint group norm's groups (ℓ1: the
+    coordinates), every coordinate alone for any other sparsity norm; none for the ℓ2 ball (no
+    sparsity to keep) or a single group (ℓ∞, one feature: no support to select).  Public:
+    read from the decision set."""
+    norm = decisions.norm
+    if norm is None:
+        return []
+    if getattr(norm, "disjoint", False) and hasattr(norm, "groups"):
+        groups = [np.asarray(g) for g in norm.groups]
+    else:
+        groups = [np.array([j]) for j in range(decisions.n_features)]
+    # one group (ℓ∞, or a single feature): no support to select, only "all or nothing"
+    return groups if len(groups) >= 2 else []
+
+
+def threshold_levels(groups, sigma):
+    """t_g = σ(√|g| + √(2 log 2G)): ‖b_g‖₂ ≤ t_g w.p. ≥ 1 − 1/(2G) for b_g ~ N(0, σ²I_|g|)
+    (Gaussian concentration of the 1-Lipschitz ‖·‖₂ around its mean ≤ √|g|: P[‖b_g‖ ≥ σ(√|g| +
+    u)] ≤ e^{−u²/2}, here u² = 2 log 2G), so all pure-noise groups are zeroed w.p. ≥ 1/2."""
+    G = len(groups)
+    if G == 0:
+        return np.zeros(0)
+    extra = np.sqrt(2.0 * np.log(2.0 * G))
+    return sigma * (np.sqrt([len(g) for g in groups]) + extra)
+
+
+def hard_threshold(theta, groups, levels):
+    """θ with w_g set to 0 where ‖w_g‖₂ ≤ t_g (the intercept is never thresholded)."""
+    out = np.array(theta, dtype=float)
+    for g, t in zip(groups, levels):
+        if float(np.linalg.norm(out[g])) <= t:
+            out[g] = 0.0
+    return out
+
+
+def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, kappa_g=2.0,
+                 t_norm=0.0, *, project=True, ops=NUMERIC):
     """The plan's bound on E[J(θ_priv)] − J(θ̂) (module docstring), from its constants.
 
     Δ₂ = κ_g·ζ/(nΛ) + 2τ (κ_g = n·Δ_g/ζ: 2 for the triangle-inequality bound, less for the
     logistic loss; :meth:`privfair.erm.ERM.gradient_sensitivity`); Gaussian noise σ = Δ₂·σ₁ (σ₁ = the analytic-Gaussian σ for Δ = 1 at
     (ε, δ), numeric) or, when ``sigma_1`` is None, the ε-DP density ∝ exp(−ε‖b‖/Δ₂), κ = Δ₂/ε.
-    Projected: (ζ + Λr₂)·E‖b‖; unprojected ([K] Lemma 1): ζ·E|bᵀe| + Λ·E‖b‖²/2.  Pure.
+    Projected: (ζ + Λr₂)·(E‖b‖ + ‖t‖), ‖t‖ the ℓ2 norm of the hard-threshold levels (0 without
+    thresholding: zeroing a group whose noisy norm is ≤ t_g moves θ by ≤ t_g); unprojected
+    ([K] Lemma 1): ζ·E|bᵀe| + Λ·E‖b‖²/2.  Pure.
     """
     sens = kappa_g * zeta / (n * Lambda) + 2 * tau
     if sigma_1 is not None:
@@ -62,7 +112,7 @@ def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, kappa
         kappa = sens / epsilon
         e_norm, e_abs, e_sq = P * kappa, kappa * ops.sqrt(P + 1), kappa ** 2 * P * (P + 1)
     if project:
-        return (zeta + Lambda * r_2) * e_norm
+        return (zeta + Lambda * r_2) * (e_norm + t_norm)
     return zeta * e_abs + Lambda * e_sq / 2
 
 
@@ -71,8 +121,9 @@ class OutputPerturbationBackend(ERMBackend, Backend):
     name = "output_perturbation"
     theorem = THEOREM
     need_strong = True
-    #: the projection and the constraint form's three (backends.erm.options.ERM_OPTIONS)
-    option_table = ERM_OPTIONS
+    #: the projection and the constraint form's three (backends.erm.options.ERM_OPTIONS), and
+    #: the hard threshold that keeps the release sparse (:data:`THRESHOLD`)
+    option_table = ERM_OPTIONS + (THRESHOLD,)
 
     def sensitivity(self, erm, relation="row"):
         """(Δ₂, source): Δ_g/Λ + 2τ (module docstring)."""
@@ -124,8 +175,23 @@ class OutputPerturbationBackend(ERMBackend, Backend):
                 theta = theta + draws.custom(prefix + RELEASE,
                                              lambda src, kappa: gamma_norm_noise(P, kappa, src))
         if options["project"]:
+            if spec is not None and options.get("threshold", 0.0) > 0:
+                # post-processing of the release at a public level (σ is public): the noise
+                # alone would leave every group nonzero (issue #20: 12/12 groups at ε = 1)
+                groups = threshold_groups(erm.decisions)
+                levels = options["threshold"] * threshold_levels(
+                    groups, self.noise_scale(erm, spec, relation))
+                theta = hard_threshold(theta, groups, levels)
             theta = erm.decisions.project(theta)
         return theta
+
+    def noise_scale(self, erm, spec, relation="row"):
+        """σ of one coordinate of the release's noise (public): the Gaussian's σ, or the rms
+        κ√(P + 1) of a coordinate of the pure-ε noise (E‖b‖² = κ²P(P + 1))."""
+        sens, _ = self.sensitivity(erm, relation)
+        if spec.delta > 0:
+            return calibrate_gaussian_sigma(sens, spec.epsilon, spec.delta)
+        return sens / spec.epsilon * math.sqrt(erm.P + 1)
 
     def predicted(self, erm, spec, opts, relation="row"):
         params, notes = {}, []
@@ -141,9 +207,18 @@ class OutputPerturbationBackend(ERMBackend, Backend):
         if delta > 0:
             values["sigma_1"] = sigma / sens       # σ is linear in Δ₂ (Balle & Wang, Thm 8)
         project = opts["project"]
+        thr = opts.get("threshold", 0.0) if project else 0.0
+        groups = threshold_groups(erm.decisions)
+        levels = thr * threshold_levels(groups, self.noise_scale(erm, spec, relation))
+        values["t_norm"] = float(np.sqrt(np.sum(levels ** 2)))
         risk = excess_bound(n=erm.n, epsilon=eps, project=project, **values)
         if project:
-            notes.append("predicted: (ω·L·‖u‖ + Λ·r₂)·E‖b‖ (projection is 1-Lipschitz)")
+            notes.append("predicted: (ω·L·‖u‖ + Λ·r₂)·(E‖b‖ + ‖t‖) (projection is 1-Lipschitz; "
+                         "the hard threshold moves θ by at most ‖t‖ = (Σ_g t_g²)^½ more)")
+        if thr > 0 and groups:
+            notes.append(f"sparsity: groups of the noisy w with ‖w_g‖₂ ≤ t_g = {thr:g}·σ(√|g| + "
+                         f"√(2 log 2G)) are set to 0 before the projection ({len(groups)} groups, "
+                         "post-processing at a public level; option threshold=0 turns it off)")
         else:
             notes.append("predicted: [K] Lemma 1, E[J(θ̂+b)] − J(θ̂) ≤ ω·L·‖u‖·E|bᵀe| + Λ E‖b‖²/2")
         params.update(sensitivity=sens, sigma=sigma, bound_values=values, project=project)

@@ -19,7 +19,9 @@ weighted surrogate error r·ℓ(θ) equals, up to a constant, Σ_i a_{g_i,y_i}·
 row puts on ŷ = 1; a_{g,y} = Δr_joint/n + Δr_rate/(n q_{g,y}) + r_sel/(n q_g) with the *public*
 group-mass bound q in place of the clamped empirical denominators (so the weights are row-local).
 The y = 0 rows' mass is φ̃(z) (convex), the y = 1 rows' is 1 − φ̃(−z) (concave), so the ERM is
-convex iff a_{g,0} ≥ 0 and a_{g,1} ≤ 0; the per-row loss is |a|·φ(∓z)/φ(B), a GLM.
+convex iff a_{g,0} ≥ 0 and a_{g,1} ≤ 0; the per-row loss is |a|·φ(∓z)/φ(B), a GLM.  Its ridge
+is Λ/φ(B) for ``SparseLinear(l2=Λ)`` in the loss's units (the default; so that Λ means what it
+means for :func:`privfair.sparse.glm`), Λ for ``l2_units="scaled"`` (``ERM.l2_factor``).
 
 This module reads the private layout of :class:`privfair.stats.Rates` (``_joint``, ``_rate``,
 ``_sel``, ``_bound``, ...; tests/test_layers.py allowlists those reads) until issue #17's public
@@ -173,8 +175,12 @@ def erm_from_rates(rates, r, denominators="public"):
     n = rates.n
     # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy (#19)
     U = designs.ClippedRows(rates.data.X, rates._clip_scale)
+    # SparseLinear(l2=Λ) is in the loss's units unless declared "scaled": this ERM's loss is
+    # the surrogate divided by φ(B), so its ridge is Λ/φ(B) (public: B and φ are) — issue #20
+    factor = scale if getattr(ds, "l2_units", "loss") == "loss" else 1.0
     erm = ERM(U, np.where(yv == 1, 1.0, -1.0), coef * scale / n, LOSSES[rates.surrogate], ds,
-              float(np.abs(a).max()) * scale, math.sqrt(rates.feature_bound ** 2 + 1.0))
+              float(np.abs(a).max()) * scale, math.sqrt(rates.feature_bound ** 2 + 1.0),
+              l2_factor=factor)
     erm.meta["r"] = np.asarray(r, float)
     return erm
 
