@@ -51,6 +51,7 @@ scheduled (nominal) noise variance.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -386,7 +387,10 @@ class CellsBackend(Backend):
         # the design rows u_i are read one chunk at a time (never the n×dim matrix U): T and
         # every Newton step of the proxy's fit are passes over the rows (#19)
         rows, design = data.rows(), proxy_design(features, inter)
-        T_exact = rows.map_sum(passes.weighted_sum, design, ("group", 0))   # Σ a_i u_i
+        # T = Σ a_i u_i and, in the same pass, the proxy fit's Newton terms at θ = 0 (they
+        # read u_i only, public under the relation; the fit's first step, not a release)
+        T_exact, start = rows.map_sum(passes.sum_and_logistic_terms, design, ("group", 0),
+                                      np.zeros(design.dim(rows.n_features)), True)
         draws = None
         if private:
             schedule = getattr(plan, "schedule", None)
@@ -400,7 +404,8 @@ class CellsBackend(Backend):
         else:
             T = T_exact
         del T_exact
-        proxy_coef = _proxy.logistic_from_statistic(rows, T, ds.ridge, design=design)
+        proxy_coef = _proxy.logistic_from_statistic(rows, T, ds.ridge, design=design,
+                                                    start=start)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
         # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
         s, p_xy, p = per_row_scores(data, rule)
@@ -539,7 +544,25 @@ def extreme_design_rows(data, features, interactions) -> np.ndarray:
     ‖z‖·√(1 + y²) in ℓ2); the sensitivity is then computed on the design rows themselves (the
     same numbers as U's rows; a norm may round differently in its last bit when two rows tie,
     as any float sum may).  A maximum does not merge by addition, so this reads the in-memory
-    chunks directly rather than through ``map_sum``."""
+    chunks directly rather than through ``map_sum``.  Found once per dataset (its rows are
+    read-only), not once per plan."""
+    try:
+        known = _EXTREME_OF.setdefault(data, {})
+    except TypeError:                  # not weak-referenceable: not cached
+        known = {}
+    key = (features, bool(interactions))
+    if key not in known:
+        U = _extreme_design_rows(data, features, interactions)
+        U.setflags(write=False)
+        known[key] = U
+    return known[key]
+
+
+#: dataset → {(features, interactions): its extreme design rows} (public under the relation)
+_EXTREME_OF = weakref.WeakKeyDictionary()
+
+
+def _extreme_design_rows(data, features, interactions) -> np.ndarray:
     if data.n == 0:
         return features.design(np.zeros((0, data.n_features)), data.y, interactions)
     best = [(-np.inf, None, None), (-np.inf, None, None)]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,18 @@ def quantile_edges(values, bins: int) -> np.ndarray:
 def bin_index(values, inner_edges) -> np.ndarray:
     """Bin of every value: b with inner_edges[b−1] ≤ v < inner_edges[b] (0 .. len(edges))."""
     return np.searchsorted(np.asarray(inner_edges), np.asarray(values, dtype=float), side="right")
+
+
+#: dataset → {(feature_groups, clip): ProxyFeatures}: a dataset's feature map, found once
+_FEATURES_OF = weakref.WeakKeyDictionary()
+
+
+def _weakrefable(obj) -> bool:
+    try:
+        weakref.ref(obj)
+    except TypeError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=64)
@@ -350,10 +363,25 @@ class ProxyCells(DecisionSet):
         are found by one pass that counts every column's other values."""
         from . import passes
 
-        if hasattr(X, "map_sum") or hasattr(X, "rows"):
+        source = hasattr(X, "map_sum") or hasattr(X, "rows")
+        key = (self.feature_groups, self.clip)
+        if source:
+            # a dataset's rows do not change (read-only): its feature map is found once, not
+            # once per plan and run (one pass each)
+            known = _FEATURES_OF.get(X, {}) if _weakrefable(X) else {}
+            if key in known:
+                return known[key]
             rows = passes.rows_of(X)
         else:
             rows = passes.ArrayRows(_as_X(X))
+        out = self._features_of(rows)
+        if source and _weakrefable(X):
+            _FEATURES_OF.setdefault(X, {})[key] = out
+        return out
+
+    def _features_of(self, rows) -> ProxyFeatures:
+        from . import passes
+
         d = rows.n_features
         if self.feature_groups is not None:
             if max(j for g in self.feature_groups for j in g) >= d:

@@ -53,7 +53,8 @@ import numpy as np
 from .errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
-           "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms", "sigmoid",
+           "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms",
+           "sum_and_logistic_terms", "sigmoid",
            "max_norm_rows", "non_binary_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
@@ -424,7 +425,18 @@ def weighted_sum(chunk, design, target) -> np.ndarray:
 def logistic_terms(chunk, design, theta, hessian: bool):
     """One Newton pass of a logistic likelihood at θ: (Σ log(1 + e^{zᵢ·θ}), Σ σ(zᵢ·θ) zᵢ,
     Σ σ(1 − σ) zᵢzᵢᵀ or None).  The labels do not enter: the fit reads them through T."""
+    return _logistic_terms(design.matrix(chunk), design, theta, hessian)
+
+
+def sum_and_logistic_terms(chunk, design, target, theta, hessian: bool):
+    """(:func:`weighted_sum`, :func:`logistic_terms`) of the chunk in one pass: a fit's
+    statistic T = Σ tᵢzᵢ and its Newton terms at the start θ (which do not read t), from one
+    read of the rows — the same numbers as the two passes apart."""
     Z = design.matrix(chunk)
+    return design.tdot(Z, _weights(chunk, target)), _logistic_terms(Z, design, theta, hessian)
+
+
+def _logistic_terms(Z, design, theta, hessian):
     z = design.dot(Z, theta)
     p = sigmoid(z)
     f = float(np.sum(np.logaddexp(0.0, z)))

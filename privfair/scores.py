@@ -15,7 +15,7 @@ from .errors import InvalidInputError
 
 
 def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None,
-                            chunk_rows=None) -> np.ndarray:
+                            chunk_rows=None, start=None) -> np.ndarray:
     """argmin_θ Σ_i log(1 + e^{z_i·θ}) − θ·T + (ridge/2)‖θ‖² by damped Newton.
 
     With T = Σ_i t_i z_i this is ridge logistic regression of t on Z; the labels enter only
@@ -38,6 +38,9 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
     design : None or a :mod:`privfair.passes` design -- how rows become z (default: z is the
         row itself; ``passes.INTERCEPT`` prepends a 1 without copying the rows).
     chunk_rows : int, optional -- rows per chunk of an in-memory source.
+    start : None or (f, g, H) -- the pass sums of :func:`passes.logistic_terms` at θ = 0 (with
+        the Hessian) over the same rows and design, when the caller had them computed in the
+        pass that summed T (:func:`passes.sum_and_logistic_terms`): saves the first pass.
     """
     rows = passes.rows_of(Z, chunk_rows)
     design = passes.PLAIN if design is None else design
@@ -50,9 +53,11 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
                                 f"design ({d})")
     ridge = float(ridge)
 
-    def evaluate(theta, hessian):
-        """(f, ∇f, ∇²f) at θ in one pass (∇²f None when not asked)."""
-        f, g, H = rows.map_sum(passes.logistic_terms, design, theta, hessian)
+    def evaluate(theta, hessian, sums=None):
+        """(f, ∇f, ∇²f) at θ in one pass (∇²f None when not asked); ``sums``: that pass's
+        result, already computed."""
+        f, g, H = rows.map_sum(passes.logistic_terms, design, theta, hessian) if sums is None \
+            else (sums[0], np.array(sums[1], dtype=float), np.array(sums[2], dtype=float))
         f = f - theta @ T + 0.5 * ridge * theta @ theta
         g = g - T + ridge * theta
         if H is not None:
@@ -60,7 +65,11 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
         return f, g, H
 
     theta = np.zeros(d)
-    f, g, H = evaluate(theta, True)
+    if start is not None and (len(start) != 3 or start[2] is None
+                              or np.shape(start[2]) != (d, d) or np.shape(start[1]) != (d,)):
+        raise InvalidInputError("start", "a partial of another shape", "pass the (f, g, H) "
+                                "of passes.logistic_terms at θ = 0 with the Hessian")
+    f, g, H = evaluate(theta, True, start)
     for _ in range(iters):
         if H is None:        # the last step was a halved one: its gradient was not computed
             _, g, H = evaluate(theta, True)
@@ -101,8 +110,11 @@ def fit_score(X, y=None, ridge=1.0, *, chunk_rows=None) -> np.ndarray:
         X = np.asarray(X)
         rows = passes.ArrayRows(X if X.dtype.kind in "fiub" else X.astype(float), y,
                                 chunk_rows=chunk_rows)
-    T = rows.map_sum(passes.weighted_sum, passes.INTERCEPT, "y")
-    return logistic_from_statistic(rows, T, ridge, design=passes.INTERCEPT)
+    # Zᵀy and the first Newton step's terms (at θ = 0) in one pass
+    d = passes.INTERCEPT.dim(rows.n_features)
+    T, start = rows.map_sum(passes.sum_and_logistic_terms, passes.INTERCEPT, "y", np.zeros(d),
+                            True)
+    return logistic_from_statistic(rows, T, ridge, design=passes.INTERCEPT, start=start)
 
 
 def public_score(data, ridge: float = 1.0):

@@ -1,0 +1,67 @@
+"""Fewer passes over the rows (#19): the statistic T and a Newton fit's first terms share one
+pass, and a dataset's proxy feature map and extreme design rows are found once per dataset, not
+once per plan.  Every number is the one the separate passes give (the same bits)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair import passes
+from privfair.scores import fit_score, logistic_from_statistic
+
+
+def _data(n=2500, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, -2:] = rng.integers(0, 2, size=(n, 2))
+    sex = rng.integers(0, 2, n)
+    y = (X[:, 0] + 0.8 * sex + rng.logistic(size=n) > 0.3).astype(int)
+    return pf.Dataset(X, y, sex, group_names=[0, 1], labels=[0, 1])
+
+
+def test_the_fused_pass_is_the_two_passes():
+    rows = _data().rows(chunk_rows=300)
+    theta = np.zeros(rows.n_features + 1)
+    T, (f, g, H) = rows.map_sum(passes.sum_and_logistic_terms, passes.INTERCEPT, "y", theta, True)
+    assert np.array_equal(T, rows.map_sum(passes.weighted_sum, passes.INTERCEPT, "y"))
+    f2, g2, H2 = rows.map_sum(passes.logistic_terms, passes.INTERCEPT, theta, True)
+    assert f == f2 and np.array_equal(g, g2) and np.array_equal(H, H2)
+
+
+def test_a_fit_from_the_fused_start_is_the_fit_without_it():
+    data = _data()
+    rows = data.rows()
+    T = rows.map_sum(passes.weighted_sum, passes.INTERCEPT, "y")
+    plain = logistic_from_statistic(rows, T, 1.0, design=passes.INTERCEPT)
+    assert np.array_equal(fit_score(data), plain)
+    assert np.array_equal(fit_score(data.X, data.y), plain)
+    with pytest.raises(pf.errors.InvalidInputError):
+        logistic_from_statistic(rows, T, 1.0, design=passes.INTERCEPT, start=(0.0, T, None))
+
+
+def test_a_cells_solve_reads_the_rows_a_bounded_number_of_times(monkeypatch):
+    """A regression guard on the number of passes of a whole cells solve (plan, fit, check):
+    the feature map and the sensitivity's extreme rows are found once, T and each Newton fit's
+    first terms share a pass."""
+    counts = {}
+    orig = passes.ArrayRows.chunks
+    for cls in (passes.ArrayRows, passes.IndexedRows):
+        base = cls.chunks
+
+        def chunks(self, _base=base):
+            counts["passes"] = counts.get("passes", 0) + 1
+            return _base(self)
+        monkeypatch.setattr(cls, "chunks", chunks)
+    assert orig is not None
+    data = _data(n=6000)
+    r = pf.rates(pf.ProxyCells(5, 3), data)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection[0] - r.selection[1]) <= 0.05])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="auto", seed=0, progress=False)
+    # 1 feature map + 1 extreme rows + score (1 fused + Newton steps) + proxy (1 fused +
+    # Newton steps) + 1 per-row scores (the held-out check reads the other rows by index):
+    # 12 here, 16 without the fusing and the caching
+    assert counts["passes"] <= 12, counts
