@@ -708,7 +708,7 @@ def _cmd_audit(args) -> int:
 
     import privfair as pf
     from .backends import BACKENDS, get
-    from .privacy.audit import run_condition
+    from .privacy.audit import certificate_of, run_condition
     from .privacy.audit_instances import audit_instances, default_runs
 
     if args.backend not in BACKENDS:      # no 'auto' here: the audit tests one named backend
@@ -740,9 +740,10 @@ def _cmd_audit(args) -> int:
         raise CommandError(f"--runs {runs}: at least 8 runs are needed (a pilot and a test part)")
     controls = chosen.negative_controls() if args.negative_control else ()
     seeds = np.random.SeedSequence(args.seed).spawn(1 + 2 * (1 + len(controls)))
+    # progress: a bar per phase (certificate, solves on D and D', tests) on a terminal only
+    progress = _show_progress(args)
     try:
-        cert = chosen.build(D).solve(privacy, backend=backend.name, seed=seeds[0],
-                                     progress=False, **options).certificate
+        cert = certificate_of(backend.name, chosen, D, privacy, options, seeds[0], progress)
     except PrivfairError as err:        # e.g. sgda at δ = 0: a usage error, one line
         raise CommandError(f"the audit instance cannot run at ε={args.epsilon:g}, "
                            f"δ={delta:g}: {err}") from None
@@ -757,7 +758,6 @@ def _cmd_audit(args) -> int:
             "the plan, and whether the solve raised")
     print(f"claim (the certificate of a run at ε={args.epsilon:g}, δ={privacy.delta:g}, "
           f"protect={chosen.protect!r}): ε = {eps:.6g}, δ = {delta:.3g}")
-    progress = _show_progress(args)
     conditions = [("honest run", None, args.epsilon, {})] + [
         (f"negative control '{c.label}'", c, c.epsilon_factor * args.epsilon, c.options)
         for c in controls]

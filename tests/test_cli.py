@@ -357,6 +357,40 @@ def test_audit_prints_every_condition_and_a_summary(capsys):
     assert re.search(r"summary \(claim ε = .*\n  honest\s+ε ≥ \S+\s+PASS", out)
 
 
+class _Terminal(__import__("io").StringIO):
+    def isatty(self):
+        return True
+
+
+def test_audit_shows_a_bar_per_phase_on_a_terminal_and_none_in_a_log(monkeypatch, capsys):
+    """#20: the audit's certificate and test phases showed no progress (the test bar needed
+    ≥ 20 tested fields); every phase has a bar on a terminal, a log gets none."""
+    import warnings
+
+    from privfair.errors import ResultStatusWarning
+
+    argv = ["audit", "--backend", "exponential", "--runs", "16"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0                     # pytest's stderr is no terminal: a log
+    out, err = capsys.readouterr()
+    assert "\r" not in err and "it/s" not in err and "PASS" in out
+    # the instance is too small for the held-out check: its status is a tested field, not a
+    # warning per solve in the log
+    assert not [w for w in caught if issubclass(w.category, ResultStatusWarning)]
+    term = _Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(argv) == 0
+    bars = term.getvalue()
+    for phase in ("claim: certificate of one honest solve", "honest D:", "honest D':",
+                  "honest tests:"):
+        assert phase in bars, (phase, bars)
+    term = _Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(argv + ["--no-progress"]) == 0
+    assert term.getvalue() == ""
+
+
 def test_heldout_tester_passes_equal_laws_and_bounds_a_known_loss():
     import math
 
