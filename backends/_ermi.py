@@ -201,6 +201,11 @@ class LinearAdapter:
         """F_τ(x) = softmax(z/τ): the probabilities ψ reads (τ = 1: F)."""
         return self._probs(torch, self._xhat(torch, X) @ theta.T / self.tau)
 
+    def differentiable_probs(self, torch, theta, X, tau=1.0):
+        """F_τ(x) = softmax(z/τ) at the temperature ``tau``, differentiable in θ (autograd: the
+        reference the closed-form gradients are checked against)."""
+        return self._probs(torch, self._xhat(torch, X) @ theta.T / tau)
+
     def public_grad(self, torch, theta, X, y, v, lam):
         """∇_θ Σ_i [CE(x_i, y_i) + λ v_i·F(x_i)] and F on the rows (closed form)."""
         Xh = self._xhat(torch, X)
@@ -298,6 +303,11 @@ class ModuleAdapter:
     def ermi_probs(self, torch, theta, X):
         with torch.no_grad():
             return self._probs(torch, self._params(theta), X, self.tau)
+
+    def differentiable_probs(self, torch, theta, X, tau=1.0):
+        """F_τ(x) at the temperature ``tau``, differentiable in θ (autograd: the reference the
+        per-row Jacobian sums are checked against)."""
+        return self._probs(torch, self._params(theta), X, tau)
 
     def public_grad(self, torch, theta, X, y, v, lam):
         th = theta.detach().requires_grad_(True)

@@ -143,7 +143,7 @@ def hull_diameter(rates, support) -> dict:
     return rates.layout.hull_diameter(support)
 
 
-class _Constants:
+class Constants:
     """Everything the bound (★) needs, read from the Analysis (public)."""
 
     def __init__(self, problem, analysis):
@@ -382,7 +382,7 @@ class FrankWolfeBackend(Backend):
         """T, the split and the releases, scheduled once (``spent``: events already recorded
         against the same (ε, δ))."""
         opts = self.options_from(options)       # typed errors before anything is spent
-        c = _Constants(problem, analysis)
+        c = Constants(problem, analysis)
         params = {"G": analysis.G, "smoothing": analysis.smoothing, "candidates": c.m,
                   "support": c.d, "C_h": c.C, "C_h_norm": c.C_norm,
                   "diameter": dict(c.diam), "beta_h_smooth": dict(c.beta)}
@@ -497,7 +497,7 @@ class FrankWolfeBackend(Backend):
 
         if not math.isfinite(plan.predicted_excess_risk):
             return None
-        c = _Constants(plan.problem, plan.analysis)
+        c = Constants(plan.problem, plan.analysis)
         p = plan.params
         if plan.privacy.is_private:
             v = c.bound_values(p["T"], p["calibration"].eps_E, p["mechanism"], p["noise_scale"])
@@ -532,7 +532,7 @@ class FrankWolfeBackend(Backend):
                                         "device='cpu' or pip install torch") from None
         c = getattr(plan, "_fw_constants", None)
         if c is None or c.analysis_id != id(analysis):
-            c = _Constants(problem, analysis)       # public: from the Analysis only
+            c = Constants(problem, analysis)       # public: from the Analysis only
             plan._fw_constants = c
         S = c.support
         draws, cal = None, params.get("calibration")

@@ -346,7 +346,7 @@ class OracleLearnerBackend(Backend):
             params["ridge"] = o["ridge"]
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
-        out._setup = s                    # public constants, reused by run
+        out.oracle_setup = s                  # public constants, reused by run
         out.schedule = schedule
         return out
 
@@ -358,7 +358,7 @@ class OracleLearnerBackend(Backend):
         symbols.  None for the regression oracle (no proven bound) and for ε = ∞ runs."""
         import sympy as sp
 
-        s, P = getattr(plan, "_setup", None), plan.params
+        s, P = getattr(plan, "oracle_setup", None), plan.params
         if s is None or s.kind != "finite" or not plan.privacy.is_private:
             return None
         eo, T, B, G, beta, H, sl, dS = sp.symbols(
@@ -384,7 +384,7 @@ class OracleLearnerBackend(Backend):
         from ._draws import laplace, select
 
         problem, privacy, p = plan.problem, plan.privacy, plan.params
-        s = getattr(plan, "_setup", None) or _Setup(problem, plan.analysis, privacy)
+        s = getattr(plan, "oracle_setup", None) or _Setup(problem, plan.analysis, privacy)
         r, ds = s.rates, s.rates.decisions
         T, B, eta = p["T"], p["B"], p["eta"]
         private = privacy.is_private

@@ -71,7 +71,7 @@ OPTIONS = (
 )
 
 
-def _shape(problem):
+def problem_shape(problem):
     """(pairs, knobs, w_joint (G, 2, 2)) or Unsupported."""
     r = problem.rates
     w, _ = J.objective_weights(problem)
@@ -122,7 +122,7 @@ class PostprocessingBackend(Backend):
         if r.G < 2:
             return Verdict(False, "needs at least two groups")
         try:
-            pairs, _, _ = _shape(problem)
+            pairs, _, _ = problem_shape(problem)
         except J.Unsupported as err:
             return Verdict(False, str(err))
         neg = [p for p in pairs if p.gamma < 0]
@@ -143,7 +143,7 @@ class PostprocessingBackend(Backend):
             self.refuse("protect='row' protects X and y, so the base predictor cannot be fitted on "
                         "this data: pass base=<a predictor trained on public data> (solve option) "
                         "or pf.PostProcessed(base=...)")
-        pairs, knobs, w_joint = _shape(problem)
+        pairs, knobs, w_joint = problem_shape(problem)
         G, n, beta = r.G, r.n, o["beta"]
         declared = getattr(r, "_q", None)
         q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * G * r.L)
@@ -227,7 +227,7 @@ class PostprocessingBackend(Backend):
         # failing on some private row (a data-dependent failure — issue #16)
         yhat = _labels(base, data.X, ds.threshold,
                        nonfinite="negative" if privacy.protect == "row" else "raise")
-        pairs, knobs, w_joint = getattr(plan, "_shape", None) or _shape(problem)
+        pairs, knobs, w_joint = getattr(plan, "_shape", None) or problem_shape(problem)
         G, n = r.G, r.n
         N = J.cell_counts(yhat, data.group, data.y, G)
         # X is public under protect="sensitive" (and the base predictor is public), so the

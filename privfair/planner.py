@@ -361,7 +361,9 @@ def _checked(problem, result, held, privacy, holdout, rng, why):
     result.certificate = _replace(cert, notes=tuple(cert.notes) + (note,))
     if chk.fallback:
         chk.trained = result
-        result = constant_result(result, chk._constant_code)
+        # the constant's code: its label's position among the result's labels (the check
+        # chose constant_label = labels[code]; labels are distinct)
+        result = constant_result(result, list(result.labels).index(chk.constant_label))
         result.certificate = chk.trained.certificate
     result.holdout, result.status = chk, status_of(chk)
     return result

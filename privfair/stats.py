@@ -636,20 +636,24 @@ class Rates:
                                     f"length n_features + 1 = {self.decisions.P}")
         return self._soft(theta)
 
-    def cell_coefficients(self, weights, group_mass_bound=None) -> np.ndarray:
+    def cell_coefficients(self, weights, group_mass_bound=None, *,
+                          denominators=None) -> np.ndarray:
         """a (G, 2): the derivative of weights·ℓ in the mass a row of cell (g, y) puts on ŷ = 1
         (binary labels), at the clamped denominators — the map from ℓ to row coefficients:
         weights·ℓ(θ) = const + Σ_i a_{g_i, y_i}·s_i(θ), s_i the row's mass on ŷ = 1.
 
         ``a[g, y] = (w_J(g,y,1) − w_J(g,y,0))/n + (w_R(g,y,1) − w_R(g,y,0))/d_{g,y} + w_sel(g)/d_g``
-        (private: the denominators d are counts)."""
+        (private: the clamped denominators d are counts).  ``denominators=(d, d_g)`` uses other
+        denominators instead (e.g. the public n·q, for an objective whose weights must not
+        depend on the counts)."""
         if self.L != 2:
             raise InvalidInputError("labels", self.label_values, "row coefficients are defined "
                                     "for binary labels")
         wts = np.asarray(weights, dtype=float).reshape(-1)
         if wts.shape != (self.K,):
             raise InvalidInputError("weights", wts.shape, f"pass K={self.K} weights")
-        den, den_g = self._denominators(group_mass_bound)
+        den, den_g = (self._denominators(group_mass_bound) if denominators is None
+                      else denominators)
         J, R, S = self.layout.joint, self.layout.rate, self.layout.selection
         a = np.zeros((self.G, 2))
         for y in (0, 1):
@@ -658,9 +662,11 @@ class Rates:
                        + wts[S] / den_g)
         return a
 
-    def row_coefficients(self, weights, group_mass_bound=None) -> np.ndarray:
+    def row_coefficients(self, weights, group_mass_bound=None, *,
+                         denominators=None) -> np.ndarray:
         """Per row, a_{g_i, y_i} of :meth:`cell_coefficients` (n floats; private data)."""
-        return self.cell_coefficients(weights, group_mass_bound).ravel()[self._cell]
+        return self.cell_coefficients(weights, group_mass_bound,
+                                      denominators=denominators).ravel()[self._cell]
 
     def _denominators(self, group_mass_bound):
         q, qg = self._bound(group_mass_bound)

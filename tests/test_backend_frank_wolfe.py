@@ -7,7 +7,7 @@ import pytest
 
 import privfair as pf
 from privfair.backends import get
-from privfair.backends.frank_wolfe import _Constants, hull_diameter, score_sensitivity
+from privfair.backends.frank_wolfe import Constants, hull_diameter, score_sensitivity
 from privfair.errors import BackendRefusedError
 from privfair.privacy.randomness import as_source
 from privfair.privacy.testing import check_dp
@@ -80,7 +80,7 @@ def test_score_sensitivity_bounds_every_neighbour():
     data = synthetic(2, n=16)
     prob = lse_problem(data, grid=6, q=0.2)
     an = prob.analyze(pf.DP(1.0))
-    c = _Constants(prob, an)
+    c = Constants(prob, an)
     S = c.support
     LD = prob.rates.evaluate_all()[:, S]
     for i in range(data.n):

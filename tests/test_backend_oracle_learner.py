@@ -188,9 +188,9 @@ def test_plan_reports_thm_4_4_quantities(fair_problem):
     plan = prob.plan(pf.DP(1.0, 1e-6), backend="oracle_learner").chosen
     p = plan.params
     nu, _ = J.oracle_nu(T=p["T"], B=p["B"], n_terms=4, n_candidates=80,
-                        geometry=J.term_geometry(plan._setup.terms, plan._setup.S),
+                        geometry=J.term_geometry(plan.oracle_setup.terms, plan.oracle_setup.S),
                         eps_oracle=p["epsilon_per_mechanism"],
-                        s_learner=plan._setup.s_learner(p["B"]), b=p["release_scale"],
+                        s_learner=plan.oracle_setup.s_learner(p["B"]), b=p["release_scale"],
                         n_support=4)
     assert p["nu"] == pytest.approx(nu)
     assert plan.predicted_excess_risk == pytest.approx(
@@ -272,9 +272,9 @@ def test_neighbouring_datasets_pass_and_half_noise_is_refuted():
     oD, plan = _outputs(D, q, eps, runs, 21)
     oDp, _ = _outputs(Dp, q, eps, runs, 22)
     # μ(h) of the released rates on both datasets, and the noise scale of the plan
-    S = plan._setup.S
-    muD = pf.rates(plan._setup.rates.decisions, D, group_mass_bound=q).evaluate_all()[:, S]
-    muDp = pf.rates(plan._setup.rates.decisions, Dp, group_mass_bound=q).evaluate_all()[:, S]
+    S = plan.oracle_setup.S
+    muD = pf.rates(plan.oracle_setup.rates.decisions, D, group_mass_bound=q).evaluate_all()[:, S]
+    muDp = pf.rates(plan.oracle_setup.rates.decisions, Dp, group_mass_bound=q).evaluate_all()[:, S]
     b = plan.params["release_scale"]
     eps_each = plan.params["epsilon_per_mechanism"]
     assert np.abs(muD - muDp).sum(axis=1).max() == pytest.approx(

@@ -114,12 +114,12 @@ def test_certificate_total_equals_accountant_and_budget_is_charged(train_test):
 def test_output_is_post_processing_of_the_released_counts(train_test):
     """The rule is the LP solved on the released counts: re-solving from the trace reproduces it."""
     from privfair.backends import _jagielski as J
-    from privfair.backends.postprocessing import _shape
+    from privfair.backends.postprocessing import problem_shape
 
     train, _ = train_test
     prob = eo_problem(train)
     res = prob.solve(pf.DP(1.0), backend="postprocessing", seed=5)
-    pairs, _, w_joint = _shape(prob)
+    pairs, _, w_joint = problem_shape(prob)
     Nt = np.maximum(res.info["released_counts"], 0.0)
     p, _ = J.solve_lp(Nt, train.n, w_joint, pairs, res.info["slack"])
     assert np.allclose(p, res.decision.p)

@@ -111,8 +111,7 @@ def test_public_plus_private_pieces_are_the_gradient_of_psi(name, adapter, L):
     # autograd reference
     th = theta.clone().requires_grad_(True)
     Wg = W.clone().requires_grad_(True)
-    F = adapter._probs(torch, adapter._params(th), X) if hasattr(adapter, "_params") else \
-        adapter.probs(torch, th, X)
+    F = adapter.differentiable_probs(torch, th, X)
     total = _psi_torch(Wg, F, a, c, p).sum()
     g_theta, g_W = torch.autograd.grad(total, (th, Wg))
     # the pieces
@@ -595,10 +594,7 @@ def test_temperature_pieces_are_the_gradient_of_psi_at_sharpened_probabilities(n
     adapter.tau = tau
     try:
         th = theta.clone().requires_grad_(True)
-        if hasattr(adapter, "_params"):
-            Ft = adapter._probs(torch, adapter._params(th), X, tau)
-        else:
-            Ft = adapter._probs(torch, adapter._xhat(torch, X) @ th.T / tau)
+        Ft = adapter.differentiable_probs(torch, th, X, tau)
         (g_theta,) = torch.autograd.grad(_psi_torch(W, Ft, a, y, p).sum(), th)
         k_ref, kbar, _ = E.private_coefficients(W, p.sqrt())
         v = (k_ref - (W ** 2).sum(dim=1))[y]

@@ -80,6 +80,16 @@ def test_row_coefficients_are_the_derivative_of_the_weighted_statistics(surrogat
         assert float(a @ (s1 - s2)) == pytest.approx(
             float(w @ (r.evaluate(th1) - r.evaluate(th2))), rel=1e-10, abs=1e-13)
         np.testing.assert_array_equal(a, r.cell_coefficients(w).ravel()[r.row_cell])
+        # other denominators (the public n·q): the same map, read with them
+        q, qg = r.group_mass()
+        pub = r.row_coefficients(w, denominators=(r.n * q, r.n * qg))
+        lay = r.layout
+        for i in (0, 7, 50):
+            g, y = r.data.group[i], r.data.y[i]
+            want = ((w[lay.joint[g, y, 1]] - w[lay.joint[g, y, 0]]) / r.n
+                    + (w[lay.rate[g, y, 1]] - w[lay.rate[g, y, 0]]) / (r.n * q[g, y])
+                    + w[lay.selection[g]] / (r.n * qg[g]))
+            assert pub[i] == pytest.approx(want, rel=1e-12)
 
 
 def test_row_gradient_bound_holds_for_every_row():
