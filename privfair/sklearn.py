@@ -84,8 +84,8 @@ import warnings
 
 import numpy as np
 
-from .errors import (BudgetExceededError, DataError, InvalidInputError, InvalidPrivacyError,
-                     PrivfairError)
+from .errors import BudgetExceededError, DataError, InvalidInputError, PrivfairError
+from .privacy.validate import check_delta, check_epsilon
 
 __all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning",
            "UndeclaredClassesWarning", "UnaccountedBudgetWarning", "ScikitLearnMissingError"]
@@ -183,15 +183,15 @@ def _check_choice(name, value, choices):
         raise InvalidInputError(name, value, f"choose one of {list(choices)}")
 
 
-def _check_real(name, value, low, high, *, low_open=False, allow_inf=False, error=InvalidInputError):
+def _check_real(name, value, low, high, *, low_open=False):
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value)
     if ok:
         v = float(value)
-        ok = (v > low if low_open else v >= low) and v <= high and (allow_inf or math.isfinite(v))
+        ok = (v > low if low_open else v >= low) and v <= high and math.isfinite(v)
     if not ok:
         bound = f"{'>' if low_open else '≥'} {low:g}" + (f" and ≤ {high:g}" if math.isfinite(high)
                                                        else "")
-        raise error(name, value, f"pass a number {bound}" + (" (or inf)" if allow_inf else ""))
+        raise InvalidInputError(name, value, f"pass a number {bound}")
 
 
 def _check_sample_weight(sample_weight, n):
@@ -341,12 +341,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     def _check_params(self):
         _check_choice("constraint", self.constraint, _CONSTRAINTS)
         _check_real("level", self.level, 0.0, math.inf)
-        _check_real("epsilon", self.epsilon, 0.0, math.inf, low_open=True, allow_inf=True,
-                    error=InvalidPrivacyError)
+        # ε > 0 or inf (the non-private reference fit), δ in [0, 1) or None (1/n²): the
+        # privacy core's rules and messages, as pf.DP's
+        check_epsilon(self.epsilon, "epsilon", allow_inf=True)
         if self.delta is not None:
-            _check_real("delta", self.delta, 0.0, 1.0, error=InvalidPrivacyError)
-            if self.delta >= 1:
-                raise InvalidPrivacyError("delta", self.delta, "pass δ in [0, 1), e.g. 1e-6")
+            check_delta(self.delta, "delta")
         _check_choice("protect", self.protect, ("sensitive", "row"))
         if not isinstance(self.backend, str):
             raise InvalidInputError("backend", self.backend, "pass 'auto' or a backend name")

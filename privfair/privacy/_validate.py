@@ -10,9 +10,49 @@ from .spec import _check_delta, _check_epsilon
 __all__ = ["check_epsilon", "check_delta", "check_positive", "check_count", "check_rate"]
 
 
-def check_epsilon(epsilon, field: str = "epsilon") -> float:
-    """A finite epsilon > 0 (mechanisms and calibrations need a finite one)."""
-    return _check_epsilon(epsilon, field=field, allow_inf=False)
+def check_epsilon(epsilon, field: str = "epsilon", *, allow_inf: bool = False,
+                  allow_zero: bool = False) -> float:
+    """ε as a float, or :class:`~privfair.errors.InvalidPrivacyError` naming ``field``, the
+    value and the fix — the one home of the ε rules (mechanisms, calibrations, the budget filter,
+    the estimator's hyper-parameters).
+
+    Parameters
+    ----------
+    epsilon : number
+        A real number (not a string or a bool: ``"1"`` or ``True`` would silently become one).
+    field : str
+        The name the error reports (the caller's parameter).
+    allow_inf : bool, default False
+        Accept ``inf`` (a non-private reference run: :class:`~privfair.privacy.DP`, the
+        estimator); mechanisms and calibrations need a finite ε.
+    allow_zero : bool, default False
+        Accept ``0`` (a budget request that spends nothing); otherwise ε > 0.
+
+    Examples
+    --------
+    >>> check_epsilon(0, "epsilon", allow_zero=True)
+    0.0
+    >>> check_epsilon(-1, "epsilon", allow_zero=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    privfair.errors.InvalidPrivacyError: epsilon=-1 is invalid: ... ≥ 0 ...
+    """
+    if allow_zero:
+        # the rules of a positive ε below, with 0 let through and the fix saying "≥ 0"
+        zero = not isinstance(epsilon, (str, bytes, bool))
+        try:
+            zero = zero and float(epsilon) == 0.0
+        except (TypeError, ValueError):
+            zero = False
+        if zero:
+            return 0.0
+        try:
+            return _check_epsilon(epsilon, field=field, allow_inf=allow_inf)
+        except InvalidPrivacyError:
+            finite = "" if allow_inf else " and finite"
+            raise InvalidPrivacyError(field, epsilon, f"pass a number ≥ 0{finite}, e.g. "
+                                      f"{field}=1.0 (0 spends nothing)") from None
+    return _check_epsilon(epsilon, field=field, allow_inf=allow_inf)
 
 
 def check_delta(delta, field: str = "delta", positive: bool = False) -> float:

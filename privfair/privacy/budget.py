@@ -32,11 +32,10 @@ charges every failure.  Tests: ``tests/test_privacy_failures.py``.
 
 from __future__ import annotations
 
-import math
 import threading
 
 from ..errors import BudgetExceededError, InvalidPrivacyError
-from ._validate import check_delta
+from ._validate import check_delta, check_epsilon
 from .accountant import Accountant
 
 __all__ = ["BudgetFilter", "Reservation"]
@@ -45,13 +44,9 @@ _TOL = 1e-12
 
 
 def _check_amount(epsilon, delta):
-    try:
-        eps = float(epsilon)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyError("epsilon", epsilon, "pass a non-negative finite number") from None
-    if math.isnan(eps) or math.isinf(eps) or eps < 0:
-        raise InvalidPrivacyError("epsilon", epsilon, "a budget request needs 0 ≤ ε < ∞")
-    return eps, check_delta(delta)
+    """A request's (ε, δ): ε ≥ 0 and finite (0 spends nothing), δ in [0, 1) — the privacy
+    core's rules and messages (:mod:`privfair.privacy._validate`)."""
+    return check_epsilon(epsilon, allow_zero=True), check_delta(delta)
 
 
 class BudgetFilter:
@@ -79,8 +74,6 @@ class BudgetFilter:
     """
 
     def __init__(self, epsilon, delta=0.0, *, name: str = "dataset"):
-        from ._validate import check_epsilon
-
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.name = name
