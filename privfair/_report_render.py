@@ -114,6 +114,11 @@ def _eo_rows(rep):
 def _theorem_rows(rep):
     out = []
     for e in rep.theorems:
+        if not e.applies:
+            # its preconditions fail here: a value, an n for α or a T evaluated at this problem's
+            # constants would read as a guarantee it does not give (the notes say why)
+            out.append((e.cite, e.constants, "does not apply", "—", "—", "—"))
+            continue
         val = "—" if e.value is None else f"{e.quantity} = {_r(e.value) if e.value < 1e4 else _n(e.value)}"
         sc = getattr(rep, "scale", None)
         if e.quantity == "excess of h" and sc is not None and sc.vacuous(e.value):
