@@ -81,3 +81,15 @@ def test_unlisted_names_come_after_listed(monkeypatch):
     monkeypatch.setitem(BACKENDS, "picky_test_stand_in", _tied("picky_test_stand_in"))
     assert backends.priority("picky_test_stand_in") >= len(REGISTRY)
     assert backends.priority("lagrangian_sgda") < backends.priority("picky_test_stand_in")
+
+
+def test_auto_ranking_is_rank_then_risk_then_declared_priority():
+    """On a real problem where several backends accept, the ranking is exactly the sort by
+    (rank, predicted risk, registry priority) — the priority decides only among ties."""
+    from privfair import planner
+
+    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6))
+    assert len(plans.ranked) >= 3
+    keys = [(p.rank, p.predicted_excess_risk, backends.priority(p.backend)) for p in plans.ranked]
+    assert keys == sorted(keys)
+    assert plans.chosen is plans.ranked[0]
