@@ -722,7 +722,18 @@ class Rates:
         y=0: mass φ̃(z), derivative φ̃'(z); y=1: mass 1 − φ̃(−z), derivative +φ̃'(−z).
         """
         z = (self.data.X @ theta[:-1]) * self._clip_scale + theta[-1]   # = x̃·w + b
-        sign = np.where(self.data.y == 1, -1.0, 1.0)       # y=1 rows: fn gets φ̃(−z)
+        return self._soft_from_margins(z, self.data.y)
+
+    def soft_from_margins(self, z, y):
+        """(mass on ŷ = 1, its derivative in z) of rows with margins z = x̃·w + b and labels y
+        (codes 0/1) under the surrogate: y=0 rows φ̃(z), y=1 rows 1 − φ̃(−z), with
+        φ̃ = min(1, φ/φ(B)) — the one home of this map (:meth:`soft` applies it to every row)."""
+        if self.surrogate is None:
+            raise InvalidInputError("surrogate", None, "soft predictions need a surrogate")
+        return self._soft_from_margins(np.asarray(z, dtype=float), np.asarray(y))
+
+    def _soft_from_margins(self, z, y):
+        sign = np.where(y == 1, -1.0, 1.0)                 # y=1 rows: fn gets φ̃(−z)
         val, der = SURROGATE_TABLE[self.surrogate].numpy(sign * z)
         val = val / self._phiB
         der = np.where(val < 1.0, der / self._phiB, 0.0)    # min(1, ·) is flat beyond B

@@ -80,6 +80,11 @@ def test_row_coefficients_are_the_derivative_of_the_weighted_statistics(surrogat
         assert float(a @ (s1 - s2)) == pytest.approx(
             float(w @ (r.evaluate(th1) - r.evaluate(th2))), rel=1e-10, abs=1e-13)
         np.testing.assert_array_equal(a, r.cell_coefficients(w).ravel()[r.row_cell])
+        # the same map from margins, on a subset of rows (what a mini-batch reads)
+        idx = np.arange(0, r.n, 3)
+        z = (r.data.X[idx] @ th1[:-1]) * r.clip_scale[idx] + th1[-1]
+        sub = r.soft_from_margins(z, r.data.y[idx])
+        np.testing.assert_allclose(sub[0], s1[idx], rtol=1e-12, atol=1e-15)
         # other denominators (the public n·q): the same map, read with them
         q, qg = r.group_mass()
         pub = r.row_coefficients(w, denominators=(r.n * q, r.n * qg))
