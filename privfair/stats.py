@@ -1,5 +1,9 @@
 """Group statistics ℓ(c, D) ∈ [0,1]^K and the structure that makes their sensitivity tight.
 
+(Over 500 lines: ℓ's public layout, its evaluation and its row-influence bounds share one index
+map and one proof; the surrogate table and :class:`Layout` can move to their own module of the
+statistics subpackage when ``privfair/`` is split, #17 item 4.)
+
 ``rates(decisions, data)`` returns a :class:`Rates`.  ℓ is laid out (docs/internals.md) as
 
 1. **joint frequencies** -- for every group g (``data.groups`` order), true label y and
