@@ -1,6 +1,9 @@
 """The LOPT backend's building blocks: private oracles, their sensitivities, the budget split
 and the terms of the predicted bound.  See :mod:`backends.lopt` for the algorithm and proofs.
 
+(Over 500 lines: the building blocks LOPT and Frank–Wolfe share; they split by concern when the
+loss-vector family becomes one subpackage, #17 item 4.)
+
 * :func:`score_sensitivity` — the one home of the linear score's sensitivity
   min_q ‖r_S‖_{q*}·Δℓ_q (Hölder, public weights), shared by LOPT and Frank–Wolfe.
 * :func:`finite_oracle` — the exponential mechanism over a finite C with score −r·ℓ(c, D)
@@ -13,7 +16,8 @@ and the terms of the predicted bound.  See :mod:`backends.lopt` for the algorith
   closed forms — basic, optimal, GDP — as its starting point), and :func:`lopt_releases`, the
   plan's :class:`~privfair.privacy.Scheduled` releases ("oracle", "release") at that budget.
 * :func:`surrogate_gap` — a proven bound on sup(e_s − e) for the compiler's smooth rewrites;
-  :func:`geometry` — public diameters of the set of loss vectors; :class:`Bound` — the
+  :func:`geometry` — public diameters of the set of loss vectors (the layout's,
+  :meth:`privfair.stats.Layout.geometry`); :class:`Bound` — the
   predicted excess risk the planner ranks by.
 """
 

@@ -1,6 +1,9 @@
 """Frank–Wolfe on the loss vector — [A] Appendix B, Algorithm 4, Lemma B.4 / Cor B.5 (private
 version: the gradient at a released point, docs/traps.md #4 and #6).
 
+(Over 500 lines: one backend whose bound (★) is proved in this docstring, next to its plan, run
+and formula.)
+
 Algorithm.  Over a finite decision set C (``FiniteSet`` / ``Thresholds``) the attainable loss
 vectors of randomized classifiers form the polytope P = conv{ℓ_S(c, D) : c ∈ C}, S the support
 (the coordinates f and g read).  We minimise the compiler's smooth penalty

@@ -1,6 +1,8 @@
 """Linear-optimization reduction (LOPT) — [A] §5.2–5.3, Algorithm 2 (corrected), Thm 5.5, 5.9,
 5.10, Cor 5.11.
 
+(Over 500 lines: one backend whose corrected algorithm and bound are proved in this docstring.)
+
 Algorithm (what runs).  h_s = f̃ + G·s·log(1 + e^{g̃/s}) is the compiler's smooth penalty
 (``Analysis.h_smooth_grad``; h ≤ h_s ≤ h + gap), S the support, x₀ a public start (0 on joint
 frequencies, ½ on conditional rates)::
