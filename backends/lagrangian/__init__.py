@@ -71,8 +71,9 @@ def _table():
                doc="the released rule: a mixture of checkpoints of the second half, their "
                    "average, or the last iterate"),
         Option("n_checkpoints", "int", 20, low=1, doc="size of the mixture"),
-        Option("objective_surrogate", "str", "log", choices=("log", "linear"),
-               doc="'log' (cross-entropy for the error) or 'linear'"),
+        Option("objective_surrogate", "str", "log", choices=("log", "linear", "cost_log"),
+               doc="'log' (cross-entropy for the error), 'linear', or 'cost_log' (binary "
+                   "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
         Option("randomize", "int", 0, low=0, doc="k > 0: each released linear rule becomes the "
                "mixture of k intercept shifts matching the trained soft rule (0: hard rules)"),
@@ -80,6 +81,10 @@ def _table():
                doc="'l1' (‖λ‖₁ ≤ lambda_max) or 'box' (each λ_j ≤ lambda_max)"),
         Option("normalize", "bool", False, doc="primal step on (f + λᵀg)/(1 + ‖λ‖₁)"),
         Option("dual_scale", "bool", False, doc="dual step lr_dual·√(2/J) for J > 2 pieces"),
+        Option("lr_schedule", "str", "constant", choices=("constant", "cosine"),
+               doc="primal step-size schedule: constant, or cosine decay to 0 over the T steps"),
+        Option("dual_schedule", "str", "constant", choices=("constant", "cosine"),
+               doc="dual step-size schedule: constant, or cosine decay to 0 over the T steps"),
     )
 
 
@@ -218,15 +223,25 @@ class LagrangianSGDA(Backend):
         o = _options(options)
         r = problem.rates
         n = r.n
+        if o["objective_surrogate"] == "cost_log" and (
+                type(r.decisions).__name__ != "LinearClassifier"
+                or getattr(r, "surrogate", None) is not None):
+            from privfair.errors import InvalidInputError
+
+            raise InvalidInputError(
+                "objective_surrogate", "cost_log",
+                "'cost_log' is implemented for a binary pf.LinearClassifier without a rate "
+                "surrogate; use 'log' here")
         if o.get("batch_size"):
             q = min(1.0, max(1.0 / n, min(float(n), o["batch_size"]) / n))
         else:
             q = default_rate(n)
         T = max(1, int(math.ceil(o["epochs"] / q)))
         half = T // 2
-        K = max(1, min(o["n_checkpoints"], T - half)) if o["output"] == "mixture" else 1
+        mix = o["output"] == "mixture"
+        K = max(1, min(o["n_checkpoints"], T - half)) if mix else 1
         steps = (sorted({half + int(round((i + 1) * (T - half) / K)) - 1 for i in range(K)})
-                 if o["output"] == "mixture" else [T - 1])
+                 if mix else [T - 1])
         private = privacy.is_private
         z = noise_multiplier(privacy.epsilon, privacy.delta, T, q) if private else 0.0
         params = {"protect": privacy.protect, "T": T, "sampling_rate": q, "batch_size": q * n,
@@ -236,7 +251,8 @@ class LagrangianSGDA(Backend):
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
-                  "dual_scale": o["dual_scale"], "private": private}
+                  "dual_scale": o["dual_scale"], "lr_schedule": o["lr_schedule"],
+                  "dual_schedule": o["dual_schedule"], "private": private}
         budget, notes = [], []
         sched = None
         if private:
@@ -278,7 +294,8 @@ class LagrangianSGDA(Backend):
             adapter = TorchAdapter(r, device=dev, log_objective=log_obj,
                                    sharpness=P["sharpness"])
         else:
-            adapter = LinearAdapter(r, log_objective=log_obj, sharpness=P["sharpness"])
+            adapter = LinearAdapter(r, log_objective=log_obj, sharpness=P["sharpness"],
+                                    cost_sensitive=P["objective_surrogate"] == "cost_log")
         draws = plan.schedule.open(accountant, rng) if plan.schedule is not None else None
         gen = _float_generator(draws.source if draws is not None else as_source(rng))
         ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress)

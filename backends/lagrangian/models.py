@@ -6,12 +6,21 @@ primal term is
 
     ψ_i(θ) = u_f·p_i(θ) / sg[max(p_i(y_i), p_min)]  +  u_g·p_i(θ)          ("log" objective)
     ψ_i(θ) = (u_f + u_g)·p_i(θ)                                            ("linear")
+    ψ_i(θ) = |d_i|·CE(σ(z_i), 1[d_i < 0]),  d_i = (u_f + u_g)[1] − (u_f + u_g)[0]   ("cost_log")
 
-(sg: no gradient through it).  The "log" form rescales the objective's row gradient by the
+(sg: no gradient through it; "cost_log": binary ``LinearClassifier`` only, z_i = x̃_i·θ).  The "log" form rescales the objective's row gradient by the
 public positive weight 1/p_i(y_i); for the error (u_f = 1 − e_{y_i}) it is exactly the
 cross-entropy gradient ∇(−log p_i(y_i)) — the usual trainable surrogate of the 0-1 loss, whose
 gradient does not vanish on confidently wrong rows — and for any f it is a positive per-row
 reweighting of ∇(u_f·p_i).  The constraints keep the exact gradient of the soft rates.
+
+"cost_log" treats the *whole* row term the way the reductions approach (Agarwal et al. 2018)
+treats a cost-sensitive best response: the row's Lagrangian cost of predicting 1 rather than 0
+is d_i, so it becomes a cross-entropy towards the cheaper label with weight |d_i|; its gradient
+in z is d_i·σ(z_i) (d_i > 0) or d_i·(1 − σ(z_i)) (d_i < 0), the same sign as the linear form's
+but not vanishing on confidently predicted rows.  For the error alone (d_i = 1 − 2y_i) it is
+the "log" form.  It reads x_i, y_i, θ and the coefficients (functions of earlier releases)
+only, and is clipped like the others: the privacy proof is unchanged.
 
 Precondition (privacy).  Each adapter returns Σ_i clip_C(∇ψ_i), each term of ℓ2 norm ≤ C
 (plain per-example clipping, min(1, C/‖∇ψ_i‖)); the scale 1/p_i(y_i) reads x_i, y_i, θ only.
@@ -42,13 +51,14 @@ def _sigmoid(z):
 class LinearAdapter:
     """``pf.LinearClassifier`` (binary) in numpy; see the module docstring."""
 
-    def __init__(self, rates, log_objective=True, sharpness=1.0):
+    def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False):
         ds = rates.decisions
         self.k = float(sharpness)
         self.ds, self.rates = ds, rates
         self.P = ds.P
         self.surrogate = rates.surrogate
         self.log_objective = log_objective and self.surrogate is None
+        self.cost_sensitive = cost_sensitive and self.surrogate is None
         X = rates._Xc if self.surrogate is not None else rates.data.X
         self.Xt = np.hstack([np.asarray(X, dtype=float), np.ones((rates.n, 1))])   # (n, P)
         self.xnorm = np.linalg.norm(self.Xt, axis=1)
@@ -84,7 +94,13 @@ class LinearAdapter:
         s, der = self._mass(theta, idx)
         df = Uf[:, 1] - Uf[:, 0]
         dg = Ug[:, 1] - Ug[:, 0]
-        if self.log_objective:
+        if self.cost_sensitive:
+            # the whole row term as a cost-sensitive cross-entropy: label 1[d < 0], weight |d|,
+            # d = ∂ψ/∂p(1) — the reductions approach's best response, made a gradient step
+            s1, _ = self._mass(theta, idx, 1.0)
+            d = df + dg
+            dz = d * np.where(d > 0, s1, 1.0 - s1)
+        elif self.log_objective:
             s1, der1 = self._mass(theta, idx, 1.0)
             py = np.where(self.y[idx] == 1, s1, 1.0 - s1)
             dz = df * der1 / np.maximum(py, P_MIN) + dg * der

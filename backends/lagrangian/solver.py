@@ -76,6 +76,19 @@ def dual_project(v, bound, ball="l1"):
     return np.maximum(v - css[k] / (k + 1), 0.0)
 
 
+def _schedule_factor(kind, t, T):
+    """The step-size factor at step t of T (``lr_schedule`` / ``dual_schedule``): a function of
+    the public t and T only, so it changes nothing in the privacy proof.  "cosine" decays to 0
+    over the run, so the last iterates settle (with a constant step the primal and dual keep
+    oscillating around the constraint's boundary and the second-half checkpoints span DP gaps
+    from −0.08 to +0.08 on Adult)."""
+    if kind == "constant":
+        return 1.0
+    if kind == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * t / T))
+    raise ValueError(f"unknown step-size schedule {kind!r}")     # the option table refuses it first
+
+
 def train(problem, adapter, P, draws, gen, progress=False):
     """Run the loop of the module docstring; returns (checkpoints, trace, state).
 
@@ -115,7 +128,11 @@ def train(problem, adapter, P, draws, gen, progress=False):
     Cest = prior
     from privfair._progress import bar
 
+    sched = P.get("lr_schedule", "constant")
+    dsched = P.get("dual_schedule", "constant")
     for t in bar(range(T), "lagrangian_sgda", progress, min_steps=200):
+        fac = _schedule_factor(sched, t, T)
+        dfac = _schedule_factor(dsched, t, T)
         ell, pi = H.rates_from_counts(Cest, lay, m, floor)
         wf = np.asarray(f.grad(ell), dtype=float)
         wg = sum((lam[j] * np.asarray(gs[j].grad(ell), dtype=float) for j in range(J)),
@@ -160,11 +177,11 @@ def train(problem, adapter, P, draws, gen, progress=False):
         acc = beta * acc + (1.0 - beta) * hist
         wsum = beta * wsum + (1.0 - beta)
         Cest = acc / wsum
-        theta = adapter.project(theta - lr * gsum / m)
+        theta = adapter.project(theta - fac * lr * gsum / m)
         if J:
             ell_new, _ = H.rates_from_counts(Cest, lay, m, floor)
             gv = np.array([float(gj.value(ell_new)) for gj in gs])
-            lam = dual_project(lam + lr_d * gv, lam_max, P.get("dual_ball", "l1"))
+            lam = dual_project(lam + dfac * lr_d * gv, lam_max, P.get("dual_ball", "l1"))
         else:
             gv = np.zeros(0)
         if t in ck_steps:
@@ -175,3 +192,4 @@ def train(problem, adapter, P, draws, gen, progress=False):
              "rates_estimate": H.rates_from_counts(Cest, lay, m, floor)[0].tolist(),
              "last": theta.copy()}
     return checkpoints, trace, state
+
