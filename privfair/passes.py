@@ -54,7 +54,7 @@ from .errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
            "Mapped", "ProxyDesign", "group_label_counts", "weighted_sum", "logistic_terms",
-           "sum_and_logistic_terms", "sigmoid",
+           "sum_and_logistic_terms", "logistic_terms_shift", "sigmoid",
            "max_norm_rows", "non_binary_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
@@ -434,6 +434,17 @@ def sum_and_logistic_terms(chunk, design, target, theta, hessian: bool):
     read of the rows — the same numbers as the two passes apart."""
     Z = design.matrix(chunk)
     return design.tdot(Z, _weights(chunk, target)), _logistic_terms(Z, design, theta, hessian)
+
+
+def logistic_terms_shift(chunk, design, theta, delta):
+    """(:func:`logistic_terms` at θ without the Hessian, ``Max(max_i |zᵢ·δ|)``): the value
+    and gradient at a Newton candidate θ = θ₀ + δ, and how far any row's margin moved from θ₀
+    — which bounds the Hessian at θ against the one at θ₀ (σ(1 − σ) changes by a factor
+    e^{±|Δz|}), so a fit can certify that it has converged without the Hessian's pass."""
+    Z = design.matrix(chunk)
+    f, g, _ = _logistic_terms(Z, design, theta, False)
+    shift = design.dot(Z, delta)                 # z·θ − z·θ₀ for every row (margins move)
+    return f, g, Max(float(np.max(np.abs(shift))) if len(shift) else 0.0)
 
 
 def _logistic_terms(Z, design, theta, hessian):

@@ -71,16 +71,24 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
                                 "of passes.logistic_terms at θ = 0 with the Hessian")
     f, g, H = evaluate(theta, True, start)
     for _ in range(iters):
-        if H is None:        # the last step was a halved one: its gradient was not computed
-            _, g, H = evaluate(theta, True)
+        if H is None:        # the last step was a halved one, or a probe (below) that did not
+            _, g, H = evaluate(theta, True)            # certify: the same numbers as before
         step = np.linalg.solve(H, g)
         decrement = float(g @ step)
         if decrement / 2.0 < tol:
             break
-        t = 1.0
+        # near the optimum the next iterate is usually the last one, whose Hessian would only
+        # serve the stopping test: probe it with value, gradient and how far the margins moved
+        probe = decrement / 2.0 < _PROBE * max(tol, 1e-300) ** 0.5
+        t, shift = 1.0, None
         while True:   # backtracking (Armijo) line search
             cand = theta - t * step
-            if t == 1.0:      # usually accepted: its gradient and Hessian come in the same pass
+            if t == 1.0 and probe:
+                f_new, g_new, moved = rows.map_sum(passes.logistic_terms_shift, design, cand,
+                                                   cand - theta)
+                f_new = f_new - cand @ T + 0.5 * ridge * cand @ cand
+                g_new, H_new, shift = g_new - T + ridge * cand, None, moved.value
+            elif t == 1.0:    # usually accepted: its gradient and Hessian come in the same pass
                 f_new, g_new, H_new = evaluate(cand, True)
             else:
                 f_new = (rows.map_sum(passes.logistic_value, design, cand) - cand @ T
@@ -89,8 +97,28 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
             if f_new <= f - 0.25 * t * decrement or t < 1e-10:
                 break
             t *= 0.5
+        if t == 1.0 and shift is not None and _certified_stop(H, g_new, shift, tol):
+            return cand       # the iterate the full test stops at: its Hessian is not needed
         theta, f, g, H = cand, f_new, g_new, H_new
     return theta
+
+
+#: probe for a certified stop once the decrement λ²/2 is below this × √tol (Newton's quadratic
+#: convergence then usually puts the next one below tol); only the cost depends on it
+_PROBE = 0.1
+
+
+def _certified_stop(H_prev, g, shift, tol) -> bool:
+    """Whether the Newton decrement at a new iterate is surely below ``tol`` — the test the fit
+    would make with that iterate's Hessian H — from the previous Hessian: with margins moved by
+    at most Δ = ``shift``, every weight σ(1 − σ) changed by a factor in [e^{−Δ}, e^{Δ}] (its
+    log has slope 1 − 2σ ∈ (−1, 1)), so H ⪰ e^{−Δ}·H_prev (ridge included) and
+    gᵀH⁻¹g ≤ e^{Δ}·gᵀH_prev⁻¹g.  Half of ``tol`` is kept as margin for rounding, so a stop
+    here is a stop of the full test (the same returned iterate, bit for bit)."""
+    if not (np.all(np.isfinite(g)) and np.isfinite(shift)):
+        return False
+    bound = np.exp(shift + 1e-12) * float(g @ np.linalg.solve(H_prev, g)) / 2.0
+    return bool(bound < 0.5 * tol)
 
 
 def fit_score(X, y=None, ridge=1.0, *, chunk_rows=None) -> np.ndarray:
