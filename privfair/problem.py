@@ -319,7 +319,12 @@ class Problem:
                                   "the private training data is not covered by the certificate; "
                                   "use prob.value_on(held_out_data)")
         if self._public_value is None:
-            l = self.rates.evaluate_mixture(self.result.decisions, self.result.weights)
+            # a held-out check's fallback returns a constant rule, of another decision set than
+            # the problem's: evaluated by its own 0-1 rates in ℓ's layout (as value_on does)
+            ds = getattr(self.result, "decision_set", None)
+            r = (self.rates if ds is None or ds is self.rates.decisions
+                 else self.rates_on(self.rates.data, decisions=ds))
+            l = r.evaluate_mixture(self.result.decisions, self.result.weights)
             self._public_value = (self.objective.value(l),)
         return _Value(self._public_value[0], self)
 

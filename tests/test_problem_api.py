@@ -159,3 +159,18 @@ def test_constraints_that_are_neither_a_constraint_nor_a_list_name_the_field(set
     with pytest.raises(ModelingError) as info:
         pf.Problem(pf.Minimize(r.error()), bad)
     assert info.value.field == "constraints" and "list of constraints" in info.value.fix
+
+
+def test_value_of_a_constant_fallback_is_its_own_objective(setting):
+    """After a non-private solve whose held-out check fell back to a constant rule (another
+    decision set than the problem's), prob.value evaluated the constant's label as a decision
+    of the problem's set (docs/trust.md listed it as not done); it reads the constant's own
+    0-1 rates, as value_on does."""
+    from privfair.holdout import constant_result
+
+    _, _, r = setting
+    for label, tpr in ((1, 1.0), (0, 0.0)):
+        prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.5])
+        res = prob.solve(pf.DP(math.inf), seed=0, progress=False)
+        prob.result = constant_result(res, label)      # what a fallback solve leaves
+        assert prob.value == tpr                       # "always label": its tpr on group a
