@@ -383,6 +383,21 @@ def test_pos_label_maps_to_the_datasets_positive_class(data):
         PrivateFairClassifier(pos_label="maybe", **kw).fit(X, labels, sensitive_features=a)
 
 
+def test_pos_label_with_classes_read_from_y_and_the_cells_rules(data):
+    """pos_label picks the positive class among np.unique(y) too (classes_ keeps sorted order,
+    as scikit-learn's), for the default cells rules as for thresholds."""
+    X, y, a = data
+    labels = np.where(y == 1, "approved", "denied")          # sorted: approved is classes_[0]
+    for pos in ("approved", "denied"):
+        clf = PrivateFairClassifier(groups=["F", "M"], epsilon=float("inf"), seed=0,
+                                    pos_label=pos).fit(X, labels, sensitive_features=a)
+        assert list(clf.classes_) == ["approved", "denied"] and clf.pos_label_ == pos
+        assert clf.result_.labels == [l for l in clf.classes_ if l != pos] + [pos]
+        np.testing.assert_allclose(clf.predict_proba(X)[:, list(clf.classes_).index(pos)],
+                                   np.clip(clf.result_.predict_proba(X), 0, 1))
+        assert set(clf.predict(X)) <= {"approved", "denied"} and clf.score(X, labels) > 0.6
+
+
 def test_fit_sets_status_and_warns_at_the_callers_line(data):
     from privfair.errors import ResultStatusWarning
 
