@@ -42,22 +42,32 @@ class GroupLayout:
 
 def _thresholds(u, css, k, radius):
     """θ_g of the ℓ1-ball projections of every group's sorted |x_g| (rows of ``u``, padded with
-    zeros) onto the radii ``radius`` (one per group); 0 for a group already inside its ball,
-    max|x_g| at radius 0 (where the strict test below holds for no k)."""
-    cond = u * k > css - radius[:, None]
-    rho = cond.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)        # last k that holds
-    theta = (css[np.arange(len(u)), rho] - radius) / (rho + 1.0)
+    zeros) onto the radii ``radius`` (shape (..., groups): one per group, with any leading
+    batch dimensions); 0 for a group already inside its ball, max|x_g| at radius 0 (where the
+    strict test below holds for no k)."""
+    radius = np.asarray(radius, dtype=float)
+    cond = u * k > css - radius[..., None]
+    rho = cond.shape[-1] - 1 - np.argmax(cond[..., ::-1], axis=-1)      # last k that holds
+    top = np.take_along_axis(np.broadcast_to(css, cond.shape), rho[..., None], axis=-1)[..., 0]
+    theta = (top - radius) / (rho + 1.0)
     inside = css[:, -1] <= radius
     theta = np.where(radius <= 0, u[:, 0], theta)       # radius 0: no shrinkage, θ = max|x_g|
     return np.where(inside, 0.0, np.maximum(theta, 0.0))
+
+
+#: below this many (breakpoints × groups × group size) entries, Ω(w(μ)) is evaluated at every
+#: breakpoint in one vectorized pass (a 10⁵-float temporary) instead of a binary search
+BATCH_MAX = 200_000
 
 
 def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.ndarray:
     """Euclidean projection of ``x`` onto {w : Σ_g d_g‖w_g‖_∞ ≤ radius} (disjoint groups).
 
     Exact (up to rounding), by a search over the breakpoints of the piecewise-linear
-    Ω(w(μ)) (module docstring): O(p log p) for the sorts, then O(p) per step of a binary search
-    over the ≤ p sorted breakpoints — about log₂ p steps instead of the bisection's ~60 on μ.
+    Ω(w(μ)) (module docstring): O(p log p) for the sorts, then Ω at every breakpoint in one
+    vectorized pass when that is small (:data:`BATCH_MAX`), else O(p) per step of a binary
+    search over the ≤ p sorted breakpoints — at most ⌈log₂(p + 1)⌉ + 3 evaluations of the
+    thresholds instead of the bisection's ~54 on μ.
 
     >>> import numpy as np
     >>> L = GroupLayout([[0, 1], [2, 3]], [1.0, 2.0], 4)
@@ -85,15 +95,22 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     # f(μ) = Σ_g d_g θ_g(μ) is piecewise linear and non-increasing; f(0) > radius ≥ 0 = f(max)
     nxt = np.concatenate([u[:, 1:], np.zeros((u.shape[0], 1))], axis=1)
     bps = np.unique(np.concatenate([[0.0], ((css - k * nxt) / d[:, None]).ravel()]))
-    lo, hi = 0, len(bps) - 1                                   # f(bps[lo]) > r ≥ f(bps[hi])
-    f_lo, f_hi = float(d @ omega(bps[lo])), float(d @ omega(bps[hi]))
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        f_mid = float(d @ omega(bps[mid]))
-        if f_mid > radius:
-            lo, f_lo = mid, f_mid
-        else:
-            hi, f_hi = mid, f_mid
+    if len(bps) * u.size <= BATCH_MAX:          # every breakpoint at once (one numpy pass)
+        f = _thresholds(u, css, k, bps[:, None] * d) @ d
+        f[0] = float(d @ u[:, 0])                              # f(0) = Ω(x), exactly
+        lo = int(np.nonzero(f > radius)[0][-1])                # f is non-increasing
+        hi = lo + 1
+        f_lo, f_hi = float(f[lo]), float(f[hi])
+    else:                                       # binary search: ⌈log₂ p⌉ evaluations
+        lo, hi = 0, len(bps) - 1                               # f(bps[lo]) > r ≥ f(bps[hi])
+        f_lo, f_hi = float(d @ omega(bps[lo])), float(d @ omega(bps[hi]))
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            f_mid = float(d @ omega(bps[mid]))
+            if f_mid > radius:
+                lo, f_lo = mid, f_mid
+            else:
+                hi, f_hi = mid, f_mid
     # f is linear on [bps[lo], bps[hi]]: its root there, clamped against rounding
     mu = bps[lo] + (f_lo - radius) * (bps[hi] - bps[lo]) / (f_lo - f_hi)
     theta = omega(min(max(mu, bps[lo]), bps[hi]))
