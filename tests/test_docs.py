@@ -125,7 +125,8 @@ def test_the_status_warning_is_explained_where_a_first_reader_meets_it(quickstar
         assert "cannot prove the level" in text and "holdout=" in text and "trust.md" in text
     # the demo's warning, quoted by the README at the demo's own level
     level = float(build_problem(quickstart["data"]).constraints[0].rhs.data)
-    assert f"UncertifiedConstraintWarning: constraint not certified at level {level:g}" in readme
+    assert (f"UncertifiedConstraintWarning: privfair: constraint not certified at level "
+            f"{level:g}") in readme
 
 
 def test_quickstart_from_fairlearn_runs_both_sides(quickstart, capsys):
