@@ -22,8 +22,10 @@ and the stages
   backend auto chose is printed beside the time.  Not in the default stages (minutes at 10⁷).
 
 For each stage: median wall time over ``--repeats`` (and min–max), rows/s, and its cost in
-numpy passes (t / t_numpy); per n the peak RSS and the size of X; over n the fitted growth
-exponent b of t ∝ n^b (least squares on log–log).
+numpy passes (t / t_numpy, and the same ratio of this process's CPU times, steadier on a shared
+machine); per n the peak RSS and the size of X; over n the fitted growth exponent b of t ∝ n^b
+(least squares on log–log).  The LP solvers and the backends are imported before the stages are
+timed (a one-time cost of seconds, independent of n).
 
 With ``--dask ROWS``, a Parquet + Dask run: ROWS × ``--dask-features`` rows written to a
 temporary directory (removed afterwards) in ``--partition-rows`` files, read by
@@ -122,13 +124,18 @@ def _dense_fit(X, y, ridge=1.0, iters=50, tol=1e-10):
 
 
 def _timed(fn, repeats):
-    times, out = [], None
+    """Wall time (median, min, max) and this process's CPU time (median): on a shared machine
+    the CPU time is the steadier measure of the work done (BLAS runs single-threaded)."""
+    times, cpu, out = [], [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     times.sort()
-    return {"median": times[len(times) // 2], "min": times[0], "max": times[-1]}, out
+    cpu.sort()
+    return {"median": times[len(times) // 2], "min": times[0], "max": times[-1],
+            "cpu": cpu[len(cpu) // 2]}, out
 
 
 def child_memory(n, d, stages, repeats, dense_max_n, delta=None):
@@ -187,6 +194,11 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None):
            "auto_cells_r": lambda: auto("cells", "row"),
            "auto_linear_s": lambda: auto("linear", "sensitive"),
            "auto_linear_r": lambda: auto("linear", "row")}
+    if any(s == "cells" or s.startswith("auto") for s in stages):
+        # one-time imports (the LP solvers, the backends: seconds, independent of n) are not
+        # part of a fit's cost in passes over X
+        import cvxpy  # noqa: F401
+        import privfair.backends  # noqa: F401
     for stage in stages:
         if stage == "dense" and n > dense_max_n:
             continue
@@ -293,9 +305,11 @@ def report(results, dask):
     if results:
         stages = [s for s in STAGES if any(s in r["t"] for r in results)]
         lines.append(f"{'n':>10} {'d':>4} {'X GB':>6} {'peak GB':>8}  stage   "
-                     f"{'median s':>9} {'min-max s':>15} {'rows/s':>10} {'numpy passes':>12}")
+                     f"{'median s':>9} {'min-max s':>15} {'rows/s':>10} {'numpy passes':>12}"
+                     f" {'(cpu time)':>10}")
         for r in results:
             tn = r["t"].get("numpy", {}).get("median")
+            cn = r["t"].get("numpy", {}).get("cpu")
             for s in stages:
                 t = r["t"].get(s)
                 if t is None:
@@ -305,11 +319,12 @@ def report(results, dask):
                                  f"failed: {t['error']}")
                     continue
                 ratio = t["median"] / tn if tn else float("nan")
+                cpu_ratio = t["cpu"] / cn if cn and t.get("cpu") else float("nan")
                 chosen = r.get("backend", {}).get(s)
                 lines.append(
                     f"{r['n']:>10.0f} {r['d']:>4} {r['x_gb']:>6.2f} {r['peak_gb'][s]:>8.2f}  "
                     f"{s:<7} {t['median']:>9.3f} {t['min']:>7.3f}-{t['max']:<7.3f} "
-                    f"{r['n'] / t['median']:>10.3g} {ratio:>12.1f}"
+                    f"{r['n'] / t['median']:>10.3g} {ratio:>12.1f} {cpu_ratio:>10.1f}"
                     + (f"  ({chosen})" if chosen else ""))
             if tn and "pass" in r["t"] and "median" in r["t"]["pass"]:
                 lines.append(f"{'':>10} pass throughput / numpy bound = "
