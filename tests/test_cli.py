@@ -3,6 +3,7 @@ the rest through ``privfair.cli.main``), ``--help`` everywhere, and wrong flags 
 one line on stderr with exit code 2 — never a traceback."""
 
 import importlib.util
+import io
 import os
 import pathlib
 import re
@@ -357,7 +358,7 @@ def test_audit_prints_every_condition_and_a_summary(capsys):
     assert re.search(r"summary \(claim ε = .*\n  honest\s+ε ≥ \S+\s+PASS", out)
 
 
-class _Terminal(__import__("io").StringIO):
+class _Terminal(io.StringIO):
     def isatty(self):
         return True
 
