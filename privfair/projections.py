@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_disjoint_group_ball", "project_disjoint_group_ball_bisection", "GroupLayout"]
+__all__ = ["project_disjoint_group_ball", "project_disjoint_group_ball_bisection", "GroupLayout",
+           "group_thresholds"]
 
 
 class GroupLayout:
@@ -40,7 +41,7 @@ class GroupLayout:
         self.mask = self.index >= 0
 
 
-def _thresholds(u, css, k, radius):
+def group_thresholds(u, css, k, radius):
     """θ_g of the ℓ1-ball projections of every group's sorted |x_g| (rows of ``u``, padded with
     zeros) onto the radii ``radius`` (shape (..., groups): one per group, with any leading
     batch dimensions); 0 for a group already inside its ball, max|x_g| at radius 0 (where the
@@ -88,7 +89,7 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     k = np.arange(1, u.shape[1] + 1)
 
     def omega(mu):
-        return _thresholds(u, css, k, mu * d)
+        return group_thresholds(u, css, k, mu * d)
 
     # θ_g(μ) is linear in μ between the breakpoints μ = (css_k − k·u_{k+1})/d_g, where the
     # active count ρ of group g changes (u_{m+1} = 0: the group reaches 0 at ‖x_g‖₁/d_g), so
@@ -96,7 +97,7 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     nxt = np.concatenate([u[:, 1:], np.zeros((u.shape[0], 1))], axis=1)
     bps = np.unique(np.concatenate([[0.0], ((css - k * nxt) / d[:, None]).ravel()]))
     if len(bps) * u.size <= BATCH_MAX:          # every breakpoint at once (one numpy pass)
-        f = _thresholds(u, css, k, bps[:, None] * d) @ d
+        f = group_thresholds(u, css, k, bps[:, None] * d) @ d
         f[0] = float(d @ u[:, 0])                              # f(0) = Ω(x), exactly
         lo = int(np.nonzero(f > radius)[0][-1])                # f is non-increasing
         hi = lo + 1
@@ -135,7 +136,7 @@ def project_disjoint_group_ball_bisection(x, layout: GroupLayout, radius: float)
     k = np.arange(1, u.shape[1] + 1)
 
     def omega(mu):
-        return _thresholds(u, css, k, mu * d)
+        return group_thresholds(u, css, k, mu * d)
 
     lo, hi = 0.0, float(np.max(css[:, -1] / d))
     for _ in range(200):

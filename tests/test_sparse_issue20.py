@@ -162,8 +162,8 @@ def test_the_projection_needs_about_log2_p_evaluations_not_a_bisection(batch, mo
     if not batch:
         monkeypatch.setattr(projections, "BATCH_MAX", 0)
     calls = []
-    real = projections._thresholds
-    monkeypatch.setattr(projections, "_thresholds",
+    real = projections.group_thresholds
+    monkeypatch.setattr(projections, "group_thresholds",
                         lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(2)
     groups = [list(range(k, min(k + 9, 101))) for k in range(0, 101, 9)]

@@ -130,8 +130,10 @@ class OutputPerturbationBackend(ERMBackend, Backend):
         tau = tau_target(erm)
         how = gradient_sensitivity(erm, relation)[1]
         sens = minimizer_sensitivity(erm, relation)
+        units = ("" if erm.l2_factor == 1 else f" (SparseLinear(l2={erm.decisions.l2:g}) in "
+                 f"the loss's units × {erm.l2_factor:.4g}, the surrogate's normalization)")
         src = (f"[K] Thm 1 / Chaudhuri et al. 2011: Δ_g/Λ + 2τ with Δ_g = {how}, Λ = "
-               f"{erm.l2:.4g}, τ = {tau:.2g} (certified solver)")
+               f"{erm.l2:.4g}{units}, τ = {tau:.2g} (certified solver)")
         if not erm.decisions.exact_projection:
             src += " — projection by cvxpy: τ assumes an exact projection (idealized)"
         return sens, src
