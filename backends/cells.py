@@ -539,13 +539,12 @@ def per_row_scores(data, rule):
 def extreme_design_rows(data, features, interactions) -> np.ndarray:
     """The design rows of largest ‖u_i‖₂ and of largest ‖u_i‖₁: a (2, dim) array on which
     :func:`_proxy.proxy_sensitivity` — a maximum over rows — takes the value it takes on the
-    whole U, found chunk by chunk without the n×dim matrix.  The rows are located from z_i =
-    u(x_i) alone (‖[z, y]‖ reads ‖z‖ and |y|, ‖[z, y·z]‖ = ‖z‖·(1 + |y|) in ℓ1 and
-    ‖z‖·√(1 + y²) in ℓ2); the sensitivity is then computed on the design rows themselves (the
-    same numbers as U's rows; a norm may round differently in its last bit when two rows tie,
-    as any float sum may).  A maximum does not merge by addition, so this reads the in-memory
-    chunks directly rather than through ``map_sum``.  Found once per dataset (its rows are
-    read-only), not once per plan."""
+    whole U, found without the n×dim matrix by the pass :func:`privfair.passes.max_norm_rows`
+    (a maximum merged by maximum, ties to the first row, as ``np.argmax``): over in-memory
+    chunks, an index view's gathered chunks, or a Dask dataset's partitions on the workers
+    (only the two rows come back).  The norms are those of the design rows themselves, the
+    numbers proxy_sensitivity computes.  Found once per dataset (its rows are read-only), not
+    once per plan."""
     try:
         known = _EXTREME_OF.setdefault(data, {})
     except TypeError:                  # not weak-referenceable: not cached
@@ -565,18 +564,12 @@ _EXTREME_OF = weakref.WeakKeyDictionary()
 def _extreme_design_rows(data, features, interactions) -> np.ndarray:
     if data.n == 0:
         return features.design(np.zeros((0, data.n_features)), data.y, interactions)
-    best = [(-np.inf, None, None), (-np.inf, None, None)]
-    for c in data.rows().chunks():
-        Z = features(c.X)
-        y = np.abs(c.y.astype(float))
-        sq, l1 = np.einsum("ij,ij->i", Z, Z), np.abs(Z).sum(axis=1)
-        norms = (sq * (1.0 + y * y), l1 * (1.0 + y)) if interactions else (sq + y * y, l1 + y)
-        for k, v in enumerate(norms):
-            i = int(np.argmax(v))
-            if v[i] > best[k][0]:          # the row itself (the chunk may be a gather)
-                best[k] = (float(v[i]), np.array(c.X[i]), c.y[i])
-    return features.design(np.stack([best[0][1], best[1][1]]),
-                           np.array([best[0][2], best[1][2]]), interactions)
+    # a maximum over rows as a pass (merged by maximum; on Dask workers too): the design rows
+    # of largest ‖u‖₂² and ‖u‖₁, computed on the design rows themselves — the numbers
+    # proxy_sensitivity takes its maximum of
+    l2, l1 = passes.rows_of(data).map_sum(passes.max_norm_rows, proxy_design(features,
+                                                                             interactions))
+    return np.stack([np.asarray(l2.item, dtype=float), np.asarray(l1.item, dtype=float)])
 
 
 def _solve_any(prob) -> str:
