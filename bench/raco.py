@@ -6,6 +6,10 @@ Usage::
     python bench/raco.py                  # 3 seeds (a few minutes on 2 shared cores)
     python bench/raco.py --seeds 10       # the issue's criterion
     python bench/raco.py --only adult     # one data set (adult, compas, synthetic)
+    python bench/raco.py --only adult --notion dp --options \
+        '{"objective_surrogate": "cost_log", "clip": 3, "lr": 1, "lr_dual": 0.05,
+          "lr_schedule": "cosine", "dual_schedule": "cosine"}'
+                                          # lagrangian_sgda named, with these options
 
 Every setting is the problem a new user writes — ``pf.LinearClassifier`` + ``pf.rates`` + one
 fairness constraint, ``backend="auto"`` (which picks ``lagrangian_sgda``), default options —
@@ -38,6 +42,9 @@ import warnings
 import numpy as np
 
 import privfair as pf
+
+#: only the settings of this notion ("dp", "eo"; None: all) — set by --notion
+NOTION = None
 
 ANCHOR = "RaCO-DP (ICLR 2026, their split): Adult row ε=1 δ=1e-5, γ=0.01: error 0.1720 ± 0.0014 " \
          "at DP 0.0042 ± 0.0026"
@@ -84,7 +91,9 @@ def violation_se(res, test, notion, reps=50, seed=0):
     return float(np.std(vals))
 
 
-def run_setting(name, make, notion, level, unit, delta_of, seeds):
+def run_setting(name, make, notion, level, unit, delta_of, seeds, options=None):
+    if NOTION is not None and notion != NOTION:
+        return None, None
     rows = []
     for s in seeds:
         train, test = make(s)
@@ -93,7 +102,11 @@ def run_setting(name, make, notion, level, unit, delta_of, seeds):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = prob.solve(privacy, backend="auto", seed=s, progress=False)
+            if options:      # named backend: auto would hand the options to any backend
+                res = prob.solve(privacy, backend="lagrangian_sgda", seed=s, progress=False,
+                                 **options)
+            else:
+                res = prob.solve(privacy, backend="auto", seed=s, progress=False)
         secs = time.perf_counter() - t0
         m = res.metrics(test)
         key = "dp_violation" if notion == "dp" else "eo_violation"
@@ -122,7 +135,18 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--only", choices=["adult", "compas", "synthetic"], default=None)
     ap.add_argument("--no-fairlearn", action="store_true")
+    ap.add_argument("--notion", choices=["dp", "eo"], default=None,
+                    help="only the settings of this fairness notion")
+    ap.add_argument("--options", default=None,
+                    help="JSON options for lagrangian_sgda (then named instead of auto)")
     args = ap.parse_args(argv)
+    global NOTION
+    NOTION = args.notion
+    import json
+
+    opts = json.loads(args.options) if args.options else None
+    if opts:
+        print(f"backend lagrangian_sgda with options {opts}")
     seeds = list(range(args.seeds))
     print(ANCHOR)
     print(f"seeds {seeds}; ε = 1; mean ± sd over seeds; violation of the expected prediction on "
@@ -136,21 +160,22 @@ def main(argv=None):
         mk = lambda s: (tr, te)  # noqa: E731
         row_delta = lambda n: 1e-5  # noqa: E731
         sens_delta = lambda n: 1.0 / n ** 2  # noqa: E731
-        _, adult_secs = run_setting("Adult", mk, "dp", 0.005, "row", row_delta, seeds)
-        run_setting("Adult", mk, "eo", 0.02, "row", row_delta, seeds)
-        run_setting("Adult", mk, "dp", 0.01, "sensitive", sens_delta, seeds)
-        run_setting("Adult", mk, "eo", 0.03, "sensitive", sens_delta, seeds)
+        _, adult_secs = run_setting("Adult", mk, "dp", 0.005, "row", row_delta, seeds, opts)
+        run_setting("Adult", mk, "eo", 0.02, "row", row_delta, seeds, opts)
+        run_setting("Adult", mk, "dp", 0.01, "sensitive", sens_delta, seeds, opts)
+        run_setting("Adult", mk, "eo", 0.03, "sensitive", sens_delta, seeds, opts)
     if args.only in (None, "compas"):
         comp = pf.datasets.load_compas("all")
         mk = lambda s: comp.split(test_size=0.3, rng=1000 + s)  # noqa: E731
         for unit in ("row", "sensitive"):
-            run_setting("COMPAS (6 races)", mk, "dp", 0.02, unit, lambda n: 1.0 / n ** 2, seeds)
+            run_setting("COMPAS (6 races)", mk, "dp", 0.02, unit, lambda n: 1.0 / n ** 2, seeds,
+                        opts)
     if args.only in (None, "synthetic"):
         mk = lambda s: (synthetic(20000, 2 * s), synthetic(20000, 2 * s + 1))  # noqa: E731
         for unit in ("row", "sensitive"):
             run_setting("synthetic 8 groups (1%)", mk, "dp", 0.02, unit,
-                        lambda n: 1.0 / n ** 2, seeds)
-    if adult_secs is not None and not args.no_fairlearn:
+                        lambda n: 1.0 / n ** 2, seeds, opts)
+    if adult_secs is not None and not args.no_fairlearn and not opts:
         try:
             from fairlearn.reductions import DemographicParity, ExponentiatedGradient
             from sklearn.linear_model import LogisticRegression
