@@ -900,7 +900,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "bound, at level 1 − Φ(−z) in each direction, exceeds it (default 4)")
     a.add_argument("--negative-control", action="store_true",
                    help="also run the negative controls — the backend with half its noise "
-                        "and at 2ε (objective_perturbation also a quarter) — against the same "
+                        "and at 2ε — against the same "
                         "claim: the tester should refute them")
     a.add_argument("--no-progress", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_audit)

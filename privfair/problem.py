@@ -123,74 +123,6 @@ def maximize(expr) -> Maximize:
     return Maximize(expr)
 
 
-_CALLED = ("prob.value(l) is deprecated: call prob.evaluate(l) for (f(ℓ), [g_j(ℓ)]); prob.value "
-           "becomes a plain attribute as in cvxpy (the objective after a non-private solve, None "
-           "otherwise), so calling it will fail")
-
-
-def _called(problem, l):
-    """``prob.value(l)``: the older spelling of :meth:`Problem.evaluate`, with a warning."""
-    import warnings
-
-    warnings.warn(_CALLED, FutureWarning, stacklevel=3)
-    return problem.evaluate(l)
-
-
-class _NoValue:
-    """``prob.value`` when no public objective value exists (before a solve, after a refused
-    one, or after a private one).  It prints as ``None``, is falsy and equals ``None``; it is not
-    the ``None`` object only because ``prob.value(l)`` (the deprecated spelling of
-    :meth:`Problem.evaluate`) still works, with a ``FutureWarning``, until its last callers
-    have moved to ``evaluate``."""
-
-    __slots__ = ("_problem", "why")
-
-    def __init__(self, problem, why):
-        self._problem, self.why = problem, why
-
-    def __call__(self, l):
-        return _called(self._problem, l)
-
-    def __bool__(self):
-        return False
-
-    def __eq__(self, other):
-        return other is None or isinstance(other, _NoValue)
-
-    def __hash__(self):
-        return hash(None)
-
-    def __repr__(self):
-        return "None"
-
-    def __float__(self):
-        raise InvalidInputError("value", None, self.why)
-
-    def __format__(self, spec):
-        if spec:
-            raise InvalidInputError("value", None, self.why)
-        return "None"
-
-
-class _Value(float):
-    """``prob.value`` after a non-private solve: a float, also callable as ``prob.value(l)``
-    (the deprecated spelling of :meth:`Problem.evaluate`, with a ``FutureWarning``)."""
-
-    def __new__(cls, x, problem):
-        out = super().__new__(cls, x)
-        out._problem = problem
-        return out
-
-    def __call__(self, l):
-        return _called(self._problem, l)
-
-    def __repr__(self):
-        return float.__repr__(self)
-
-    def __reduce__(self):            # copies and pickles are plain floats
-        return float, (float(self),)
-
-
 _NOT_SOLVED = "not solved"
 
 class Problem:
@@ -306,18 +238,11 @@ class Problem:
         single out a row).  Evaluate the released decision on held-out data with
         :meth:`value_on`.  Before a solve, or after a refused or failed one, it is ``None`` too.
 
-        Calling it, ``prob.value(l)``, is the deprecated spelling of :meth:`evaluate`: it
-        still works, with a ``FutureWarning``, and will fail once ``value`` is a plain float or
-        ``None``.
+        It is a plain attribute, as in cvxpy: (f(ℓ), [g_j(ℓ)]) at a statistic vector ℓ is
+        :meth:`evaluate` (``prob.value(l)`` was its older spelling).
         """
-        if self.status != "solved" or self.result is None:
-            why = (f"the problem is {self.status!r}: there is no released decision to evaluate"
-                   if self.status != "solved" else "the solve returned no result")
-            return _NoValue(self, why)
-        if self._private_solve:
-            return _NoValue(self, "a private solve releases no objective value: the objective on "
-                                  "the private training data is not covered by the certificate; "
-                                  "use prob.value_on(held_out_data)")
+        if self.status != "solved" or self.result is None or self._private_solve:
+            return None
         if self._public_value is None:
             # a held-out check's fallback returns a constant rule, of another decision set than
             # the problem's: evaluated by its own 0-1 rates in ℓ's layout (as value_on does)
@@ -326,7 +251,7 @@ class Problem:
                  else self.rates_on(self.rates.data, decisions=ds))
             l = r.evaluate_mixture(self.result.decisions, self.result.weights)
             self._public_value = (self.objective.value(l),)
-        return _Value(self._public_value[0], self)
+        return float(self._public_value[0])
 
     def value_on(self, data, result=None) -> float:
         """The objective, as written, of the released decision evaluated on ``data``.

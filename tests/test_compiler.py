@@ -108,7 +108,7 @@ def test_sensitivity_of_h_holds_for_every_neighbour(relation, seed):
     G = an.G
 
     def h(l):
-        f, gs = prob.value(l)
+        f, gs = prob.evaluate(l)
         return f + G * max(0.0, max(gs))
 
     bound = an.sensitivity_h

@@ -66,7 +66,7 @@ def test_status_and_value_after_a_non_private_solve(setting):
     _, test, r = setting
     prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.2])
     assert prob.status == "not solved"
-    assert prob.value == None and not prob.value and repr(prob.value) == "None"  # noqa: E711
+    assert prob.value is None
     res = prob.solve(pf.DP(math.inf), seed=0, progress=False)
     assert prob.status == "solved" and prob.result is res
     ell = r.evaluate_mixture(res.decisions, res.weights)
@@ -88,11 +88,7 @@ def test_a_private_solve_publishes_no_training_objective(setting):
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.fpr["a"] - r.fpr["b"]) <= 0.1])
     prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
     assert prob.status == "solved"
-    assert prob.value == None and not prob.value and str(prob.value) == "None"  # noqa: E711
-    with pytest.raises(InvalidInputError, match="value_on"):
-        float(prob.value)
-    with pytest.raises(InvalidInputError, match="value_on"):
-        f"{prob.value:.3f}"
+    assert prob.value is None
     with pytest.raises(InvalidInputError) as info:
         prob.value_on(r.data)
     assert info.value.field == "data" and "held-out" in info.value.fix
@@ -105,7 +101,7 @@ def test_status_after_a_refusal_and_value_on_other_schemas(setting):
     with pytest.raises(PrivfairError):
         prob.solve(pf.DP(1.0, 1e-6), backend="sgda", progress=False)   # sgda needs a model
     assert prob.status.startswith("refused: ") and "sgda" in prob.status
-    assert prob.value == None and prob.result is None                   # noqa: E711
+    assert prob.value is None and prob.result is None
     with pytest.raises(InvalidInputError) as info:
         prob.value_on(train)
     assert info.value.field == "result"
@@ -117,23 +113,19 @@ def test_status_after_a_refusal_and_value_on_other_schemas(setting):
         prob.value_on(other)
 
 
-def test_value_called_with_l_is_deprecated_for_evaluate(setting):
-    """prob.value(l) was the (f, [g]) evaluation at ℓ; cvxpy users expect prob.value to be an
-    attribute, so the evaluation is spelled prob.evaluate(l) and calling value warns (a
-    FutureWarning naming evaluate) before and after a solve, on its way to a plain float/None."""
+def test_value_is_a_plain_attribute_and_evaluate_the_evaluation(setting):
+    """cvxpy users expect prob.value to be an attribute (None, then a float); the (f, [g])
+    evaluation at ℓ is prob.evaluate(l), and calling value is a TypeError like cvxpy's."""
     _, _, r = setting
     prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.2])
     ell = np.random.default_rng(1).random(r.K)
-    expected = [-ell[r.index("tpr[a]")], ell[r.index("fpr[a]")] - 0.2]
-    for _ in range(2):
-        f, gs = prob.evaluate(ell)
-        assert [f, *gs] == pytest.approx(expected)
-        with pytest.warns(FutureWarning, match=r"prob\.evaluate\(l\)") as record:
-            f, gs = prob.value(ell)
-        assert [f, *gs] == pytest.approx(expected)
-        assert record[0].filename == __file__                 # points at the caller's line
-        prob.solve(pf.DP(math.inf), seed=0, progress=False)
-    assert isinstance(prob.value, float)
+    f, gs = prob.evaluate(ell)
+    assert [f, *gs] == pytest.approx([-ell[r.index("tpr[a]")], ell[r.index("fpr[a]")] - 0.2])
+    assert prob.value is None
+    with pytest.raises(TypeError):
+        prob.value(ell)
+    prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    assert type(prob.value) is float
 
 
 # ------------------------------------------------------------------ constraints without a list
