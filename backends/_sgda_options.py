@@ -9,8 +9,9 @@ import numbers
 
 import numpy as np
 
+from privfair import gap_terms as GT  # the constraint → gap-terms recogniser
+
 from . import _ermi as E
-from . import _jagielski as J
 from . import _sgda_select as SEL
 from .options import Option, validate
 
@@ -156,10 +157,10 @@ def resolve_options(options, notion=None, epsilon=math.inf):
 
 
 def problem_shape(problem):
-    """(notion or None, number of constraints); J.Unsupported when the problem is not of the
+    """(notion or None, number of constraints); GT.Unsupported when the problem is not of the
     shape sgda handles."""
     r = problem.rates
-    w, _ = J.objective_weights(problem)
+    w, _ = GT.objective_weights(problem)
     err = np.zeros(r.K)
     for g in range(r.G):
         for y in range(r.L):
@@ -168,22 +169,22 @@ def problem_shape(problem):
                     err[r.layout.joint[g, y, j]] = 1.0
     scale = float(w @ err) / float(err @ err)
     if scale <= 0 or not np.allclose(w, scale * err, atol=1e-12):
-        raise J.Unsupported("the objective must be the error (r.error(), or a positive multiple): "
+        raise GT.Unsupported("the objective must be the error (r.error(), or a positive multiple): "
                             "sgda trains the cross-entropy surrogate of the error")
     if not problem.g:
         return None, 0
-    terms, _ = J.extract_terms(problem)
+    terms, _ = GT.extract_terms(problem)
     kinds = set()
     for t in terms:
         for k in np.flatnonzero(np.abs(t.a) > 1e-15):
             kinds.add(r.names[int(k)].split("[")[0])
     if not kinds:
-        raise J.Unsupported("the constraints read no coordinate of ℓ")
+        raise GT.Unsupported("the constraints read no coordinate of ℓ")
     if kinds == {"selection"}:
         return "demographic_parity", len(problem.g)
     if kinds <= set(_EO_KINDS):
         return "equalized_odds", len(problem.g)
-    raise J.Unsupported(f"the constraints read {sorted(kinds)}: sgda maps gaps of selection rates "
+    raise GT.Unsupported(f"the constraints read {sorted(kinds)}: sgda maps gaps of selection rates "
                         "(demographic parity) or of fpr/tpr/tnr/fnr/rate coordinates (equalized odds) "
                         "to the ERMI weight, not joint cells or a mix of both")
 

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from . import _jagielski as J
+from privfair import gap_terms as GT  # the constraint → gap-terms recogniser
 
 #: failure probability of the group-mass lower bounds derived from the released counts
 BETA = 0.05
@@ -57,7 +57,7 @@ def sensitivity(g, r, q):
         d = r.delta_l(norm, "sensitive", support=g.support(), group_mass_bound=q)
         best = min(best, float(L) * float(d))
     if not math.isfinite(best) or best <= 0:
-        raise J.Unsupported(f"the sensitivity of {g} is unknown")
+        raise GT.Unsupported(f"the sensitivity of {g} is unknown")
     return best
 
 

@@ -55,6 +55,7 @@ import math
 
 import numpy as np
 
+from privfair import gap_terms as GT  # the constraint → gap-terms recogniser
 from privfair._text import said_once
 
 from . import _jagielski as J
@@ -180,8 +181,8 @@ class _Setup:
     def __init__(self, problem, analysis, privacy):
         r = problem.rates
         self.rates, self.kind = r, _kind(problem)
-        self.w_f, _ = J.objective_weights(problem)
-        self.terms, self.knobs = J.extract_terms(problem)
+        self.w_f, _ = GT.objective_weights(problem)
+        self.terms, self.knobs = GT.extract_terms(problem)
         self.A = (np.stack([t.a for t in self.terms]) if self.terms
                   else np.zeros((0, r.K)))
         self.c = np.array([t.c for t in self.terms], dtype=float)
@@ -259,9 +260,9 @@ class OracleLearnerBackend(Backend):
                                   "(XᵀX un-noised, [J] §5): it needs protect='sensitive'; use a "
                                   "finite decision set under protect='row'")
         try:
-            J.objective_weights(problem)
-            J.extract_terms(problem)
-        except J.Unsupported as err:
+            GT.objective_weights(problem)
+            GT.extract_terms(problem)
+        except GT.Unsupported as err:
             return Verdict(False, str(err))
         why = analysis.sensitivity_unproven()
         return Verdict(False, why) if why else Verdict(True)

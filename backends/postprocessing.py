@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 
+from privfair import gap_terms as GT  # the constraint → gap-terms recogniser
 from privfair._text import said_once
 
 from . import _jagielski as J
@@ -74,12 +75,12 @@ OPTIONS = (
 def problem_shape(problem):
     """(pairs, knobs, w_joint (G, 2, 2)) or Unsupported."""
     r = problem.rates
-    w, _ = J.objective_weights(problem)
+    w, _ = GT.objective_weights(problem)
     cond = np.flatnonzero(r.is_conditional & (np.abs(w) > 0))
     if cond.size:
-        raise J.Unsupported(f"the objective reads {r.names[int(cond[0])]}; the LP objective is a "
+        raise GT.Unsupported(f"the objective reads {r.names[int(cond[0])]}; the LP objective is a "
                             "linear function of the joint cells (e.g. r.error())")
-    terms, knobs = J.extract_terms(problem)
+    terms, knobs = GT.extract_terms(problem)
     pairs = J.eo_pairs(r, terms)
     return pairs, knobs, w[r.layout.joint]
 
@@ -123,7 +124,7 @@ class PostprocessingBackend(Backend):
             return Verdict(False, "needs at least two groups")
         try:
             pairs, _, _ = problem_shape(problem)
-        except J.Unsupported as err:
+        except GT.Unsupported as err:
             return Verdict(False, str(err))
         neg = [p for p in pairs if p.gamma < 0]
         if neg:

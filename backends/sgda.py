@@ -97,9 +97,9 @@ import math
 import numpy as np
 
 from privfair import formulas as F
+from privfair import gap_terms as GT  # the constraint → gap-terms recogniser
 
 from . import _ermi as E
-from . import _jagielski as J
 from . import _sgda_schedule as SCH
 from . import _sgda_select as SEL
 from . import _sgda_train as T_
@@ -175,7 +175,7 @@ class SGDABackend(Backend):
             return Verdict(False, "needs at least two groups")
         try:
             problem_shape(problem)
-        except J.Unsupported as err:
+        except GT.Unsupported as err:
             return Verdict(False, str(err))
         for j, g in enumerate(problem.g):
             if all(g.lipschitz(nm) is None for nm in ("l1", "l2", "linf")):
@@ -188,7 +188,7 @@ class SGDABackend(Backend):
         r = problem.rates
         try:
             notion, n_con = problem_shape(problem)
-        except J.Unsupported as err:
+        except GT.Unsupported as err:
             self.refuse(str(err))
         o = resolve_options(options, notion, privacy.epsilon)
         if notion and o.get("fairness") and o["fairness"] != notion:

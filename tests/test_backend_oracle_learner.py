@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
+from privfair import gap_terms as GT
 from privfair.backends import _jagielski as J
 from privfair.errors import BackendRefusedError
 from privfair.privacy.testing import check_dp
@@ -125,7 +126,7 @@ def test_knob_mapping_rules():
              (pf.lse(pf.abs(d_f), pf.abs(d_t), eta=100) <= 0.1, "lse", 0.1 - math.log(2) / 100, 4),
              (d_f <= 0.1, "affine", 0.1, 1)]
     for con, form, gamma, k in cases:
-        terms, knobs = J.extract_terms(pf.Problem(pf.minimize(r.error()), [con]))
+        terms, knobs = GT.extract_terms(pf.Problem(pf.minimize(r.error()), [con]))
         assert knobs[0].form == form and knobs[0].gamma == pytest.approx(gamma)
         assert len(terms) == k
         for seed in range(20):
