@@ -65,24 +65,27 @@ REGISTRY: tuple = (
           "one release of proxy-cell statistics (analytic Gaussian + Laplace), then "
           "post-processing"),
     Entry("lopt", ".lopt", 3,
-          "the general loss-vector method (Algorithm 2): T oracle calls, more releases than "
-          "frank_wolfe's closed form on a tie"),
+          "the general loss-vector method ([A] Algorithm 2): T private oracle calls and T − 1 "
+          "loss releases; frank_wolfe (the same loss vectors, a smooth h) first on a tie"),
     Entry("postprocessing", ".postprocessing", 4,
           "[J] Algorithm 1: Laplace cell counts and an LP, for equalized-odds-type constraints"),
     Entry("oracle_learner", ".oracle_learner", 5,
           "[J] Algorithm 3: a private Lagrangian game, many oracle releases"),
     Entry("output_perturbation", ".erm.output_perturbation", 6,
-          "row-private ERM: one Gaussian release of the ERM minimizer"),
+          "row-private ERM ([K] Thm 1): one analytic-Gaussian release of the ERM minimizer"),
     Entry("objective_perturbation", ".erm.objective_perturbation", 7,
-          "row-private ERM: a perturbed objective, one release (needs a smooth loss)"),
+          "row-private ERM: a perturbed objective and a certified minimizer (needs a smooth "
+          "loss)"),
     Entry("dual_frank_wolfe", ".erm.dual_frank_wolfe", 8,
-          "row-private ERM over structured sets: an iterative dual Frank–Wolfe"),
+          "row-private ERM ([K] Algorithm 2): an iterative dual Frank–Wolfe, T exponential-"
+          "mechanism selections"),
     Entry("sgda", ".sgda", 9,
-          "DP-SGDA on ERMI ([L]): non-convex, no proven excess-risk bound here, torch only"),
+          "DP-SGDA on ERMI ([L]): non-convex, its private plans predict no bound (∞); torch "
+          "only"),
     Entry("lagrangian_sgda", ".lagrangian", 10,
           "private Lagrangian SGDA: no proven bound (∞); its plans rank first (rank = 0) on "
-          "differentiable sets from measured numbers, so its priority only matters among "
-          "unranked plans"),
+          "differentiable sets from measured numbers, so its priority only breaks ties where "
+          "its plan is not ranked first"),
 )
 
 #: name → registry entry
