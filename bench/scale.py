@@ -199,6 +199,10 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None):
         # part of a fit's cost in passes over X
         import cvxpy  # noqa: F401
         import privfair.backends  # noqa: F401
+        try:
+            import dp_accounting  # noqa: F401  (the certificate's PLD accounting: ~1 s to import)
+        except ImportError:
+            pass
     for stage in stages:
         if stage == "dense" and n > dense_max_n:
             continue
