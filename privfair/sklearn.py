@@ -85,7 +85,7 @@ import warnings
 import numpy as np
 
 from .errors import BudgetExceededError, DataError, InvalidInputError, PrivfairError
-from .privacy.validate import check_delta, check_epsilon
+from .privacy import check_delta, check_epsilon
 
 __all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning",
            "UndeclaredClassesWarning", "UnaccountedBudgetWarning", "ScikitLearnMissingError"]

@@ -1,6 +1,6 @@
 """ε and δ are checked in one place (#20, first contact): the budget filter (which allows ε = 0),
 the estimator's hyper-parameters (which allow ε = inf) and pf.DP apply the privacy core's rules
-(privfair/privacy/_validate.py, public as privfair.privacy.validate) and say the same thing —
+(privfair/privacy/_validate.py, exported by privfair.privacy) and say the same thing —
 a typed error naming the field, the value and the fix."""
 
 import math
@@ -10,7 +10,7 @@ import pytest
 
 import privfair as pf
 from privfair.errors import InvalidPrivacyError
-from privfair.privacy.validate import check_delta, check_epsilon
+from privfair.privacy import check_delta, check_epsilon
 
 
 def _fix(call):

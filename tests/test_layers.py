@@ -83,8 +83,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 204 reads: 125 in privfair/backends
     'privfair.expr.norms: _can_win': 1,
     'privfair.expr.norms: _sign_by_range': 1,
     # the privacy core: helpers shared between its own modules (_validate, _fmt, _float_generator)
-    'privfair.privacy._validate: _check_delta': 1,
-    'privfair.privacy._validate: _check_epsilon': 1,
     'privfair.privacy.certificate: _fmt': 1,
     'privfair.privacy.release: _float_generator': 1,
     # backends: Rates' private layout (_joint, _rate, _sel, _Xc, _phiB, ...) → the public layout of ℓ

@@ -21,10 +21,11 @@ from .release import (Draws, Schedule, Scheduled, calibrate, noise_multiplier,
                       reduced_noise)
 from .randomness import GeneratorSource, RandomSource, SystemSource, as_source
 from .spec import DP, RELATIONS
+from ._validate import check_delta, check_epsilon
 from . import testing  # noqa: E402  (the reusable statistical testers)
 
 __all__ = [
-    "DP", "RELATIONS",
+    "DP", "RELATIONS", "check_epsilon", "check_delta",
     # mechanisms
     "laplace_mechanism", "gaussian_mechanism", "exponential_mechanism", "permute_and_flip",
     "report_noisy_max", "gaussian_noise_vector", "exponential_mechanism_probabilities",

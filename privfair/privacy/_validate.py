@@ -5,9 +5,34 @@ from __future__ import annotations
 import math
 
 from ..errors import InvalidPrivacyError
-from .spec import _check_delta, _check_epsilon
 
 __all__ = ["check_epsilon", "check_delta", "check_positive", "check_count", "check_rate"]
+
+
+def _check_epsilon(epsilon, field="epsilon", allow_inf=True) -> float:
+    if isinstance(epsilon, (str, bytes, bool)):   # "1" or True would silently become numbers
+        raise InvalidPrivacyError(field, epsilon, "pass a positive number, e.g. epsilon=1.0")
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyError(field, epsilon, "pass a positive number, e.g. epsilon=1.0") from None
+    if math.isnan(eps) or eps <= 0:
+        raise InvalidPrivacyError(field, epsilon, "epsilon must be > 0 (e.g. epsilon=1.0)")
+    if math.isinf(eps) and not allow_inf:
+        raise InvalidPrivacyError(field, epsilon, "epsilon must be finite here")
+    return eps
+
+
+def _check_delta(delta, field="delta") -> float:
+    if isinstance(delta, (str, bytes, bool)):
+        raise InvalidPrivacyError(field, delta, "pass a number in [0, 1), e.g. delta=1e-6")
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise InvalidPrivacyError(field, delta, "pass a number in [0, 1), e.g. delta=1e-6") from None
+    if not (0.0 <= d < 1.0):  # also rejects NaN
+        raise InvalidPrivacyError(field, delta, "delta must lie in [0, 1), e.g. delta=1/n**2")
+    return d
 
 
 def check_epsilon(epsilon, field: str = "epsilon", *, allow_inf: bool = False,

@@ -6,38 +6,13 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InvalidPrivacyError
+from ._validate import check_delta, check_epsilon
 
 #: The neighbouring relations privfair knows.  The compiler's sensitivities refer to them.
 RELATIONS = {
     "sensitive": "datasets differ in the sensitive attribute of one row (features and label fixed)",
     "row": "datasets differ by replacing one whole row (features, label and sensitive attribute)",
 }
-
-
-def _check_epsilon(epsilon, field="epsilon", allow_inf=True) -> float:
-    if isinstance(epsilon, (str, bytes, bool)):   # "1" or True would silently become numbers
-        raise InvalidPrivacyError(field, epsilon, "pass a positive number, e.g. epsilon=1.0")
-    try:
-        eps = float(epsilon)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyError(field, epsilon, "pass a positive number, e.g. epsilon=1.0") from None
-    if math.isnan(eps) or eps <= 0:
-        raise InvalidPrivacyError(field, epsilon, "epsilon must be > 0 (e.g. epsilon=1.0)")
-    if math.isinf(eps) and not allow_inf:
-        raise InvalidPrivacyError(field, epsilon, "epsilon must be finite here")
-    return eps
-
-
-def _check_delta(delta, field="delta") -> float:
-    if isinstance(delta, (str, bytes, bool)):
-        raise InvalidPrivacyError(field, delta, "pass a number in [0, 1), e.g. delta=1e-6")
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise InvalidPrivacyError(field, delta, "pass a number in [0, 1), e.g. delta=1e-6") from None
-    if not (0.0 <= d < 1.0):  # also rejects NaN
-        raise InvalidPrivacyError(field, delta, "delta must lie in [0, 1), e.g. delta=1/n**2")
-    return d
 
 
 @dataclass(frozen=True)
@@ -71,8 +46,8 @@ class DP:
     protect: str = "sensitive"
 
     def __post_init__(self):
-        eps = _check_epsilon(self.epsilon)
-        d = _check_delta(self.delta)
+        eps = check_epsilon(self.epsilon, allow_inf=True)
+        d = check_delta(self.delta)
         if self.protect not in RELATIONS:
             raise InvalidPrivacyError(
                 "protect", self.protect, f"choose one of {sorted(RELATIONS)}")
