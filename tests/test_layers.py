@@ -50,6 +50,7 @@ AT_OR_ABOVE_PLANNER = {
     "privfair.sklearn",          # estimators that call solve
     "privfair.pareto",           # a grid of solves
     "privfair.demo",             # a solve, printed
+    "privfair.direct_erm",       # pf.sparse.fit's backend lookup (a solve without a Problem)
 }
 
 # ------------------------------------------------------------------------------ the allowlists
@@ -58,9 +59,6 @@ IMPORT_ALLOWLIST = {
     # the audit harness lives in the privacy core but builds whole problems with `import privfair`
     # (the audit belongs in its own layer above the planner: privfair/audit/, #17 item 4)
     ("privfair.privacy.audit_instances", "privfair"),
-    # sparse.SparseLinear fits its ERM with the backends' ERM helper (erm.direct.fit_erm); the
-    # ERM solver belongs below the backends (or the decision set should not fit)
-    ("privfair.sparse", "privfair.backends.erm.direct"),
 }
 
 #: "module: name" → number of reads of another module's underscore attribute ``name``.

@@ -8,8 +8,7 @@ from .constraint import PROBE_SHARE, RELEASE_SHARE, RHO
 
 #: post-processing of every row-private ERM's release (all three backends read it)
 PROJECT = Option("project", "bool", True,
-                 doc="project the noisy θ back onto the decision set (post-processing: free; "
-                     "soft-thresholds, so outputs are sparse)")
+                 doc="project the noisy θ back onto the decision set (post-processing: free)")
 #: the constraint form's public hyper-parameters (:func:`lagrange_run`; docs/sparsity.md §4)
 CONSTRAINT_OPTIONS = (
     Option("probe_share", "float", PROBE_SHARE, low=0,

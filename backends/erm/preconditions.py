@@ -73,10 +73,10 @@ def check_common(problem, analysis, *, need_strong=False, need_c2=False, allow_c
 
 
 def suggest_l2(problem):
-    """A public Λ of the order [K] Thm 1 balances: L·‖u‖/√n in the problem's units."""
+    """A public Λ of the order [K] Thm 1 balances: L·‖u‖/√n in the loss's units (the units of
+    ``SparseLinear(l2=)``; the plain surrogates are 1-Lipschitz)."""
     r = problem.rates
-    n = r.n
-    return math.sqrt(r.feature_bound ** 2 + 1) / r._phiB / math.sqrt(n)
+    return math.sqrt(r.feature_bound ** 2 + 1) / math.sqrt(r.n)
 
 
 def _sign_reason(problem, analysis):

@@ -265,7 +265,7 @@ def ridge_problem(surrogate):
         import privfair as pf
 
         ds = pf.SparseLinear(1, norm=pf.norms.l1(1), radius=1.0, l2=RIDGE_L2, intercept=False,
-                             feature_bound=RIDGE_R)
+                             feature_bound=RIDGE_R, l2_units="scaled")   # Λ as calibrated
         return pf.Problem(pf.minimize(pf.rates(ds, data, surrogate=surrogate,
                                                feature_bound=RIDGE_R).error()))
     build.__doc__ = f"SparseLinear ridge instance, {surrogate} surrogate (module docstring)."
