@@ -545,10 +545,12 @@ def extreme_design_rows(data, features, interactions) -> np.ndarray:
     (only the two rows come back).  The norms are those of the design rows themselves, the
     numbers proxy_sensitivity computes.  Found once per dataset (its rows are read-only), not
     once per plan."""
-    try:
-        known = _EXTREME_OF.setdefault(data, {})
-    except TypeError:                  # not weak-referenceable: not cached
-        known = {}
+    known = {}
+    if hasattr(data, "rows"):          # a dataset (read-only arrays), not a bare row source
+        try:
+            known = _EXTREME_OF.setdefault(data, {})
+        except TypeError:              # not weak-referenceable: not cached
+            pass
     key = (features, bool(interactions))
     if key not in known:
         U = _extreme_design_rows(data, features, interactions)

@@ -364,18 +364,16 @@ class ProxyCells(DecisionSet):
         from . import passes
 
         source = hasattr(X, "map_sum") or hasattr(X, "rows")
+        # a dataset's rows do not change (its arrays are read-only): its feature map is found
+        # once, not once per plan and run (one pass each); bare arrays and row sources are not
+        # cached (their arrays may be written to)
+        cached = hasattr(X, "rows") and _weakrefable(X)
         key = (self.feature_groups, self.clip)
-        if source:
-            # a dataset's rows do not change (read-only): its feature map is found once, not
-            # once per plan and run (one pass each)
-            known = _FEATURES_OF.get(X, {}) if _weakrefable(X) else {}
-            if key in known:
-                return known[key]
-            rows = passes.rows_of(X)
-        else:
-            rows = passes.ArrayRows(_as_X(X))
+        if cached and key in _FEATURES_OF.get(X, {}):
+            return _FEATURES_OF[X][key]
+        rows = passes.rows_of(X) if source else passes.ArrayRows(_as_X(X))
         out = self._features_of(rows)
-        if source and _weakrefable(X):
+        if cached:
             _FEATURES_OF.setdefault(X, {})[key] = out
         return out
 

@@ -111,3 +111,17 @@ def test_certified_stop_refuses_what_it_cannot_bound():
     assert not _certified_stop(H, np.array([1e-3, 0.0]), 0.0, 1e-10)
     assert not _certified_stop(H, np.array([1e-6, 0.0]), 30.0, 1e-10)     # margins moved far
     assert not _certified_stop(H, np.array([np.nan, 0.0]), 0.0, 1e-10)
+
+
+def test_the_feature_map_is_cached_for_a_dataset_only():
+    """A dataset's arrays are read-only, so its feature map is found once; a bare row source
+    over a writable array is read again (its 0/1 columns may have changed)."""
+    data = _data(n=600)
+    cells = pf.ProxyCells(3, 2)
+    assert cells.features_for(data) is cells.features_for(data)
+    X = np.ones((50, 3))
+    rows = passes.ArrayRows(X)
+    assert all(len(b) == 1 for b in cells.features_for(rows).blocks)      # all 0/1 columns
+    X[0, 0] = 0.5
+    assert cells.features_for(rows).blocks[0] == (0,)                      # now a clipped block
+    assert cells.features_for(rows).norm_bound > 0
