@@ -390,7 +390,7 @@ class CellsBackend(Backend):
         # T = Σ a_i u_i and, in the same pass, the proxy fit's Newton terms at θ = 0 (they
         # read u_i only, public under the relation; the fit's first step, not a release)
         T_exact, start = rows.map_sum(passes.sum_and_logistic_terms, design, ("group", 0),
-                                      np.zeros(design.dim(rows.n_features)), True)
+                                      np.zeros(design.dim(rows.n_features)), passes.SINGLE)
         draws = None
         if private:
             schedule = getattr(plan, "schedule", None)
@@ -405,7 +405,7 @@ class CellsBackend(Backend):
             T = T_exact
         del T_exact
         proxy_coef = _proxy.logistic_from_statistic(rows, T, ds.ridge, design=design,
-                                                    start=start)
+                                                    start=start, start_single=True)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
         # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
         s, p_xy, p = per_row_scores(data, rule)

@@ -81,9 +81,9 @@ def test_the_certified_stop_returns_the_full_tests_iterate(monkeypatch, seed):
     grams = {"n": 0}
     gram = passes.weighted_gram
 
-    def counted(Z, w):
+    def counted(Z, w, float32=False):
         grams["n"] += 1
-        return gram(Z, w)
+        return gram(Z, w, float32)
 
     monkeypatch.setattr(passes, "weighted_gram", counted)
     assert scores._PROBE > 0
@@ -101,6 +101,49 @@ def test_the_certified_stop_returns_the_full_tests_iterate(monkeypatch, seed):
     assert got[probing, "grams"] <= got[0.0, "grams"]
     if seed < 2:
         assert got[probing, "grams"] < got[0.0, "grams"]
+
+
+def test_the_single_precision_hessian_is_close_and_the_fit_is_the_float64_one(monkeypatch):
+    """#19: the Newton Hessian is summed in float32 (a chunk's Z√w cast once); it only steers
+    the steps, so the fit agrees with the all-float64 fit to the stopping tolerance (on exact
+    and on noisy-like T), and the float64 Gram is still what other callers get by default."""
+    from privfair import scores
+
+    rng = np.random.default_rng(3)
+    Z, w = rng.normal(size=(700, 9)), rng.uniform(0.0, 0.25, 700)
+    exact = (Z * w[:, None]).T @ Z
+    H64, H32 = passes.weighted_gram(Z, w), passes.weighted_gram(Z, w, True)
+    assert H64.dtype == H32.dtype == np.float64
+    assert np.allclose(H64, exact, rtol=1e-13, atol=1e-12)
+    assert not np.array_equal(H32, H64)                         # it really is single precision
+    assert np.allclose(H32, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
+    Z32 = Z.astype(np.float32)                                  # a float32 X: not written
+    before = Z32.copy()
+    assert np.allclose(passes.weighted_gram(Z32, w, True), exact, rtol=1e-5, atol=1e-3)
+    assert np.array_equal(Z32, before)
+
+    data = _data(n=4000, seed=1)
+    rows = data.rows(chunk_rows=512)
+    T = rows.map_sum(passes.weighted_sum, passes.INTERCEPT, "y")
+    Ts = [T, T + rng.normal(scale=20.0, size=T.size)]
+    gram, calls = passes.weighted_gram, []
+
+    def spy(Z, w, float32=False):
+        calls.append(float32)
+        return gram(Z, w, float32)
+
+    monkeypatch.setattr(passes, "weighted_gram", spy)
+    fast = [logistic_from_statistic(rows, t, 1.0, design=passes.INTERCEPT) for t in Ts]
+    # far from the optimum single precision, the quadratic phase float64
+    assert True in calls and False in calls, calls
+    monkeypatch.setattr(passes, "weighted_gram", lambda Z, w, float32=False: gram(Z, w))
+    slow = [logistic_from_statistic(rows, t, 1.0, design=passes.INTERCEPT) for t in Ts]
+    for a, b, t in zip(fast, slow, Ts):
+        # both are Newton iterates below the same stopping test; the float64 quadratic phase
+        # leaves the single-precision steps' rounding far below the fit's own tolerance
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+        g = rows.map_sum(passes.logistic_terms, passes.INTERCEPT, a, False)[1] - t + a
+        assert np.linalg.norm(g) < 1e-3
 
 
 def test_certified_stop_refuses_what_it_cannot_bound():
