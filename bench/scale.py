@@ -138,7 +138,7 @@ def _timed(fn, repeats):
             "cpu": cpu[len(cpu) // 2]}, out
 
 
-def child_memory(n, d, stages, repeats, dense_max_n, delta=None):
+def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False):
     """One n in this process: the stages' timings, peak RSS after each (private solves at
     δ = ``delta``, default 1/n²)."""
     import numpy as np
@@ -146,6 +146,12 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None):
     import privfair as pf
     X, y, sex = make_rows(n, d)
     out = {"n": n, "d": d, "x_gb": X.nbytes / 2 ** 30, "peak_gb": {}, "t": {}}
+    if hessian64:       # the "before" of the mixed-precision Newton Hessians (#19)
+        from privfair import passes
+
+        gram = passes.weighted_gram
+        passes.weighted_gram = lambda Z, w, float32=False: gram(Z, w)
+        out["hessian"] = "float64"
     try:
         data = pf.Dataset(X, y, sex, group_names=[0, 1], labels=[0, 1], copy=False)
     except TypeError:     # a checkout before #19 (bench/scale.py --before): X is copied
@@ -359,6 +365,8 @@ def main(argv=None):
     ap.add_argument("--delta", type=float, default=None, help="δ of the private solves "
                     "(default 1/n²)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads")
+    ap.add_argument("--hessian64", action="store_true", help="every Newton Hessian in float64 "
+                    "(the before of the mixed-precision fits)")
     ap.add_argument("--dask", type=float, default=0, help="rows of the Parquet + Dask run")
     ap.add_argument("--dask-features", type=int, default=20)
     ap.add_argument("--partition-rows", type=float, default=1e6)
@@ -392,7 +400,8 @@ def main(argv=None):
     results = []
     for n in a.n:
         r = spawn({"kind": "memory", "n": int(n), "d": a.d, "stages": stages,
-                   "repeats": a.repeats, "dense_max_n": a.dense_max_n, "delta": a.delta})
+                   "repeats": a.repeats, "dense_max_n": a.dense_max_n, "delta": a.delta,
+                   "hessian64": a.hessian64})
         if r is None:
             print(f"n = {n:.0f}: the run failed (out of memory?)", file=sys.stderr)
             continue
