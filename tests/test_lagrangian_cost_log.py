@@ -48,7 +48,8 @@ def test_cost_log_gradient_is_the_cost_sensitive_cross_entropy():
     d = (Uf[:, 1] + Ug[:, 1]) - (Uf[:, 0] + Ug[:, 0])
 
     def loss(th):
-        s = 1.0 / (1.0 + np.exp(-(ad.Xt @ th)))
+        Xt = np.hstack([np.asarray(data.X, dtype=float), np.ones((data.n, 1))])
+        s = 1.0 / (1.0 + np.exp(-(Xt @ th)))
         return float(np.sum(np.abs(d) * np.where(d < 0, -np.log(s), -np.log(1.0 - s))))
 
     got, clipped = ad.grad_sum(theta, idx, Uf, Ug, clip=None)

@@ -49,9 +49,20 @@ def _sigmoid(z):
 
 
 class LinearAdapter:
-    """``pf.LinearClassifier`` (binary) in numpy; see the module docstring."""
+    """``pf.LinearClassifier`` (binary) in numpy; see the module docstring.
+
+    Memory (#19).  The rows are read through the data's row source (``data.rows()``,
+    :mod:`privfair.passes`): a Poisson batch is gathered (``rows.gather``) into one batch-sized
+    design [x̃_i, 1], and a pass over every row (:meth:`label_totals`) reads one chunk at a time.
+    Neither X (nor, for a dataset taken by index, its gathered copy ``data.X``), nor [X, 1],
+    nor the clipped features of a surrogate (``rates._Xc``) is ever built whole: the extra
+    memory is a batch and a chunk, whatever n.  A batch's design holds the same numbers as the
+    rows of the old full [X̃, 1], so every product is the same arithmetic (same results, bit for
+    bit)."""
 
     def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False):
+        from privfair.passes import rows_of
+
         ds = rates.decisions
         self.k = float(sharpness)
         self.ds, self.rates = ds, rates
@@ -59,16 +70,41 @@ class LinearAdapter:
         self.surrogate = rates.surrogate
         self.log_objective = log_objective and self.surrogate is None
         self.cost_sensitive = cost_sensitive and self.surrogate is None
-        X = rates._Xc if self.surrogate is not None else rates.data.X
-        self.Xt = np.hstack([np.asarray(X, dtype=float), np.ones((rates.n, 1))])   # (n, P)
-        self.xnorm = np.linalg.norm(self.Xt, axis=1)
+        self.rows = rows_of(rates.data)
+        self.d = self.rows.n_features
+        # a surrogate's rows are x̃_i = x_i·s_i (s_i = min(1, R/‖x_i‖), rates.clip_scale): the
+        # n-vector s is kept, x̃ is formed per batch / chunk
+        self.scale = (np.asarray(rates.clip_scale, dtype=float) if self.surrogate is not None
+                      else None)
         self.y = np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
+        self._batch = (None, None)       # (idx, its design): probs and grad_sum read one batch
 
-    def _mass(self, theta, idx, k=None):
-        """(mass on ŷ = 1, its derivative in the margin z) of the rows ``idx``: σ(k·z)
-        (k the sharpness; the objective's cross-entropy reads k = 1), or the surrogate's."""
-        z = (self.Xt if idx is None else self.Xt[idx]) @ theta    # None: every row (no copy)
+    def _fill(self, Z, X, scale):
+        """Z[:, :d] = x̃ (X times the rows' clipping scale, if any), Z[:, d] = 1."""
+        if scale is None:
+            Z[:, :-1] = X
+        else:
+            np.multiply(X, scale[:, None], out=Z[:, :-1])
+        Z[:, -1] = 1.0
+        return Z
+
+    def design(self, idx) -> np.ndarray:
+        """[x̃_i, 1] for the rows ``idx``: a new (len(idx), P) array (the last batch's is kept,
+        so that the probabilities and the gradient of one step gather it once)."""
+        if self._batch[0] is idx:
+            return self._batch[1]
+        idx_a = np.asarray(idx)
+        Z = self._fill(np.empty((idx_a.shape[0], self.d + 1)), self.rows.gather(idx_a),
+                       None if self.scale is None else self.scale[idx_a])
+        self._batch = (idx, Z)          # holding idx keeps its identity unique
+        return Z
+
+    def _mass(self, theta, idx, k=None, Z=None, y=None):
+        """(mass on ŷ = 1, its derivative in the margin z) of the rows ``idx`` (or of the
+        design rows ``Z`` with labels ``y``): σ(k·z) (k the sharpness; the objective's
+        cross-entropy reads k = 1), or the surrogate's."""
+        z = (self.design(idx) if Z is None else Z) @ theta
         if self.surrogate is None:
             k = self.k if k is None else k
             s = _sigmoid(k * z)
@@ -76,21 +112,48 @@ class LinearAdapter:
         from privfair.stats import SURROGATES
 
         r = self.rates
-        sign = np.where((self.y if idx is None else self.y[idx]) == 1, -1.0, 1.0)
+        sign = np.where((self.y[idx] if y is None else y) == 1, -1.0, 1.0)
         val, der = SURROGATES[self.surrogate](sign * z)
         val = val / r._phiB
         der = np.where(val < 1.0, der / r._phiB, 0.0)
         val = np.minimum(val, 1.0)
         return np.where(sign > 0, val, 1.0 - val), der
 
+    def _chunks(self):
+        """(design, labels) of consecutive chunks of every row, the design in one reused
+        chunk-sized buffer (valid until the next chunk)."""
+        buf = None
+        for c in self.rows.chunks():
+            k = len(c)
+            if buf is None or buf.shape[0] < k:
+                buf = np.empty((k, self.d + 1))
+            sc = None if self.scale is None else self.scale[c.start:c.start + k]
+            yield self._fill(buf[:k], c.X, sc), self.y[c.start:c.start + k]
+
     def probs(self, theta, idx) -> np.ndarray:
-        s, _ = self._mass(theta, idx)
+        """(len(idx), 2) prediction masses of the rows ``idx``; ``idx=None``: every row,
+        computed chunk by chunk (an (n, 2) result, no n×P temporary)."""
+        if idx is None:
+            out = [self._mass(theta, None, Z=Z, y=y)[0] for Z, y in self._chunks()]
+            s = np.concatenate(out) if out else np.zeros(0)
+        else:
+            s, _ = self._mass(theta, idx)
         return np.stack([1.0 - s, s], axis=1)
+
+    def label_totals(self, theta, L) -> np.ndarray:
+        """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L): a pass over the chunks (the same
+        sums, in the same order, as ``batch_counts`` of all rows at once)."""
+        C = np.zeros((L, L))
+        for Z, y in self._chunks():
+            s, _ = self._mass(theta, None, Z=Z, y=y)
+            np.add.at(C, y, np.stack([1.0 - s, s], axis=1))
+        return C
 
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):
         """(Σ_i clip(∇ψ_i), number of clipped rows) over the rows ``idx``."""
         if len(idx) == 0:
             return np.zeros(self.P), 0
+        Z = self.design(idx)
         s, der = self._mass(theta, idx)
         df = Uf[:, 1] - Uf[:, 0]
         dg = Ug[:, 1] - Ug[:, 0]
@@ -106,13 +169,13 @@ class LinearAdapter:
             dz = df * der1 / np.maximum(py, P_MIN) + dg * der
         else:
             dz = (df + dg) * der
-        norms = np.abs(dz) * self.xnorm[idx]
+        norms = np.abs(dz) * np.linalg.norm(Z, axis=1)
         clipped = 0
         if clip is not None:
             f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
             clipped = int(np.sum(norms > clip))
             dz = dz * f
-        return self.Xt[idx].T @ dz, clipped
+        return Z.T @ dz, clipped
 
     def project(self, theta):
         """Every step: the ball for surrogate rates (ℓ depends on the scale), else nothing."""
@@ -160,6 +223,21 @@ class TorchAdapter:
         with torch.no_grad():
             z = torch.func.functional_call(self.module, self._params(theta), (X,))
             return self._probs(self.k * z, self.binary_logit).double().cpu().numpy()
+
+    def label_totals(self, theta, L, chunk_rows=65536) -> np.ndarray:
+        """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L), ``chunk_rows`` rows at a time (no
+        n×L temporary on the device)."""
+        torch = self.torch
+        C = np.zeros((L, L))
+        y = self.y.cpu().numpy()
+        n = int(self.X.shape[0])
+        with torch.no_grad():
+            for s in range(0, n, chunk_rows):
+                z = torch.func.functional_call(self.module, self._params(theta),
+                                               (self.X[s:s + chunk_rows],))
+                p = self._probs(self.k * z, self.binary_logit).double().cpu().numpy()
+                np.add.at(C, y[s:s + chunk_rows], p)
+        return C
 
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):
         torch = self.torch

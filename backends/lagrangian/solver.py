@@ -163,9 +163,9 @@ def train(problem, adapter, P, draws, gen, progress=False):
             pub, _ = adapter.grad_sum(theta, idx2, cf_ref[y2], cg_ref[y2], clip=None)
             hist = H.centred_counts(gi, yi, Pb, G, L)
             # the group-free totals Σ_g C[g, y, ŷ] read x, y, θ only: exact on all rows,
-            # scaled to a batch (public; no sampling noise on top of the centred release)
-            pub_tot = H.batch_counts(np.zeros(n, np.int64), y_all, adapter.probs(theta, None),
-                                     1, L)[0] * q
+            # scaled to a batch (public; no sampling noise on top of the centred release);
+            # a pass over the rows chunk by chunk (no n-sized temporaries, #19)
+            pub_tot = adapter.label_totals(theta, L) * q
         if draws is not None:
             noise = np.asarray(draws.gaussian_noise("steps", (Dh + adapter.P,)), dtype=float)
             hist = hist + noise[:Dh].reshape(G, L, L) * (Hb / a)
