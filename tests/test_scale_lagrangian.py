@@ -140,3 +140,19 @@ def test_a_run_allocates_a_batch_and_a_chunk_not_a_copy_of_x():
     # before #19 the adapter's [X, 1] alone was 1.05·X; now a batch (n/50 rows), one chunk
     # (~8 MB: its design buffer) and its per-row temporaries
     assert peak < 0.5 * x_bytes, f"peak {peak / 2**20:.1f} MB for X of {x_bytes / 2**20:.1f} MB"
+
+
+def test_torch_adapter_fills_its_tensor_chunk_by_chunk():
+    torch = pytest.importorskip("torch", reason="pf.TorchModel needs torch")
+    full = binary(3000, 12)
+    part = full.take(np.arange(1, 3000, 3), copy=False)
+    r = pf.rates(pf.TorchModel(torch.nn.Linear(2, 2), 2, 2), part)
+    ad = models.TorchAdapter(r)
+    ad_rows = np.asarray(full.X)[np.arange(1, 3000, 3)]
+    assert part._X is None, "the adapter gathered the whole X of a dataset taken by index"
+    np.testing.assert_array_equal(ad.X.numpy(), ad_rows.astype(np.float32))
+    theta = np.asarray(ad.theta0, dtype=float)
+    got = ad.label_totals(theta, 2)
+    ref = H.batch_counts(np.zeros(part.n, np.int64), np.asarray(part.y),
+                         ad.probs(theta, None), 1, 2)[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -205,7 +205,16 @@ class TorchAdapter:
         self.names = [nm for nm, _ in self.module.named_parameters()]
         self.shapes = [p.shape for _, p in self.module.named_parameters()]
         self.sizes = [int(p.numel()) for _, p in self.module.named_parameters()]
-        self.X = torch.as_tensor(np.asarray(rates.data.X), dtype=torch.float32, device=self.dev)
+        # X as one float32 tensor on the device (0.5·X of float64; the per-step batches are
+        # gathered from it), filled chunk by chunk from the row source: the float64 X of a
+        # dataset taken by index is never gathered whole (#19); the same values as a cast of X
+        from privfair.passes import rows_of
+
+        rows = rows_of(rates.data)
+        self.X = torch.empty((rows.n, rows.n_features), dtype=torch.float32, device=self.dev)
+        for c in rows.chunks():
+            self.X[c.start:c.start + len(c)] = torch.as_tensor(
+                np.asarray(c.X), dtype=torch.float32).to(self.dev)
         self.y = torch.as_tensor(np.asarray(rates.data.y), dtype=torch.long, device=self.dev)
         self.theta0 = ds.initial_parameters()
 
