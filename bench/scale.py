@@ -40,6 +40,7 @@ Usage::
     python bench/scale.py --n 1e5 1e6 1e7          # the issue's sizes (1e7 × 101: ~8 GB X)
     python bench/scale.py --n 1e5 --dask 1e7 --dask-features 20
     python bench/scale.py --stages numpy,pass,score,dense --n 1e5 1e6
+    python bench/scale.py --n 1e6 --stages numpy,auto_cells_s --hessian64   # all-float64 Newton
 
 Runs BLAS single-threaded (``--threads``) so that numbers on a shared machine are stable.
 """
