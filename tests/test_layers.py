@@ -62,7 +62,7 @@ IMPORT_ALLOWLIST = {
 }
 
 #: "module: name" → number of reads of another module's underscore attribute ``name``.
-UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 204 reads: 125 in privfair/backends, 79 in tests
+UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 132 reads: 81 in privfair/backends, 51 in tests
     # the language: protocol methods of Expression (_cvx, _bounds, _mono, _lip, ...) called on
     # child expressions from sibling modules — to become public hooks of the atom protocol
     'privfair.expr.affine: _affine': 1,
@@ -84,45 +84,30 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 204 reads: 125 in privfair/backends
     'privfair.privacy.certificate: _fmt': 1,
     'privfair.privacy.release: _float_generator': 1,
     # backends: Rates' private layout (_joint, _rate, _sel, _Xc, _phiB, ...) → the public layout of ℓ
-    # (#17 item 2); helpers of other backend modules (_erm, _sgda_options, ...) → public names
-    'privfair.backends._jagielski: _affine': 1,
-    'privfair.backends._jagielski: _bound': 2,
-    'privfair.backends._jagielski: _cell': 1,
-    'privfair.backends._jagielski: _denominators': 1,
-    'privfair.backends._jagielski: _joint': 4,
-    'privfair.backends._jagielski: _rate': 4,
-    'privfair.backends._jagielski: _sel': 5,
-    'privfair.backends._oracles: _bound': 1,
+    # (Rates.layout, group_mass(), denominators(), clip_scale, phi_at_bound, ...: #17 item 2);
+    # left: Expression's protocol (_bounds, _dependency, _local_*), TorchModel._template,
+    # postprocess._labels, and erm/ and lagrangian/ until they read the public names
     'privfair.backends._oracles: _bounds': 4,
-    'privfair.backends._oracles: _clip_scale': 1,
     'privfair.backends._oracles: _dependency': 1,
-    'privfair.backends._oracles: _joint': 5,
     'privfair.backends._oracles: _local_gbound': 1,
     'privfair.backends._oracles: _local_mono': 1,
-    'privfair.backends._oracles: _phiB': 2,
-    'privfair.backends._oracles: _rate': 5,
-    'privfair.backends._oracles: _sel': 4,
-    'privfair.backends._sgda_options: _joint': 1,
     'privfair.backends._sgda_train: _template': 1,
     'privfair.backends.lagrangian.histogram: _joint': 1,
     'privfair.backends.lagrangian.histogram: _rate': 1,
     'privfair.backends.lagrangian.histogram: _sel': 2,
-    'privfair.backends.lagrangian.models: _Xc': 1,
     'privfair.backends.lagrangian.models: _phiB': 2,
     'privfair.backends.lagrangian.solver: _q': 2,
     'privfair.backends.lagrangian: _float_generator': 1,
-    'privfair.backends.postprocessing: _joint': 1,
     'privfair.backends.postprocessing: _labels': 1,
-    'privfair.backends.sgda: _adapter': 1,
-    'privfair.backends.sgda: _device': 1,
     # privfair/: a decision set's _theta/_as_X, the report renderer's helpers, ...
+    # (gap_terms: the recogniser moved from backends/_jagielski.py with its one _affine read)
+    'privfair.gap_terms: _affine': 1,
     'privfair._report_render: _fmt': 2,
     'privfair._report_render: _headline': 2,
     'privfair._report_render: _numerics': 1,
     'privfair._report_render: _rows': 1,
     'privfair.cells: _as_X': 1,
     'privfair.holdout: _gbound': 1,
-    'privfair.planner: _constant_code': 1,
     'privfair.postprocess: _as_X': 1,
     'privfair.sparse: _as_X': 1,
     'privfair.stats: _find_group': 1,
@@ -130,25 +115,13 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 204 reads: 125 in privfair/backends
     'privfair.torch_model: _as_X': 1,
     # tests: white-box reads of private helpers → a documented testing API or public names
     'tests.test_backend_cells: _proxy': 2,
-    'tests.test_backend_frank_wolfe: _Constants': 1,
-    'tests.test_backend_lopt: _Xc': 1,
-    'tests.test_backend_lopt: _bound': 1,
-    'tests.test_backend_lopt: _joint': 1,
     'tests.test_backend_lopt: _oracles': 1,
-    'tests.test_backend_lopt: _phiB': 1,
-    'tests.test_backend_lopt: _rate': 1,
-    'tests.test_backend_lopt: _sel': 1,
-    'tests.test_backend_lopt: _soft': 3,
     'tests.test_backend_oracle_learner: _jagielski': 1,
-    'tests.test_backend_oracle_learner: _setup': 6,
     'tests.test_backend_postprocessing: _jagielski': 3,
-    'tests.test_backend_postprocessing: _shape': 1,
     'tests.test_backend_sgda: _ermi': 2,
-    'tests.test_backend_sgda: _probs': 3,
     'tests.test_backend_sgda: _sgda_schedule': 1,
     'tests.test_backend_sgda: _sgda_select': 1,
     'tests.test_backend_sgda: _sgda_train': 3,
-    'tests.test_backend_sgda: _xhat': 1,
     'tests.test_designs: _oracles': 1,
     'tests.test_designs: _x1': 1,
     'tests.test_explain: _text': 1,
@@ -176,11 +149,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 204 reads: 125 in privfair/backends
     'tests.test_scores: _Intercept': 2,
     'tests.test_sgda_tiny_delta: _sgda_schedule': 1,
     'tests.test_solve_options: _sgda_options': 1,
-    'tests.test_stats: _Xc': 1,
-    'tests.test_stats: _Xc_cache': 1,
-    'tests.test_stats: _clip_scale': 1,
-    'tests.test_stats_sensitivity: _joint': 2,
-    'tests.test_stats_sensitivity: _rate': 2,
     # the ERM family's modules (backends/erm/, split from _erm.py: the same reads of Rates'
     # internals, now under their concern's name) and test_report's reads of the renderer
     'privfair.backends.erm.constraint: _from_counts': 1,
@@ -188,7 +156,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 204 reads: 125 in privfair/backends
     'privfair.backends.erm.constraint: _n_gy': 1,
     'privfair.backends.erm.constraint: _q': 1,
     'privfair.backends.erm.constraint: _rate': 1,
-    'privfair.backends.erm.preconditions: _phiB': 1,
     'privfair.backends.erm.reduction: _bound': 2,
     'privfair.backends.erm.reduction: _cell': 1,
     'privfair.backends.erm.reduction: _clip_scale': 1,
