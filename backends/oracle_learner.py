@@ -191,7 +191,7 @@ class _Setup:
         rel = privacy.protect
         self.relation, self.private = rel, privacy.is_private
         self.x1 = _x1(r.data) if self.kind == "regression" else None
-        self.dim = int(r.data.X.shape[1]) + 1 if self.kind == "regression" else None
+        self.dim = r.data.n_features + 1 if self.kind == "regression" else None
         self.delta_S, self.s_f, self.s_terms = 0.0, 0.0, [0.0] * len(self.terms)
         self.constants = J.block_constants_for(r, self.gm) if self.private else None
         self._L_all = None
