@@ -56,20 +56,20 @@ class Entry:
 #: lagrangian_sgda) last; lagrangian_sgda gets ahead of the others through ``rank = 0`` on its
 #: plans, not through its priority.
 REGISTRY: tuple = (
-    Entry("exponential", ".exponential", 0,
+    Entry("exponential", ".loss_vector.exponential", 0,
           "one exponential-mechanism draw over a finite set: pure ε-DP, a single release, the "
           "simplest certificate"),
-    Entry("frank_wolfe", ".frank_wolfe", 1,
+    Entry("frank_wolfe", ".loss_vector.frank_wolfe", 1,
           "convex f and g over the hull of loss vectors, with a proven bound (Cor B.5)"),
-    Entry("cells", ".cells", 2,
+    Entry("cells", ".cells.cells", 2,
           "one release of proxy-cell statistics (analytic Gaussian + Laplace), then "
           "post-processing"),
-    Entry("lopt", ".lopt", 3,
+    Entry("lopt", ".loss_vector.lopt", 3,
           "the general loss-vector method ([A] Algorithm 2): T private oracle calls and T − 1 "
           "loss releases; frank_wolfe (the same loss vectors, a smooth h) first on a tie"),
-    Entry("postprocessing", ".postprocessing", 4,
+    Entry("postprocessing", ".reductions.postprocessing", 4,
           "[J] Algorithm 1: Laplace cell counts and an LP, for equalized-odds-type constraints"),
-    Entry("oracle_learner", ".oracle_learner", 5,
+    Entry("oracle_learner", ".reductions.oracle_learner", 5,
           "[J] Algorithm 3: a private Lagrangian game, many oracle releases"),
     Entry("output_perturbation", ".erm.output_perturbation", 6,
           "row-private ERM ([K] Thm 1): one analytic-Gaussian release of the ERM minimizer"),
@@ -79,7 +79,7 @@ REGISTRY: tuple = (
     Entry("dual_frank_wolfe", ".erm.dual_frank_wolfe", 8,
           "row-private ERM ([K] Algorithm 2): an iterative dual Frank–Wolfe, T exponential-"
           "mechanism selections"),
-    Entry("sgda", ".sgda", 9,
+    Entry("sgda", ".sgda.sgda", 9,
           "DP-SGDA on ERMI ([L]): non-convex, its private plans predict no bound (∞); torch "
           "only"),
     Entry("lagrangian_sgda", ".lagrangian", 10,

@@ -1,7 +1,7 @@
 """The backend protocol: ``accepts`` → ``plan`` → ``run``.
 
 A backend is one differentially private algorithm.  It states its theorem and preconditions
-(``theorem``), answers whether an :class:`~privfair.compiler.Analysis` meets them
+(``theorem``), answers whether an :class:`~privfair.analysis.compiler.Analysis` meets them
 (``accepts``, with the reason when not), turns the analysis into a :class:`Plan` whose
 hyper-parameters come from n, ε, δ and α only (never from private data without paying for it),
 with the excess risk its theorem predicts, and finally ``run``s the plan, releasing everything
@@ -74,8 +74,8 @@ class Plan:
     schedule: object = None
 
     def explain(self) -> str:
-        """The plan in a few lines, each wrapped to ``privfair._text.WIDTH`` characters."""
-        from privfair._text import wrap_text
+        """The plan in a few lines, each wrapped to ``privfair.util.text.WIDTH`` characters."""
+        from privfair.util.text import wrap_text
 
         return wrap_text("\n".join(self.explain_lines()))
 

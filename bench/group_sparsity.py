@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 import privfair as pf
-from privfair import norms as N
+from privfair.models import norms as N
 
 
 def main(argv=None):

@@ -7,7 +7,7 @@ and the stages
 
 * ``numpy``  — one logistic-gradient pass Xᵀ(σ(Xw) − y) in plain numpy: the hardware bound
   every other number is measured against, in the same process;
-* ``pass``   — the same gradient through :mod:`privfair.passes` (chunked map + merge);
+* ``pass``   — the same gradient through :mod:`privfair.data.passes` (chunked map + merge);
   its throughput ratio = t_numpy / t_pass (the issue's target: ≥ 0.3);
 * ``score``  — ``pf.scores.fit_score(data)``: the public score's Newton fit (all its passes);
 * ``dense``  — the pre-#19 fit (Z = [1, X] and a weighted n×d copy per Newton step), the
@@ -148,7 +148,7 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
     X, y, sex = make_rows(n, d)
     out = {"n": n, "d": d, "x_gb": X.nbytes / 2 ** 30, "peak_gb": {}, "t": {}}
     if hessian64:       # the "before" of the mixed-precision Newton Hessians (#19)
-        from privfair import passes
+        from privfair.data import passes
 
         gram = passes.weighted_gram
         passes.weighted_gram = lambda Z, w, float32=False: gram(Z, w)
@@ -165,7 +165,7 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
         return X.T @ (0.5 * (1.0 + np.tanh(0.5 * (X @ w))) - y)
 
     def our_pass():
-        from privfair import passes
+        from privfair.data import passes
 
         return data.rows().map_sum(passes.logistic_terms, passes.PLAIN, w, False)[1]
 
@@ -236,7 +236,7 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
     from distributed import Client, LocalCluster
 
     import privfair as pf
-    from privfair.scores import fit_score
+    from privfair.statistics.scores import fit_score
 
     path = tempfile.mkdtemp(prefix="privfair-scale-", dir=tmpdir)
     out = {"rows": rows, "d": d, "partition_rows": partition_rows, "workers": workers}
@@ -273,7 +273,7 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         out["persist"] = bool(persist)
         t, counts = _timed(data.counts, 3)
         out["counts_s"] = t
-        from privfair import passes     # the numpy bound's gradient pass, through Dask
+        from privfair.data import passes     # the numpy bound's gradient pass, through Dask
 
         t, _ = _timed(lambda: data.rows().map_sum(passes.logistic_terms, passes.PLAIN, w,
                                                   False), 3)

@@ -19,24 +19,26 @@ True
 
 from __future__ import annotations
 
-from . import datasets, errors, holdout, metrics, privacy, scores
-from .compiler import Analysis, analyze
-from .data import Dataset
-from .decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
-from .cells import ProxyCells
-from .postprocess import PostProcessed
-from .torch_model import TorchModel  # torch is imported lazily
+from . import datasets, errors, privacy
+from .planning import holdout
+from .statistics import metrics, scores
+from .analysis.compiler import Analysis, analyze
+from .data.dataset import Dataset
+from .models.decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
+from .models.cells import ProxyCells
+from .models.postprocess import PostProcessed
+from .models.torch_model import TorchModel  # torch is imported lazily
 from .expr import (Constant, Constraint, Expression, Variable, abs, gmean, hmean, hstack, lse,
                    maximum, norm1, norm2, norm_inf, pos, smax, square, sum)
 from .privacy import Accountant, BudgetFilter, Certificate
 from .privacy.spec import DP
-from .result import Result
-from .problem import Maximize, Minimize, Objective, Problem, maximize, minimize
-from .stats import Rates, estimate_group_mass_bound, rates
-from . import norms, sparse  # noqa: E402
-from .sparse import SparseLinear  # noqa: E402
-from .report import Report, report  # noqa: E402
-from .pareto import pareto  # noqa: E402
+from .results.result import Result
+from .analysis.problem import Maximize, Minimize, Objective, Problem, maximize, minimize
+from .statistics.stats import Rates, estimate_group_mass_bound, rates
+from .models import norms, sparse  # noqa: E402
+from .models.sparse import SparseLinear  # noqa: E402
+from .reports.report import Report, report  # noqa: E402
+from .reports.pareto import pareto  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -51,6 +53,35 @@ __all__ = [
     "norms", "sparse", "SparseLinear",
     "report", "Report", "pareto",
 ]
+
+
+# The import paths the user documentation used before the layers became subpackages (#17 item
+# 4): ``from privfair.scores import public_score`` keeps working — the same module object under
+# its documented name (tests/test_documented_paths.py).  New code imports the layer's path.
+import sys as _sys  # noqa: E402
+from importlib import import_module as _import_module  # noqa: E402
+
+DOCUMENTED_PATHS = {
+    'privfair.direct_erm': 'privfair.planning.direct_erm',
+    'privfair.erm': 'privfair.models.erm',
+    'privfair.formulas': 'privfair.analysis.formulas',
+    'privfair.holdout': 'privfair.planning.holdout',
+    'privfair.metrics': 'privfair.statistics.metrics',
+    'privfair.norms': 'privfair.models.norms',
+    'privfair.pareto': 'privfair.reports.pareto',
+    'privfair.passes': 'privfair.data.passes',
+    'privfair.privacy.audit': 'privfair.audit.harness',
+    'privfair.privacy.audit_instances': 'privfair.audit.instances',
+    'privfair.projections': 'privfair.models.projections',
+    'privfair.report': 'privfair.reports.report',
+    'privfair.scores': 'privfair.statistics.scores',
+    'privfair.sparse': 'privfair.models.sparse',
+    'privfair.stats': 'privfair.statistics.stats',
+    'privfair.theorems': 'privfair.analysis.theorems',
+}
+for _old, _new in DOCUMENTED_PATHS.items():
+    _sys.modules.setdefault(_old, _import_module(_new))
+del _old, _new
 
 
 def __getattr__(name):

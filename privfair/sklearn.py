@@ -1,3 +1,5 @@
+# Over 500 lines: the estimator's scikit-learn contract (fit/predict/get_params/tags) with its
+#   validation in one class.
 """scikit-learn interface: :class:`PrivateFairClassifier`.
 
 A scikit-learn classifier that states and solves a private fair problem —
@@ -284,7 +286,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         :class:`privfair.Dataset`'s ``pos_label``; ``classes_`` keeps its order.
     holdout : float, default 0.2
         The fraction of rows held out of training for the out-of-sample check
-        (:mod:`privfair.holdout`; 0 turns it off; fewer than 200 held-out rows: no check).
+        (:mod:`privfair.planning.holdout`; 0 turns it off; fewer than 200 held-out rows: no check).
     budget : privfair.BudgetFilter or None, default None
         The running budget of the training rows, shared by every fit on them: each private fit
         reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
@@ -614,7 +616,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                holdout=float(self.holdout), _warn_status=False)
         # the status warning points at the caller's fit (the solve's own would point here,
         # and Python's default filter would show it once per process)
-        from privfair.planner import warn_status
+        from privfair.planning.planner import warn_status
 
         warn_status(result, stacklevel=2)
         if result.info.get("note") and "constant rule" in result.info["note"]:

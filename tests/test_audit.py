@@ -1,4 +1,4 @@
-"""The audit (``privfair audit``, :mod:`privfair.privacy.audit`): power against the bugs of issue
+"""The audit (``privfair audit``, :mod:`privfair.audit.harness`): power against the bugs of issue
 #16 item 8 and reach to every exposed field.
 
 Fast tests: the tie instance's exact output laws (a correct exponential mechanism stays below
@@ -21,11 +21,11 @@ from scipy import stats
 import privfair as pf
 from privfair.backends import BACKENDS
 from privfair.backends.base import RELEASED
-from privfair.backends.exponential import ExponentialBackend, penalized_values
+from privfair.backends.loss_vector.exponential import ExponentialBackend, penalized_values
 from privfair.errors import InvalidInputError
-from privfair.privacy import audit as A
+from privfair.audit import harness as A
 from privfair.privacy import exponential_mechanism_probabilities
-from privfair.privacy.audit_instances import audit_instances, audit_pair, tie_problem
+from privfair.audit.instances import audit_instances, audit_pair, tie_problem
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -209,7 +209,7 @@ def test_noise_control_keeps_the_claim_and_reduces_the_drawn_noise(name):
 
 # ------------------------------------------------------------------ the full audits (slow)
 def _run_cli(backend, capsys, *extra):
-    from privfair.cli import main
+    from privfair.cli.commands import main
 
     code = main(["audit", "--backend", backend, "--negative-control", "--no-progress", *extra])
     out = capsys.readouterr().out
@@ -273,7 +273,7 @@ def test_lagrangian_instance_carries_the_whole_charged_shift():
     the noise's lr/m·z·C/b per unit — b·50/√2501 ≥ 0.999 of the Gaussian shift 2/z the
     accountant charges for, which is why both controls are refuted at 2000 runs."""
     from privfair.privacy import reduced_noise
-    from privfair.privacy.audit_instances import LAGRANGIAN_X0
+    from privfair.audit.instances import LAGRANGIAN_X0
 
     inst = audit_instances("lagrangian_sgda")[0]
     assert inst.key == "lagrangian_w2" and inst.protect == "row"
@@ -308,7 +308,7 @@ def test_lagrangian_instance_needs_no_torch():
         import sys, warnings
         warnings.simplefilter("ignore")
         import privfair as pf
-        from privfair.privacy.audit_instances import audit_instances
+        from privfair.audit.instances import audit_instances
         inst = audit_instances("lagrangian_sgda")[0]
         D, _ = inst.pair()
         res = inst.build(D).solve(pf.DP(1.0, inst.delta, protect=inst.protect),

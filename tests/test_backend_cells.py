@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair.backends import _proxy
-from privfair.backends.cells import budget_split, needs_label_split
+from privfair.backends.cells import proxy as _proxy
+from privfair.backends.cells.cells import budget_split, needs_label_split
 from privfair.errors import BackendRefusedError, InvalidInputError
 from privfair.privacy.testing import check_dp
 
@@ -249,7 +249,7 @@ def test_no_signal_above_the_noise_tightens_by_the_unshrunk_noise():
     # regression: at ε = 0.01 on 3,000 Adult rows the method of moments puts κ̂ at its floor,
     # the estimate becomes the proxy's and the shrunk noise effect gave no margin: the training
     # equalized-odds violation was 0.06–0.08 against a level of 0.03
-    from privfair.backends import _proxy
+    from privfair.backends.cells import proxy as _proxy
 
     train = pf.datasets.load_adult("train").subsample(3000, rng=0)
     r = pf.rates(pf.ProxyCells(10, 4, feature_groups=pf.datasets.adult_proxy_feature_groups(

@@ -7,7 +7,7 @@ import pytest
 
 import privfair as pf
 from privfair.backends import get
-from privfair.backends.frank_wolfe import Constants, hull_diameter, score_sensitivity
+from privfair.backends.loss_vector.frank_wolfe import Constants, hull_diameter, score_sensitivity
 from privfair.errors import BackendRefusedError
 from privfair.privacy.randomness import as_source
 from privfair.privacy.testing import check_dp

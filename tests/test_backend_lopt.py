@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair.backends import _oracles as O
+from privfair.backends.loss_vector import oracles as O
 from privfair.backends import get
 from privfair.errors import BackendRefusedError
 from privfair.privacy import Accountant, Schedule

@@ -12,7 +12,7 @@ from scipy import stats
 import privfair as pf
 from privfair.backends.erm.noise import (free_coordinates, gamma_norm_noise, gamma_norm_noise_in,
                                          gaussian_noise_in)
-from privfair.privacy.audit_instances import audit_instances
+from privfair.audit.instances import audit_instances
 
 
 def test_free_coordinates_come_from_the_declared_set():

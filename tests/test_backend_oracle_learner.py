@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import gap_terms as GT
-from privfair.backends import _jagielski as J
+from privfair.analysis import gap_terms as GT
+from privfair.backends.reductions import jagielski as J
 from privfair.errors import BackendRefusedError
 from privfair.privacy.testing import check_dp
 

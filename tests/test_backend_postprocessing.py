@@ -8,7 +8,7 @@ import pytest
 
 import privfair as pf
 from privfair.errors import BackendRefusedError, InvalidInputError
-from privfair.metrics import summary
+from privfair.statistics.metrics import summary
 from privfair.privacy.testing import check_dp, goodness_of_fit
 from scipy import stats
 
@@ -52,7 +52,7 @@ def test_reduces_eo_gap_of_unfair_base_at_small_error_cost(train_test):
 def test_in_sample_guarantees_of_thm_3_1(train_test):
     """err ≤ err(non-private γ-fair post-processing) + 24|A|ln(4|A|/β)/(mε) and every gap ≤ γ +
     8 ln(4|A|/β)/(q·m·ε − 4 ln(4|A|/β)), q the true smallest group-label mass (known to the test)."""
-    from privfair.backends._jagielski import thm31_bounds
+    from privfair.backends.reductions.jagielski import thm31_bounds
 
     train, _ = train_test
     prob = eo_problem(train)
@@ -113,8 +113,8 @@ def test_certificate_total_equals_accountant_and_budget_is_charged(train_test):
 
 def test_output_is_post_processing_of_the_released_counts(train_test):
     """The rule is the LP solved on the released counts: re-solving from the trace reproduces it."""
-    from privfair.backends import _jagielski as J
-    from privfair.backends.postprocessing import problem_shape
+    from privfair.backends.reductions import jagielski as J
+    from privfair.backends.reductions.postprocessing import problem_shape
 
     train, _ = train_test
     prob = eo_problem(train)
@@ -161,7 +161,7 @@ def _llr(x, mu, mu_p, scale):
 
 @pytest.mark.slow
 def test_neighbouring_datasets_pass_and_half_noise_is_refuted(monkeypatch):
-    from privfair.backends import _jagielski as J
+    from privfair.backends.reductions import jagielski as J
 
     monkeypatch.setattr(J, "solve_lp", lambda Nt, n, *a: (np.zeros((2, Nt.shape[1])), "stub"))
     eps = 1.0

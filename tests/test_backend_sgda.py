@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is an optional extra")
 
 import privfair as pf  # noqa: E402
-from privfair.backends import _ermi as E  # noqa: E402
+from privfair.backends.sgda import ermi as E  # noqa: E402
 from privfair.backends import get  # noqa: E402
 from privfair.errors import BackendRefusedError, InvalidInputError  # noqa: E402
 from privfair.privacy import Accountant, reduced_noise  # noqa: E402
@@ -458,7 +458,7 @@ def test_conditional_ermi_is_papers_eq5_on_an_enumerated_distribution():
 def test_newton_w_step_is_an_average_of_batch_maximisers():
     """With the public curvature scaling, lr_w = 1 lands exactly on the batch's W* (whatever W
     was), and lr_w = η gives (1 − η)W + ηW* — the averaging the docs state."""
-    from privfair.backends.sgda import w_step
+    from privfair.backends.sgda.sgda import w_step
 
     rng = np.random.default_rng(5)
     n, L, G = 400, 2, 3
@@ -491,7 +491,7 @@ def _eo_problem(data, level=0.05):
 
 
 def test_equalized_odds_defaults_apply_and_options_override_them():
-    from privfair.backends.sgda import eo_defaults
+    from privfair.backends.sgda.sgda import eo_defaults
 
     data = _binary(600, 7)
     b = get(SGDA)
@@ -510,7 +510,7 @@ def test_equalized_odds_defaults_apply_and_options_override_them():
 
 
 def test_formula_is_thm34_rate_with_an_unspecified_constant():
-    from privfair.theorems import evaluate
+    from privfair.analysis.theorems import evaluate
 
     data = _binary(600, 8)
     prob = _eo_problem(data)
@@ -609,7 +609,7 @@ def test_temperature_pieces_are_the_gradient_of_psi_at_sharpened_probabilities(n
 
 
 def _penalized_setup():
-    from privfair.backends import _sgda_select as SEL
+    from privfair.backends.sgda import select as SEL
 
     data = _binary(2000, 8)
     prob = _eo_problem(data, level=0.03)
@@ -624,7 +624,7 @@ def _penalized_setup():
 
 def _select_draws(P, o, src):
     """A fresh door to the selection release (one draw), as the plan's schedule gives it."""
-    from privfair.backends import _sgda_schedule as SCH
+    from privfair.backends.sgda import schedule as SCH
     from privfair.privacy import Schedule, Scheduled
 
     ev = SCH.select_event(P["epsilon_select"], o["select"], 5, o["select_penalty"])
@@ -714,7 +714,7 @@ def test_mixture_scores_move_by_at_most_the_claimed_sensitivity_between_neighbou
 
 
 def test_equalized_odds_defaults_follow_the_public_budget_and_certificate_is_the_total():
-    from privfair.backends.sgda import EO_DEFAULTS, EO_DEFAULTS_LOW, EO_LOW_EPSILON
+    from privfair.backends.sgda.sgda import EO_DEFAULTS, EO_DEFAULTS_LOW, EO_LOW_EPSILON
 
     data = _binary(3000, 10)
     b = get(SGDA)
@@ -827,14 +827,14 @@ def test_option_names_list_every_option_sgda_reads():
     import pathlib
     import re
 
-    from privfair.backends.sgda import SGDABackend
+    from privfair.backends.sgda.sgda import SGDABackend
 
     names = set(SGDABackend.option_names)
     assert set(get(SGDA).option_names) == names
     src = pathlib.Path(SGDABackend.__module__.replace("privfair.", "", 1).replace(".", "/"))
     root = pathlib.Path(__file__).resolve().parents[1]
     read = set()
-    for f in ("sgda.py", "_sgda_options.py", "_sgda_select.py", "_sgda_train.py"):
+    for f in ("sgda.py", "options.py", "select.py", "train.py"):
         text = (root / src.parent / f).read_text()
         read |= set(re.findall(r'\bo(?:\.get\(|\[)"(\w+)"', text))
         read |= set(re.findall(r'\boptions(?:\.get\(|\[)"(\w+)"', text))
@@ -845,7 +845,7 @@ def test_option_names_list_every_option_sgda_reads():
 def test_private_choice_without_group_mass_bound_is_refused_before_training(monkeypatch):
     """Public p̃ (no count release) + no declared group-mass bound + the default λ path at
     ε = 1: the choice of λ has no sensitivity — refused at plan time, before any draw."""
-    from privfair.backends import _sgda_train
+    from privfair.backends.sgda import train as _sgda_train
 
     def boom(*args, **kwargs):
         raise AssertionError("training ran before the refusal")
@@ -886,7 +886,7 @@ def _w_inputs(rng, n, G, L=2, S=2):
 
 @pytest.mark.parametrize("G", [2, 3, 5])
 def test_centred_w_release_is_the_slot_sum_and_its_row_pieces_have_the_claimed_norm(G):
-    from privfair.backends._sgda_train import w_noise_factor, w_release
+    from privfair.backends.sgda.train import w_noise_factor, w_release
 
     rng = np.random.default_rng(G)
     S, L = 2, 2
@@ -920,7 +920,7 @@ def test_centred_w_release_is_the_slot_sum_and_its_row_pieces_have_the_claimed_n
 def _w_neighbour_outputs(a0, zw, n_runs, seed, mult=1.0):
     """The centred release's coordinate (slice 0, group 0, label 1) in A's units, one row with
     F = (0, 1) in group a0, 20 other fixed rows; q = 1 (every row in the batch)."""
-    from privfair.backends._sgda_train import w_release
+    from privfair.backends.sgda.train import w_release
 
     F = torch.tensor([[0.0, 1.0]] + [[0.6, 0.4]] * 20, dtype=torch.float64)
     cb = torch.zeros(21, dtype=torch.long)
@@ -958,7 +958,7 @@ def test_average_false_releases_each_stages_last_iterate():
     """average=False is the last iterate of the stage (the tests' TINY runs and the audit
     instance rely on it); it used to be the mean of every iterate, which halves a shift that
     grows over the steps while keeping ~1/√3 of the noise."""
-    from privfair.backends import _ermi as E
+    from privfair.backends.sgda import ermi as E
 
     D, _ = _neighbours()
     prob = _tiny_problem(D)

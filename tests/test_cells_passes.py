@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import passes
-from privfair.backends.cells import extreme_design_rows, proxy_design
-from privfair.cells import ProxyFeatures, sigmoid
-from privfair.scores import fit_score, logistic_from_statistic
+from privfair.data import passes
+from privfair.backends.cells.cells import extreme_design_rows, proxy_design
+from privfair.models.cells import ProxyFeatures, sigmoid
+from privfair.statistics.scores import fit_score, logistic_from_statistic
 
 # the solves here fit on all the rows (holdout=0) to compare with the dense computation on them
 pytestmark = pytest.mark.filterwarnings("ignore::privfair.errors.UncheckedResultWarning")

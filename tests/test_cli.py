@@ -1,5 +1,5 @@
 """The command line: every command runs (a few through ``python -m privfair`` in a subprocess,
-the rest through ``privfair.cli.main``), ``--help`` everywhere, and wrong flags or bad files give
+the rest through ``privfair.cli.commands.main``), ``--help`` everywhere, and wrong flags or bad files give
 one line on stderr with exit code 2 — never a traceback."""
 
 import importlib.util
@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from privfair.cli import audit_pair, build_parser, load_problem_file, main
+from privfair.cli.commands import audit_pair, build_parser, load_problem_file, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def test_audit_help_documents_the_instance(capsys):
         main(["audit", "--help"])
     out = capsys.readouterr().out
     assert "neighbours" in out and "negative control" in out.lower()
-    # the postprocessing instance as privfair.privacy.audit_instances builds it
+    # the postprocessing instance as privfair.audit.instances builds it
     assert "1[0.2 <= x <= 0.5]), minimize the error" in out and "1[0 <= x" not in out
 
 
@@ -323,7 +323,7 @@ def test_audit_pair_differs_in_one_sensitive_value_only():
 def test_every_backend_has_an_audit_instance():
     import privfair as pf
     from privfair.backends import BACKENDS
-    from privfair.privacy.audit_instances import audit_instances
+    from privfair.audit.instances import audit_instances
 
     offered = set()
     for name, backend in BACKENDS.items():

@@ -189,7 +189,7 @@ def test_maximizing_a_convex_function_says_minimize_not_smax():
 
 
 def test_str_of_a_big_problem_is_wrapped_without_losing_text():
-    WIDTH = 100          # the project's line width for printed output (privfair/_text.py)
+    WIDTH = 100          # the project's line width for printed output (privfair/util/text.py)
     r, G = _six_groups()
     gaps = [pf.abs(r.fpr[g] - r.fpr[h]) for i, g in enumerate(G) for h in G[i + 1:]]
     prob = pf.Problem(pf.minimize(r.error()), [pf.smax(*gaps, eta=50) <= 0.05,
@@ -212,7 +212,7 @@ def test_value_on_evaluates_a_constant_fallback_rule():
     """A held-out check's fallback returns a constant rule (another decision set than the
     problem's): value_on evaluated it as a (w, b) vector and raised (found running
     docs/language.md); it is evaluated by its own 0-1 rates."""
-    from privfair.holdout import constant_result
+    from privfair.planning.holdout import constant_result
 
     r, G = _six_groups()
     test = _six_groups(n=400, seed=1)[0].data

@@ -14,9 +14,9 @@ import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import privfair as pf  # noqa: E402
-from privfair import passes  # noqa: E402
+from privfair.data import passes  # noqa: E402
 from privfair.errors import DataError, InvalidInputError  # noqa: E402
-from privfair.scores import fit_score, logistic_from_statistic  # noqa: E402
+from privfair.statistics.scores import fit_score, logistic_from_statistic  # noqa: E402
 
 N, D = 4000, 4
 

@@ -14,8 +14,8 @@ import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import privfair as pf  # noqa: E402
-from privfair.backends import _proxy  # noqa: E402
-from privfair.backends.cells import extreme_design_rows  # noqa: E402
+from privfair.backends.cells import proxy as _proxy  # noqa: E402
+from privfair.backends.cells.cells import extreme_design_rows  # noqa: E402
 
 N, D = 3000, 5
 

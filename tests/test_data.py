@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privfair.data import Dataset
+from privfair.data.dataset import Dataset
 from privfair.errors import DataError, InvalidInputError, PrivfairError
 
 
@@ -146,7 +146,7 @@ def test_from_parquet_without_dask_names_the_extra(monkeypatch):
     # #19: the Dask engine is optional; without it the error says how to install it
     import sys
 
-    from privfair.dask_data import DaskMissingError
+    from privfair.data.dask_data import DaskMissingError
 
     monkeypatch.setitem(sys.modules, "dask", None)
     monkeypatch.setitem(sys.modules, "dask.dataframe", None)

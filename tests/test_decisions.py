@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from privfair.decisions import FiniteSet, LinearClassifier, Thresholds
+from privfair.models.decisions import FiniteSet, LinearClassifier, Thresholds
 from privfair.errors import InvalidInputError
 
 RNG = np.random.default_rng(0)

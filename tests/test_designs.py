@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import privfair as pf
-import privfair.designs
+import privfair.models.designs
 from privfair.backends.erm import direct, reduction, solver
-from privfair.backends import _oracles as O
-from privfair.backends import oracle_learner as OL
-from privfair.designs import ClippedRows
+from privfair.backends.loss_vector import oracles as O
+from privfair.backends.reductions import oracle_learner as OL
+from privfair.models.designs import ClippedRows
 from privfair.errors import InvalidInputError
 
 pytestmark = pytest.mark.filterwarnings("ignore::privfair.errors.UncheckedResultWarning")
@@ -108,7 +108,7 @@ def test_a_private_erm_draws_the_same_release_on_the_view(monkeypatch):
     r = _r(rt)
     got = direct.private_weighted_erm(rt, r, 2.0, 1e-6, rng=0, accountant=pf.Accountant(delta=1e-6))
     calls = []
-    monkeypatch.setattr(privfair.designs, "ClippedRows", _dense_factory(calls))
+    monkeypatch.setattr(privfair.models.designs, "ClippedRows", _dense_factory(calls))
     want = direct.private_weighted_erm(rt, r, 2.0, 1e-6, rng=0, accountant=pf.Accountant(delta=1e-6))
     assert calls                                  # the dense run did build the dense matrix
     np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
@@ -135,7 +135,7 @@ def _ol_data(n=600, seed=5):
 
 def test_oracle_learner_row_norm_bound_is_the_dense_one(monkeypatch):
     data = _ol_data(n=3001)
-    monkeypatch.setattr(pf.passes, "chunk_rows_for", lambda *a, **k: 256)
+    monkeypatch.setattr(pf.data.passes, "chunk_rows_for", lambda *a, **k: 256)
     assert OL._x1(data) == float(np.abs(data.X).sum(axis=1).max() + 1.0)
 
 
@@ -147,7 +147,7 @@ def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
     runs, calls = {}, []
     for how in ("view", "dense"):
         if how == "dense":
-            monkeypatch.setattr(privfair.designs, "ClippedRows", _dense_factory(calls))
+            monkeypatch.setattr(privfair.models.designs, "ClippedRows", _dense_factory(calls))
         runs[how] = [prob.solve(pf.DP(math.inf), backend="oracle_learner", T=20, B=3.0,
                                 holdout=0),
                      prob.solve(pf.DP(5.0, 1e-6), backend="oracle_learner", seed=0, T=5, B=3.0,
@@ -162,7 +162,7 @@ def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
 
 def test_weighted_gram_equals_the_general_product_for_any_weights():
     # w ≥ 0 goes through (Z√w)ᵀ(Z√w) (BLAS syrk), any other w through Zᵀ(Z·w): both ZᵀWZ
-    from privfair import passes
+    from privfair.data import passes
 
     rng = np.random.default_rng(3)
     Z = rng.normal(size=(500, 7))

@@ -110,7 +110,7 @@ def test_the_status_warning_is_explained_where_a_first_reader_meets_it(quickstar
     """#20: every README/quickstart solve on Adult warns "constraint not certified", which
     confused a first reader; the README (after the demo, and in its held-out paragraph) and the
     quickstart's step 5 say what it means and what to do, quoting what the solves print."""
-    from privfair.demo import build_problem
+    from privfair.cli.demo import build_problem
 
     def flat(page):
         return " ".join(open(os.path.join(ROOT, page), encoding="utf-8").read().split())
@@ -191,7 +191,7 @@ KNOWN_BROKEN = {
 #: fixed — the page then runs like the others).  README.md was here until #20: its pf.report on
 #: full Adult planned sgda and lagrangian_sgda (the only backends that accept its
 #: LinearClassifier problem, with torch; their bounds are ∞) at ~30 what-if points, each a PLD
-#: calibration — minutes.  privfair/report.py now reads sgda's ∞ off its formula and skips the
+#: calibration — minutes.  privfair/reports/report.py now reads sgda's ∞ off its formula and skips the
 #: trade-off grid of a backend that is ∞ at every n: the page's blocks took ~18 s of CPU.
 KNOWN_TOO_SLOW = {}
 

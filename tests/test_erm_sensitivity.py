@@ -1,7 +1,7 @@
 """The row-private ERM backends' gradient sensitivity (issue #16) and the vectorized group-norm
 projection their certified solver uses.
 
-* :func:`privfair.erm.logistic_gradient_diameter` is an upper bound on the sampled supremum of
+* :func:`privfair.models.erm.logistic_gradient_diameter` is an upper bound on the sampled supremum of
   one row's logistic gradient change (1-D and 3-D), at most the textbook 2σ(B), and 1 at B = 0;
 * ``ERM.gradient_sensitivity`` bounds the gradient change of real neighbouring ERMs at points
   of C, under row replacement and under a sensitive-attribute change (only a weight moves);
@@ -16,11 +16,11 @@ import pytest
 
 import privfair as pf
 from privfair.backends import get
-from privfair.projections import GroupLayout, project_disjoint_group_ball
+from privfair.models.projections import GroupLayout, project_disjoint_group_ball
 from privfair.privacy import reduced_noise
 from privfair.privacy.randomness import as_source
 from privfair.privacy.testing import check_dp_heldout
-from privfair.sparse import logistic_gradient_diameter
+from privfair.models.sparse import logistic_gradient_diameter
 
 
 def _sigmoid(t):
@@ -146,7 +146,7 @@ def test_objective_perturbation_heldout_honest_passes_and_half_noise_is_refuted(
 
 # ------------------------------------------------------------------ projection
 def _per_group_bisection(N, x, r):
-    """An independent reference (the norm's projection before it moved to privfair.projections):
+    """An independent reference (the norm's projection before it moved to privfair.models.projections):
     min ½‖w − x‖² + μ(Σ d_g‖w_g‖_∞ − r) has w_g = x_g − Π_{μd_g·B₁}(x_g) (Moreau), one sort-based
     ℓ1 projection per group, and Σ d_g‖w_g(μ)‖_∞ decreases in μ: bisect on μ."""
     def l1_ball(v, rad):

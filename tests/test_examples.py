@@ -36,7 +36,7 @@ def test_example_runs(name, capsys):
 
 
 def test_demo_runs_on_a_subsample(capsys):
-    from privfair.cli import main
+    from privfair.cli.commands import main
 
     assert main(["demo", "--subsample", "3000", "--seed", "0"]) == 0
     out = capsys.readouterr().out
@@ -44,7 +44,7 @@ def test_demo_runs_on_a_subsample(capsys):
 
 
 def test_cli_bad_flag_exits_2(capsys):
-    from privfair.cli import main
+    from privfair.cli.commands import main
 
     with pytest.raises(SystemExit) as exc:
         main(["demo", "--epsilon", "abc"])

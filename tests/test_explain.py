@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair._text import WIDTH, group_culprits, group_names
+from privfair.util.text import WIDTH, group_culprits, group_names
 
 GROUPS = [f"g{i}" for i in range(6)]
 
@@ -87,7 +87,7 @@ def test_analysis_of_six_groups_says_each_reason_once():
 
 
 def test_privfair_report_lists_refused_backends_once(tmp_path, capsys):
-    from privfair.cli import main
+    from privfair.cli.commands import main
 
     path = tmp_path / "six.py"
     path.write_text(SIX)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair.backends import _oracles as O
+from privfair.backends.loss_vector import oracles as O
 from privfair.backends import get
 from privfair.errors import BackendRefusedError, InvalidPrivacyError
 from privfair.privacy import (Accountant, exponential_mechanism, gaussian_event, laplace_event,
@@ -358,7 +358,7 @@ def test_heldout_tester_handles_a_claim_whose_exp_overflows():
 
 @pytest.mark.slow
 def test_cli_audit_at_epsilon_800_runs(capsys):
-    from privfair.cli import main
+    from privfair.cli.commands import main
     assert main(["audit", "--backend", "exponential", "--epsilon", "800", "--runs", "400"]) == 0
     assert "PASS" in capsys.readouterr().out
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import formulas as F
-from privfair import theorems as th
+from privfair.analysis import formulas as F
+from privfair.analysis import theorems as th
 from privfair.backends import BACKENDS
-from privfair.formulas import evaluate
+from privfair.analysis.formulas import evaluate
 
 ALPHA = 0.1
 
@@ -197,7 +197,7 @@ def test_corrected_alpha_power_of_cor_5_11():
     assert 15 < ratio < 16.5
 
 
-# ------------------------------------------------------------------ privfair.formulas: the module
+# ------------------------------------------------------------------ privfair.analysis.formulas: the module
 def _public_formulas():
     import inspect
 
@@ -289,15 +289,16 @@ def test_theorem_entries_name_a_formula_of_the_one_module(contexts):
         for e in th.entries(ctx):
             if e.home.startswith("privfair."):
                 mod, _, fn = e.home.rpartition(".")
-                assert mod == "privfair.formulas" and fn in F.__all__, (e.cite, e.home)
+                assert mod == "privfair.analysis.formulas" and fn in F.__all__, (e.cite, e.home)
 
 
-# Until the backends call privfair.formulas (issue #17 item 3; their owners switch), their own
+# Until the backends call privfair.analysis.formulas (issue #17 item 3; their owners switch), their own
 # copies must agree with it: a drift here is a formula with two homes that disagree.  (sgda,
 # lopt's finite oracle, frank_wolfe's Cor B.5 and the ERM family's [K] Thm 1 and Thm 4 call the
 # formulas now.)
 def test_backend_copies_agree_with_the_formulas():
-    from privfair.backends import _jagielski, exponential
+    from privfair.backends.reductions import jagielski as _jagielski
+    from privfair.backends.loss_vector import exponential
 
     assert exponential.utility_bound(0.01, 0.9, 16, rho=0.05) == pytest.approx(
         F.a36_bound(0.01, 0.9, 16, 0.05), rel=1e-12)
@@ -307,9 +308,9 @@ def test_backend_copies_agree_with_the_formulas():
 
 
 def test_sgda_has_no_copy_of_the_dp_fermi_formulas():
-    """sgda's [L] Thm 3.3 σ_w and Thm 3.4 rate come from privfair.formulas (#17): its own copy
+    """sgda's [L] Thm 3.3 σ_w and Thm 3.4 rate come from privfair.analysis.formulas (#17): its own copy
     of Thm 3.4 had ln(1/δ) outside the square root, against the paper."""
-    from privfair.backends import sgda
+    from privfair.backends.sgda import sgda
 
     assert not hasattr(sgda, "thm34_rate") and not hasattr(sgda, "paper_sigma_w")
     plan = SimpleNamespace(params={"private": True, "d_theta": 10, "d_w": 8})

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from privfair.backends import frank_wolfe as FW
+from privfair.backends.loss_vector import frank_wolfe as FW
 from privfair.privacy import Accountant, Schedule, laplace_event
 
 

@@ -1,5 +1,5 @@
 """The held-out check and the constant-rule floor (#18 item 3), and predictions drawn from the
-randomized rule (#18 item 4): privfair/holdout.py, privfair/planner.py, Result.predict."""
+randomized rule (#18 item 4): privfair/planning/holdout.py, privfair/planning/planner.py, Result.predict."""
 
 import contextlib
 import math
@@ -11,8 +11,8 @@ import pytest
 import privfair as pf
 from privfair.errors import (FallbackWarning, InvalidInputError, ResultStatusWarning,
                              UncertifiedConstraintWarning, UncheckedResultWarning)
-from privfair.holdout import HoldoutOptions, check, split
-from privfair.result import Result
+from privfair.planning.holdout import HoldoutOptions, check, split
+from privfair.results.result import Result
 
 
 def _data(n=2000, seed=0):
@@ -246,8 +246,8 @@ def test_predict_draws_from_the_randomized_rule_consistently():
 def test_held_out_rows_are_indices_and_check_the_same_as_a_copy(monkeypatch):
     # partition draws split's partition; the held-out part holds no copy of X, and the check
     # on it (read in gathered chunks) releases what the check on data.take(held) releases
-    from privfair import passes
-    from privfair.holdout import HeldOutRows, partition, soft_counts
+    from privfair.data import passes
+    from privfair.planning.holdout import HeldOutRows, partition, soft_counts
     from privfair.privacy.randomness import as_source
 
     data = _data(3000, seed=4)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from privfair import metrics
+from privfair.statistics import metrics
 
 fairlearn_metrics = pytest.importorskip("fairlearn.metrics", reason="fairlearn is a dev extra")
 
@@ -142,7 +142,7 @@ def test_a_uniform_mixture_of_many_decisions_gives_probabilities_and_metrics():
     # regression: 100 weights of 0.01 sum to 1 + 7e-16, and a row every decision labels 1 had
     # an expected prediction above 1, which the metrics then refused (oracle_learner, T = 100)
     import privfair as pf
-    from privfair.result import Result
+    from privfair.results.result import Result
 
     X = np.array([[2.0], [-2.0], [0.5]])
     ds = pf.Thresholds([-1.0, 0.0, 1.0], score=0)

@@ -1,4 +1,4 @@
-"""privfair.norms: Lovász extensions, dual norms, greedy LMOs and projections against brute force
+"""privfair.models.norms: Lovász extensions, dual norms, greedy LMOs and projections against brute force
 over all subsets / LPs (p ≤ 8), Gaussian widths against known values, and the errors."""
 
 import doctest
@@ -11,7 +11,7 @@ import pytest
 from scipy.optimize import linprog
 
 import privfair as pf
-from privfair import norms
+from privfair.models import norms
 from privfair.errors import InvalidInputError, ModelingError
 
 
@@ -169,10 +169,10 @@ def test_exact_projections_match_a_qp(k):
 
 
 def test_group_norm_projection_has_one_home():
-    """GroupNorm.project of disjoint groups is privfair.projections.project_disjoint_group_ball
+    """GroupNorm.project of disjoint groups is privfair.models.projections.project_disjoint_group_ball
     (bit for bit: the same function, the one the certified ERM solver calls through
     SparseLinear.project); ℓ1 and ℓ∞ keep their closed forms, which agree with it."""
-    from privfair.projections import GroupLayout, project_disjoint_group_ball
+    from privfair.models.projections import GroupLayout, project_disjoint_group_ball
 
     rng = np.random.default_rng(7)
     cases = [norms.group([[0, 1], [2, 3, 4], [5]], weights=[1.0, 2.0, 0.5]),
@@ -281,9 +281,9 @@ def test_symmetric_set_functions_give_seminorms():
 
 
 def test_doctests_of_the_new_modules():
-    import privfair.norms
-    import privfair.sparse
+    import privfair.models.norms
+    import privfair.models.sparse
 
-    for mod in (privfair.norms, privfair.sparse):
+    for mod in (privfair.models.norms, privfair.models.sparse):
         res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert res.failed == 0 and res.attempted > 0

@@ -12,7 +12,7 @@ import pytest
 import privfair as pf
 from privfair.backends import BACKENDS, get
 from privfair.backends.options import REQUIRED, rows
-from privfair.cli import OPTION_COLUMNS, main, option_lines, options_markdown
+from privfair.cli.commands import OPTION_COLUMNS, main, option_lines, options_markdown
 from privfair.errors import InvalidInputError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

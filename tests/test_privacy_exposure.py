@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import planner
+from privfair.planning import planner
 from privfair.backends import BACKENDS
 from privfair.backends.base import PUBLIC, RELEASED
 from privfair.errors import PrivfairError
@@ -147,7 +147,7 @@ def test_public_fields_are_identical_on_neighbours(name):
 
 def test_an_undeclared_field_is_refused_and_charged(monkeypatch):
     """A backend that adds an exact statistic without declaring it does not get it out."""
-    from privfair.backends.exponential import ExponentialBackend
+    from privfair.backends.loss_vector.exponential import ExponentialBackend
     from privfair.errors import PrivateFailureError
     from privfair.privacy import BudgetFilter
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import planner
+from privfair.planning import planner
 from privfair.backends.erm import solver as E
 from privfair.backends import get
 from privfair.errors import (BackendRefusedError, DataError, PrivateFailureError,
@@ -155,7 +155,7 @@ def test_a_failure_is_refunded_only_before_any_release_and_only_when_typed(
 def test_the_group_mass_release_then_a_refusal_is_charged(monkeypatch):
     """Item 4 as found: the noisy group-mass estimate, then a refusal in the backend's final
     plan.  On main the reservation was refunded (repeatable for free)."""
-    from privfair.backends.exponential import ExponentialBackend
+    from privfair.backends.loss_vector.exponential import ExponentialBackend
 
     X, y, a = _rows(200)
     data = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])

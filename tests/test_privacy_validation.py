@@ -209,7 +209,7 @@ DELTA_TEXTS = ["0", "1e-6", "0.999", "1", "1.5", "-1e-9", "nan", "inf", "y"]
 
 def _cli_accepts(flag, text, capsys):
     """Whether ``privfair audit --FLAG TEXT`` parses, and argparse's message when not."""
-    from privfair.cli import build_parser
+    from privfair.cli.commands import build_parser
 
     try:
         # FLAG=TEXT: argparse would read "-inf" or "-1e-9" after a space as another flag

@@ -158,7 +158,7 @@ def test_value_of_a_constant_fallback_is_its_own_objective(setting):
     decision set than the problem's), prob.value evaluated the constant's label as a decision
     of the problem's set (docs/trust.md listed it as not done); it reads the constant's own
     0-1 rates, as value_on does."""
-    from privfair.holdout import constant_result
+    from privfair.planning.holdout import constant_result
 
     _, _, r = setting
     for label, tpr in ((1, 1.0), (0, 0.0)):

@@ -9,7 +9,7 @@ import numpy as np
 
 import privfair as pf
 
-WIDTH = 100          # the project's line width for printed output (privfair/_text.py)
+WIDTH = 100          # the project's line width for printed output (privfair/util/text.py)
 
 
 def _pairs_problem(n_groups):

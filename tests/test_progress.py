@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import norms
-from privfair._progress import default_progress, wanted
+from privfair.models import norms
+from privfair.util.progress import default_progress, wanted
 from privfair.errors import InvalidInputError
 
 

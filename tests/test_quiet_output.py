@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from privfair._quiet import native_stdout_silenced
+from privfair.util.quiet import native_stdout_silenced
 
 
 CELLS = """
@@ -36,7 +36,7 @@ def test_highs_banner_is_silenced_and_descriptor_restored(capfd):
     cp = pytest.importorskip("cvxpy")
     if cp.HIGHS not in cp.installed_solvers():
         pytest.skip(reason="HiGHS is not installed")
-    from privfair.backends.cells import _solve_any
+    from privfair.backends.cells.cells import _solve_any
 
     x = cp.Variable(2)
     status = _solve_any(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 0, cp.sum(x) >= 1]))

@@ -65,7 +65,7 @@ def test_priority_breaks_ties(monkeypatch):
     whichever order they were added to BACKENDS in."""
     only = {}
     monkeypatch.setattr(backends, "BACKENDS", only)
-    from privfair import planner     # reads privfair.backends.BACKENDS at each call
+    from privfair.planning import planner     # reads privfair.backends.BACKENDS at each call
 
     first, second = _tied("exponential"), _tied("frank_wolfe")
     only["frank_wolfe"], only["exponential"] = second, first     # added in the "wrong" order
@@ -86,7 +86,7 @@ def test_unlisted_names_come_after_listed(monkeypatch):
 def test_auto_ranking_is_rank_then_risk_then_declared_priority():
     """On a real problem where several backends accept, the ranking is exactly the sort by
     (rank, predicted risk, registry priority) — the priority decides only among ties."""
-    from privfair import planner
+    from privfair.planning import planner
 
     plans = planner.plan(_problem(), pf.DP(1.0, 1e-6))
     assert len(plans.ranked) >= 3

@@ -1,4 +1,4 @@
-"""Sample-complexity reports (privfair.report) and error–violation frontiers (privfair.pareto)."""
+"""Sample-complexity reports (privfair.reports.report) and error–violation frontiers (privfair.reports.pareto)."""
 
 import base64
 import math
@@ -11,7 +11,7 @@ import pytest
 
 import privfair as pf
 from privfair.errors import InvalidInputError, InvalidPrivacyError
-from privfair.report import at_n, bound_at, n_needed
+from privfair.reports.report import at_n, bound_at, n_needed
 
 PRIV = pf.DP(1.0, 1e-6)
 ALPHA = 0.1
@@ -168,7 +168,7 @@ def test_html_shows_each_formula_once_as_mathml(rep, cells_rep):
     """#20: each formula was shown twice (MathML, then its LaTeX source as visible text)."""
     import html as _html
 
-    from privfair._report_render import _formulas
+    from privfair.reports.render import _formulas
 
     for r in (rep, cells_rep):
         page = r.to_html()
@@ -187,7 +187,7 @@ def test_piecewise_formulas_render_as_cases(cells_rep):
     branch always holds is that branch."""
     import sympy as sp
 
-    from privfair._report_render import formula_mathml, simplify_piecewise
+    from privfair.reports.render import formula_mathml, simplify_piecewise
 
     page = cells_rep.to_html()
     assert "piecewise" not in page.lower()
@@ -316,7 +316,7 @@ def test_bounds_figure_marks_the_vacuous_region(cells_rep):
     import matplotlib
 
     matplotlib.use("Agg")
-    from privfair import _report_render as rr
+    from privfair.reports import render as rr
 
     seen = []
     real = rr._png
@@ -484,7 +484,7 @@ def test_backends_as_a_string_is_one_name(data):
 
 
 def test_sample_sizes_are_rounded_up(rep):
-    from privfair._report_render import _n
+    from privfair.reports.render import _n
 
     assert (_n(24.49), _n(24.0), _n(0.3), _n(1234.2), _n(math.inf)) == (
         "25", "24", "1", "1,235", "∞ (not reached ≤ 1e12)")
@@ -524,7 +524,7 @@ def test_pareto_frontier_table_and_plot(data, tmp_path):
 
 
 def _frontier_with_coinciding_levels():
-    from privfair.pareto import ParetoPoint, ParetoTable
+    from privfair.reports.pareto import ParetoPoint, ParetoTable
 
     pts = []
     for eps in (1.0, 4.0):                    # ε = 1 and ε = 4 reach the same two points
@@ -564,7 +564,7 @@ def test_pareto_plot_shows_every_epsilon_and_its_starred_frontier():
 def test_a_command_can_build_its_page_on_the_report(solved):
     """For `privfair solve --report`: the command's own sections go inside the report's page
     (no second Analysis/Plan/Certificate as <pre> text); the problem is lines of code."""
-    from privfair._report_render import problem_html
+    from privfair.reports.render import problem_html
 
     prob, res = solved
     rep = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, tradeoff_plot=False)
@@ -583,7 +583,7 @@ def test_pareto_measures_on_held_out_data_and_warns_without_it(data):
     """A frontier of private solves measured on their own training data shows exact statistics
     of the private rows (issue #16): with test= the points are the released decisions on
     held-out data; without it a private level warns and the table says where it measured."""
-    from privfair.pareto import TrainingDataMeasurementWarning
+    from privfair.reports.pareto import TrainingDataMeasurementWarning
 
     held_out = synthetic(600, seed=7)
     table = pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1, test=held_out)
@@ -647,7 +647,7 @@ def test_bounds_that_are_infinite_everywhere_are_not_planned_at_what_if_points(d
 def test_impractical_iteration_counts_are_labelled():
     """A theorem's T for α beyond 10⁸ (e.g. [A] Thm 5.5's 5·10¹¹ on the README problem) was
     printed as if a run would make it (#20); the Analysis already says 'impractical'."""
-    from privfair._report_render import t_cell
+    from privfair.reports.render import t_cell
 
     assert t_cell(518_814_802_944.0) == "518,814,802,944 [impractical: > 10⁸ iterations]"
     assert t_cell(12_000) == "12,000" and t_cell(1e8) == "100,000,000"
@@ -656,7 +656,7 @@ def test_impractical_iteration_counts_are_labelled():
 
 def test_the_theorem_table_labels_an_impractical_T(rep):
     """The report's theorem table labels every T above 10⁸ (value and T columns)."""
-    from privfair._report_render import _theorem_rows
+    from privfair.reports.render import _theorem_rows
 
     rows = _theorem_rows(rep)
     assert any(e.T_needed is not None and e.T_needed > 1e8 for e in rep.theorems)

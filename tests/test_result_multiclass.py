@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import metrics
+from privfair.statistics import metrics
 from privfair.errors import DataError, InvalidPrivacyError
-from privfair.result import Result
+from privfair.results.result import Result
 
 torch = pytest.importorskip("torch", reason="TorchModel needs the optional torch extra")
 

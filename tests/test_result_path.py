@@ -104,7 +104,7 @@ def fallback_run():
     """A real sgda solve whose held-out check is made to fall back (the check's own numbers are
     kept; only its verdict is forced, since no small instance reliably trains a rule worse than
     a constant): the planner then returns the constant rule with ``holdout.trained``."""
-    import privfair.holdout as H
+    import privfair.planning.holdout as H
 
     real = H.check
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import passes
-from privfair.scores import fit_score, logistic_from_statistic
+from privfair.data import passes
+from privfair.statistics.scores import fit_score, logistic_from_statistic
 
 
 def _data(n=2500, d=6, seed=0):
@@ -72,7 +72,7 @@ def test_the_certified_stop_returns_the_full_tests_iterate(monkeypatch, seed):
     """The fit stops without the last iterate's Hessian only where the full test would stop
     there: the same coefficients, bit for bit, as the fit that computes every Hessian (probing
     off), on exact and on perturbed (noisy-like) statistics, and one Hessian pass fewer."""
-    from privfair import scores
+    from privfair.statistics import scores
 
     data = _data(n=4000, seed=seed)
     rows = data.rows(chunk_rows=512)
@@ -107,7 +107,7 @@ def test_the_single_precision_hessian_is_close_and_the_fit_is_the_float64_one(mo
     """#19: the Newton Hessian is summed in float32 (a chunk's Z√w cast once); it only steers
     the steps, so the fit agrees with the all-float64 fit to the stopping tolerance (on exact
     and on noisy-like T), and the float64 Gram is still what other callers get by default."""
-    from privfair import scores
+    from privfair.statistics import scores
 
     rng = np.random.default_rng(3)
     Z, w = rng.normal(size=(700, 9)), rng.uniform(0.0, 0.25, 700)
@@ -147,7 +147,7 @@ def test_the_single_precision_hessian_is_close_and_the_fit_is_the_float64_one(mo
 
 
 def test_certified_stop_refuses_what_it_cannot_bound():
-    from privfair.scores import _certified_stop
+    from privfair.statistics.scores import _certified_stop
 
     H = np.eye(2) * 10.0
     assert _certified_stop(H, np.array([1e-6, 0.0]), 0.0, 1e-10)

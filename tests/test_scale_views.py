@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import passes
-from privfair.data import Dataset
+from privfair.data import passes
+from privfair.data.dataset import Dataset
 
 
 def _data(n=3000, d=7, seed=0):

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import passes
+from privfair.data import passes
 from privfair.errors import InvalidInputError
-from privfair.scores import fit_score, logistic_from_statistic
+from privfair.statistics.scores import fit_score, logistic_from_statistic
 
 
 def _dense_newton(Z, T, ridge=1.0, iters=50, tol=1e-10):

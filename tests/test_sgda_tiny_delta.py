@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("torch", reason="sgda's module imports with the optional torch extra only")
 
 import privfair as pf  # noqa: E402
-from privfair.backends import _sgda_schedule as SCH  # noqa: E402
+from privfair.backends.sgda import schedule as SCH  # noqa: E402
 from privfair.privacy import Accountant  # noqa: E402
 
 N = 10_000_000

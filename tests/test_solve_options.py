@@ -8,7 +8,7 @@ import pytest
 import privfair as pf
 from privfair.backends import BACKENDS, get
 from privfair.errors import BackendRefusedError, InvalidInputError
-from privfair.planner import check_options
+from privfair.planning.planner import check_options
 
 FW, PP = "frank_wolfe", "postprocessing"
 #: the backends whose options are declared here (sgda declares its own)
@@ -50,7 +50,7 @@ def pp_problem():
 @pytest.fixture
 def all_declared(monkeypatch):
     """Every backend declared (sgda's own declaration may land separately)."""
-    from privfair.backends._sgda_options import _OPTIONS
+    from privfair.backends.sgda.options import _OPTIONS
 
     sgda = BACKENDS["sgda"]
     if getattr(sgda, "option_names", None) is None:
@@ -141,7 +141,7 @@ def test_legitimate_options_still_work(fw_problem, pp_problem):
 
 def test_auto_passes_each_erm_backend_only_its_own_options():
     """Before: output_perturbation refused dual_frank_wolfe's T under auto."""
-    from privfair.privacy.audit_instances import ridge_pair, ridge_problem
+    from privfair.audit.instances import ridge_pair, ridge_problem
 
     prob = ridge_problem("logistic")(ridge_pair()[0])
     privacy = pf.DP(1.0, 1e-6, protect="row")

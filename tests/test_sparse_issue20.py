@@ -1,4 +1,4 @@
-"""Row-private sparse ERM is no longer a trap (issue #20) and privfair.sparse imports no backend
+"""Row-private sparse ERM is no longer a trap (issue #20) and privfair.models.sparse imports no backend
 (issue #17): Λ in the loss's units, sparsity that survives the output noise, exact vectorized
 group-ball projections with few evaluations, and the direct fit below the backends."""
 
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair import projections
+from privfair.models import projections
 from privfair.errors import InvalidInputError
-from privfair.projections import GroupLayout, project_disjoint_group_ball
+from privfair.models.projections import GroupLayout, project_disjoint_group_ball
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -131,7 +131,7 @@ def _random_layout(rng):
 
 @pytest.mark.parametrize("batch", [True, False], ids=["one pass", "binary search"])
 def test_breakpoint_projection_equals_the_bisection_and_lands_on_the_sphere(batch, monkeypatch):
-    from privfair.projections import project_disjoint_group_ball_bisection
+    from privfair.models.projections import project_disjoint_group_ball_bisection
 
     if not batch:
         monkeypatch.setattr(projections, "BATCH_MAX", 0)
@@ -188,7 +188,7 @@ def _imports(path):
     return out
 
 
-@pytest.mark.parametrize("module", ["sparse.py", "erm.py"])
+@pytest.mark.parametrize("module", ["models/sparse.py", "models/erm.py"])
 def test_the_decision_set_and_the_erm_import_no_backend(module):
     found = {m for m in _imports(ROOT / "privfair" / module) if "backends" in m}
     assert not found, f"privfair/{module} imports {sorted(found)}"
@@ -196,7 +196,7 @@ def test_the_decision_set_and_the_erm_import_no_backend(module):
 
 def test_privfair_erm_fit_runs_a_backend_instance():
     from privfair.backends import get
-    from privfair.erm import fit
+    from privfair.models.erm import fit
 
     X, y, _ = _data(n=400)
     ds = pf.SparseLinear(4, norm=pf.norms.l1(4), radius=3.0, l2=0.05, feature_bound=2.0)

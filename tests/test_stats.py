@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from privfair.data import Dataset
-from privfair.decisions import FiniteSet, LinearClassifier, Thresholds
+from privfair.data.dataset import Dataset
+from privfair.models.decisions import FiniteSet, LinearClassifier, Thresholds
 from privfair.errors import GroupMassError, InvalidInputError
-from privfair.stats import rates
+from privfair.statistics.stats import rates
 
 RNG = np.random.default_rng(0)
 
@@ -95,7 +95,7 @@ def test_evaluate_all_agrees_with_loop(kind):
 
 
 def test_evaluate_all_in_chunks(monkeypatch):
-    import privfair.decisions as dec
+    import privfair.models.decisions as dec
 
     monkeypatch.setattr(dec, "CHUNK_ELEMENTS", 100)           # forces many small chunks
     d = _data()
@@ -251,7 +251,7 @@ def test_adult_scale_vectorised_evaluation():
 
 
 def test_estimate_group_mass_bound():
-    from privfair.stats import estimate_group_mass_bound
+    from privfair.statistics.stats import estimate_group_mass_bound
 
     d = _data(n=600)
     true = d.counts() / d.n

@@ -9,10 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
-from privfair.data import Dataset
-from privfair.decisions import FiniteSet, LinearClassifier, Thresholds
+from privfair.data.dataset import Dataset
+from privfair.models.decisions import FiniteSet, LinearClassifier, Thresholds
 from privfair.errors import InvalidInputError
-from privfair.stats import SURROGATE_TABLE, SURROGATES, Layout, rates
+from privfair.statistics.stats import SURROGATE_TABLE, SURROGATES, Layout, rates
 
 
 def _data(n=300, seed=0, labels=(0, 1), groups=("a", "b", "c")):

@@ -13,10 +13,10 @@ import itertools
 import numpy as np
 import pytest
 
-from privfair.data import Dataset
-from privfair.decisions import FiniteSet, LinearClassifier, Thresholds
+from privfair.data.dataset import Dataset
+from privfair.models.decisions import FiniteSet, LinearClassifier, Thresholds
 from privfair.errors import GroupMassError
-from privfair.stats import block_constants, rates
+from privfair.statistics.stats import block_constants, rates
 
 POOL = [-1.0, 0.0, 1.0]          # feature values a replaced row may take
 ORD = {"l1": 1, "l2": 2, "linf": np.inf}

@@ -21,5 +21,5 @@ Read it in this order (each module's docstring states its part of the proof):
 
 The three backend modules register their instance when imported (``backends/__init__.py``
 imports them); the ERM object and the GLM losses live below the backends, in
-:mod:`privfair.erm`.
+:mod:`privfair.models.erm`.
 """

@@ -13,7 +13,7 @@ import numpy as np
 from privfair.privacy import approximate_event, pure_event
 from privfair.privacy.randomness import as_source
 from privfair.privacy.release import Schedule, calibrate
-from privfair.result import Result
+from privfair.results.result import Result
 
 from ..base import PUBLIC, RELEASED, Plan, Verdict
 from .constraint import (LAGRANGE_CALLS, RHO, ZERO_FRACTION, final_weight_bound, lagrange_budget,
@@ -232,7 +232,7 @@ class ERMBackend:
                             self.options_from(options or {}), self.name)
 
     def run_erm(self, erm, privacy, *, rng, accountant, options):
-        """Plan and run one private ERM on a direct :func:`privfair.sparse.glm` problem (no
+        """Plan and run one private ERM on a direct :func:`privfair.models.sparse.glm` problem (no
         Problem, nothing spent before): the schedule is fitted to ``privacy``, then drawn.
         The sensitivities are the row relation's (valid for every relation: a glm has no
         sensitive column, so its features may carry it)."""

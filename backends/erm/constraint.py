@@ -4,7 +4,7 @@ sensitivities (:func:`lagrange_setup`), the plan-time budget split and schedule
 (:func:`lagrange_budget`, :func:`lagrange_releases`) and the run (:func:`lagrange_run`: probe,
 interpolated multiplier, final ERM, repair mixture).
 
-Reads the private layout of :class:`privfair.stats.Rates` (``_joint``, ``_rate``, ``_q``,
+Reads the private layout of :class:`privfair.statistics.stats.Rates` (``_joint``, ``_rate``, ``_q``,
 ``_n_gy``, ``_from_counts``; tests/test_layers.py allowlists those reads) until issue #17's
 public layout of ℓ lands.
 """
@@ -18,7 +18,7 @@ import numpy as np
 
 from privfair.privacy import laplace_event
 from privfair.privacy.release import Scheduled, calibrate
-from privfair.stats import Rates
+from privfair.statistics.stats import Rates
 
 from .reduction import (NeedsGroupMass, cell_coefficients, constraint_direction, erm_from_problem,
                         multiplier_range, objective_gradient)

@@ -1,6 +1,6 @@
 """One private ERM without a fairness problem: :func:`private_weighted_erm` (the LOPT reduction's
 row-private oracle on public weights r over the rates) and :func:`fit_erm` (``pf.sparse.fit``
-on a :func:`privfair.sparse.glm` ERM).  Each schedules its mechanism's releases for its own
+on a :func:`privfair.models.sparse.glm` ERM).  Each schedules its mechanism's releases for its own
 (ε, δ), nothing spent before (:func:`.releases.schedule_for`), and draws them through that
 schedule; refusals are decided from public constants before the schedule is opened."""
 
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from privfair.erm import fit as erm_fit
+from privfair.models.erm import fit as erm_fit
 from privfair.privacy.randomness import as_source
 
 from .reduction import erm_from_rates
@@ -44,8 +44,8 @@ def private_weighted_erm(rates, r, epsilon, delta, *, method="objective_perturba
 
 
 def fit_erm(erm, privacy, method, seed=None, **options):
-    """Run ``method``'s mechanism on a direct :func:`privfair.sparse.glm` ERM (no Problem):
-    the registry lookup, then :func:`privfair.erm.fit` (the fit itself lives below the
+    """Run ``method``'s mechanism on a direct :func:`privfair.models.sparse.glm` ERM (no Problem):
+    the registry lookup, then :func:`privfair.models.erm.fit` (the fit itself lives below the
     backends, issue #17)."""
     from .. import get      # the registry (it imports this family): at call time
 

@@ -7,7 +7,7 @@ s_t = (1 − ρ_t)s_{t−1} + ρ_t v_t with v_t ≈ argmax_{v ∈ vertices(K)} �
 
 Privacy.  s_{t−1} is public (a function of earlier releases); by the strong-convexity argument of
 :mod:`backends.erm.output_perturbation`, ‖θ_D(s) − θ_D'(s)‖ ≤ Δ_g/Λ + 2τ for every s (Δ_g =
-:meth:`privfair.erm.ERM.gradient_sensitivity`: 2ζ/n for the hinge losses, less for the
+:meth:`privfair.models.erm.ERM.gradient_sensitivity`: 2ζ/n for the hinge losses, less for the
 logistic loss), so the score ⟨w(s), v⟩ of every vertex moves by at most
 Δ = λ'·max_v‖v‖₂·(Δ_g/Λ + 2τ) between neighbours.
 Report-noisy-max over the vertices is the exponential mechanism ([K] Algorithm 2 uses Laplace
@@ -39,8 +39,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from privfair import formulas
-from privfair.formulas import NUMERIC
+from privfair.analysis import formulas
+from privfair.analysis.formulas import NUMERIC
 from privfair.privacy import exponential_mechanism_index   # the exact sampler, per block
 from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma, exponential_event,
                               gaussian_event, pure_event)

@@ -4,7 +4,7 @@ Thakurta 2012 (KST) Thm 2; [K] §4.3, Prop 2 (it is output perturbation of the d
 Mechanism (sum form).  Draw b, then release the minimizer over C of
     Σ_i n·w_i·l(θᵀu_i, y_i) + (nΛ + Δ)/2·‖θ‖² + bᵀθ
 (mean form: J_D(θ) + (Δ/2n)‖θ‖² + (b/n)ᵀθ).  Constants (:mod:`backends.erm`,
-:class:`privfair.erm.ERM`): every row's Hessian is rank one with eigenvalue ≤ β_H; a GLM, so
+:class:`privfair.models.erm.ERM`): every row's Hessian is rank one with eigenvalue ≤ β_H; a GLM, so
 the gradient difference v between neighbours lies in the 2-dimensional span of the two rows' u;
 and ‖v‖ ≤ D = n·Δ_g at every θ ∈ C, Δ_g = ``erm.gradient_sensitivity(relation)``.
 
@@ -13,7 +13,7 @@ The gradient sensitivity D (issue #16).  The textbook bound is D = 2ζ, ζ = ω�
 rows' terms).  For the logistic loss it is loose, and privfair uses the exact supremum over
 θ ∈ C: with m = y·u a row's gradient is −σ(−θᵀm)·m, and the set it ranges over as the row
 varies is, in the plane of θ and m, ρ times the curve γ_β(α) = σ(−β cos α)(cos α, sin α),
-β = ‖θ‖ρ ≤ B = r₂ρ; D = ω·ρ·κ(B), κ its diameter (:func:`privfair.erm.
+β = ‖θ‖ρ ≤ B = r₂ρ; D = ω·ρ·κ(B), κ its diameter (:func:`privfair.models.erm.
 logistic_gradient_diameter` proves it and evaluates it with certified rounding up: κ(0) = 1,
 κ(2) ≈ 1.28, κ(10) ≈ 1.84, → 2).  On one feature with the intercept fixed at 0 (only x̃ counts:
 θ_b ≡ 0 on C, and b is drawn in the w-coordinates only: see below) the set is a segment
@@ -275,7 +275,7 @@ class ObjectivePerturbationBackend(ERMBackend, Backend):
         notes = [f"predicted: Δr₂²/(2n) + 2σ·w(C)/n + smoothing, with w(C) = {c.width_C:.4g} "
                  "(Gaussian width of C; KST Thm 4 form)",
                  f"gradient sensitivity D = {c.D:.4g} = {c.kappa_g:.4g}·ζ (the textbook 2ζ is "
-                 "the triangle inequality; privfair.erm.ERM.gradient_sensitivity)"]
+                 "the triangle inequality; privfair.models.erm.ERM.gradient_sensitivity)"]
         return c.bound, params, notes
 
     def formula(self, plan):

@@ -6,7 +6,7 @@ and ‖∇J_D(θ) − ∇J_D'(θ)‖₂ ≤ Δ_g for every θ ∈ C and neighbou
 ‖θ̂(D) − θ̂(D')‖₂ ≤ Δ_g/Λ.  (Add the optimality inequalities J_D(θ̂') ≥ J_D(θ̂) + Λ/2‖Δθ‖² and
 J_D'(θ̂) ≥ J_D'(θ̂') + Λ/2‖Δθ‖²: (J_D' − J_D)(θ̂) − (J_D' − J_D)(θ̂') ≥ Λ‖Δθ‖², and the left side
 is ≤ Δ_g‖Δθ‖; only the component of ∇(J_D' − J_D) along the directions C spans counts.)  With
-row-local weights Δ_g = :meth:`privfair.erm.ERM.gradient_sensitivity` — (ω/n)·ρ·κ under row
+row-local weights Δ_g = :meth:`privfair.models.erm.ERM.gradient_sensitivity` — (ω/n)·ρ·κ under row
 replacement, κ the loss's gradient diameter (2·sup|l'| for the hinge losses, the textbook 2ζ/n;
 smaller for the logistic loss), (ω/n)·ρ·sup|l'| when only a row's sensitive attribute (hence its
 weight) changes — so releasing θ̂ + N(0, σ²I) with σ from the analytic Gaussian mechanism (Balle &
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 
-from privfair import formulas
-from privfair.formulas import NUMERIC
+from privfair.analysis import formulas
+from privfair.analysis.formulas import NUMERIC
 from privfair.privacy import Scheduled, calibrate_gaussian_sigma, gaussian_event, pure_event
 
 import numpy as np
@@ -98,7 +98,7 @@ def excess_bound(zeta, Lambda, r_2, P, tau, n, epsilon=None, sigma_1=None, kappa
     """The plan's bound on E[J(θ_priv)] − J(θ̂) (module docstring), from its constants.
 
     Δ₂ = κ_g·ζ/(nΛ) + 2τ (κ_g = n·Δ_g/ζ: 2 for the triangle-inequality bound, less for the
-    logistic loss; :meth:`privfair.erm.ERM.gradient_sensitivity`); Gaussian noise σ = Δ₂·σ₁ (σ₁ = the analytic-Gaussian σ for Δ = 1 at
+    logistic loss; :meth:`privfair.models.erm.ERM.gradient_sensitivity`); Gaussian noise σ = Δ₂·σ₁ (σ₁ = the analytic-Gaussian σ for Δ = 1 at
     (ε, δ), numeric) or, when ``sigma_1`` is None, the ε-DP density ∝ exp(−ε‖b‖/Δ₂), κ = Δ₂/ε.
     Projected: (ζ + Λr₂)·(E‖b‖ + ‖t‖), ‖t‖ the ℓ2 norm of the hard-threshold levels (0 without
     thresholding: zeroing a group whose noisy norm is ≤ t_g moves θ by ≤ t_g); unprojected

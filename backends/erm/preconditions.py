@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from privfair.sparse import LOSSES, SparseLinear
+from privfair.models.sparse import LOSSES, SparseLinear
 
 from .reduction import (NeedsGroupMass, bad_cells, cell_coefficients, constraint_direction,
                         objective_gradient)

@@ -8,11 +8,11 @@ The ERM (mean form).  For θ = (w, b) in C = {Ω(w) ≤ ρ, |b| ≤ ρ_b} (a :cl
 
 with per-row weights w_i ≥ 0 that depend on row i's own (group, label) only (*row-local*) and are
 ≤ ω/n for a public ω.  Replacing one row moves ∇J_D by at most Δ_g ≤ 2ζ/n in ℓ2 at every θ ∈ C,
-where ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|) — :meth:`privfair.erm.ERM.gradient_sensitivity`
+where ζ = ω·L_l·‖u‖_max (L_l = sup|∂l/∂z|) — :meth:`privfair.models.erm.ERM.gradient_sensitivity`
 proves the tight Δ_g per loss and neighbouring relation — and the row's Hessian by a rank-one PSD
 matrix of norm ≤ β_H = ω·sup l''·‖u‖²_max (sum form).  Every constant is public: it comes from
 the decision set, the declared feature bound, n and the (public) problem weights — never from
-the data.  The ERM object itself is :class:`privfair.erm.ERM`.
+the data.  The ERM object itself is :class:`privfair.models.erm.ERM`.
 
 From a fairness problem.  With r = ∇f (f affine in ℓ) plus ν·d for a constraint direction d, the
 weighted surrogate error r·ℓ(θ) equals, up to a constant, Σ_i a_{g_i,y_i}·mass_i(θ), the mass a
@@ -21,9 +21,9 @@ group-mass bound q in place of the clamped empirical denominators (so the weight
 The y = 0 rows' mass is φ̃(z) (convex), the y = 1 rows' is 1 − φ̃(−z) (concave), so the ERM is
 convex iff a_{g,0} ≥ 0 and a_{g,1} ≤ 0; the per-row loss is |a|·φ(∓z)/φ(B), a GLM.  Its ridge
 is Λ/φ(B) for ``SparseLinear(l2=Λ)`` in the loss's units (the default; so that Λ means what it
-means for :func:`privfair.sparse.glm`), Λ for ``l2_units="scaled"`` (``ERM.l2_factor``).
+means for :func:`privfair.models.sparse.glm`), Λ for ``l2_units="scaled"`` (``ERM.l2_factor``).
 
-This module reads the private layout of :class:`privfair.stats.Rates` (``_joint``, ``_rate``,
+This module reads the private layout of :class:`privfair.statistics.stats.Rates` (``_joint``, ``_rate``,
 ``_sel``, ``_bound``, ...; tests/test_layers.py allowlists those reads) until issue #17's public
 layout of ℓ lands.
 """
@@ -34,8 +34,8 @@ import math
 
 import numpy as np
 
-from privfair import designs
-from privfair.erm import ERM, LOSSES
+from privfair.models import designs
+from privfair.models.erm import ERM, LOSSES
 from privfair.errors import BackendRefusedError
 
 
@@ -90,7 +90,7 @@ def cell_coefficients(rates, r, denominators="public"):
       weight then depends on its own (group, label) only (*row-local*), which the perturbation
       mechanisms' proofs need; the ERM minimizes r'·ℓ with the conditional weights scaled by
       max(n_{g,y}, nq)/(nq) ≥ 1 (``rescaling``), not r·ℓ.  Raises ``NeedsGroupMass`` without q.
-    * ``"clamped"``: max(n_{g,y}, nq) — exactly r·ℓ as :class:`privfair.stats.Rates` defines it
+    * ``"clamped"``: max(n_{g,y}, nq) — exactly r·ℓ as :class:`privfair.statistics.stats.Rates` defines it
       (the noisy-GD oracle; its sensitivity pays for the data-dependent denominators).
     * ``"empirical"``: the public bound if there is one, else max(n_{g,y}, 1) — ε = ∞ only.
     """

@@ -1,6 +1,6 @@
 """The sensitivities the row-private ERM releases are calibrated to, with the text their events
 cite: the gradient's (:func:`gradient_sensitivity`, proved by
-:meth:`privfair.erm.ERM.gradient_sensitivity`) and the certified minimizer's
+:meth:`privfair.models.erm.ERM.gradient_sensitivity`) and the certified minimizer's
 (:func:`minimizer_sensitivity`: Δ_g/Λ for the exact minimizers by strong convexity — Chaudhuri,
 Monteleoni & Sarwate 2011, Cor 8 — plus 2τ, twice the solver's public tolerance)."""
 
@@ -10,7 +10,7 @@ from .solver import tau_target
 
 
 def gradient_sensitivity(erm, relation="row"):
-    """(Δ_g, source): :meth:`privfair.erm.ERM.gradient_sensitivity` with the text the
+    """(Δ_g, source): :meth:`privfair.models.erm.ERM.gradient_sensitivity` with the text the
     events cite."""
     dg = erm.gradient_sensitivity(relation)
     rho, B, planar = erm.sensitivity_geometry()
@@ -22,7 +22,7 @@ def gradient_sensitivity(erm, relation="row"):
         how = (f"(ω/n)·ρ·κ = {erm.row_weight_bound:.4g}/{erm.n}·{rho:.4g}·"
                f"{dg * erm.n / (erm.row_weight_bound * rho):.4g} (κ: the {erm.loss.name} loss's "
                f"gradient diameter at margins ≤ {B:.4g}{'' if planar else ', one dimension'}; "
-               "privfair.erm.ERM.gradient_sensitivity; one row replaced)")
+               "privfair.models.erm.ERM.gradient_sensitivity; one row replaced)")
     return dg, how
 
 

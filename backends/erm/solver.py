@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privfair._progress import bar
+from privfair.util.progress import bar
 from privfair.errors import BackendRefusedError
 
 #: default certified distance to the exact minimizer, relative to the ℓ2 radius of C
@@ -83,7 +83,7 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     Projected (proximal) Newton steps with a backtracking line search — each step solves the
     P-dimensional quadratic model over C — then, if needed, accelerated projected gradient with
     restarts.  Either way the returned point carries the gradient-mapping certificate.
-    Under :func:`solve_certified` the steps show a progress bar (:mod:`privfair._progress`)."""
+    Under :func:`solve_certified` the steps show a progress bar (:mod:`privfair.util.progress`)."""
     desc = _BAR_NAME.get()
 
     def steps(rng, what):

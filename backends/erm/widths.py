@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from privfair.norms import Width
+from privfair.models.norms import Width
 
 
 def expected_gaussian_norm(P):

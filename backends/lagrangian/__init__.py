@@ -194,7 +194,7 @@ class LagrangianSGDA(Backend):
     def accepts(self, problem, analysis) -> Verdict:
         import importlib.util
 
-        from privfair.decisions import LinearClassifier
+        from privfair.models.decisions import LinearClassifier
 
         r = problem.rates
         ds = getattr(r, "decisions", None)
@@ -281,7 +281,7 @@ class LagrangianSGDA(Backend):
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         from privfair.privacy.mechanisms import _float_generator
         from privfair.privacy.randomness import as_source
-        from privfair.result import Result
+        from privfair.results.result import Result
 
         from . import solver
         from .models import LinearAdapter, TorchAdapter

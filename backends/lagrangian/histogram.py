@@ -1,6 +1,6 @@
 """The batch histogram of (group, label, soft prediction) and what is post-processed from it.
 
-Statement.  Every coordinate of privfair's statistic vector ℓ (:mod:`privfair.stats`) is a
+Statement.  Every coordinate of privfair's statistic vector ℓ (:mod:`privfair.statistics.stats`) is a
 function of the counts C[g, y, ŷ] = Σ_i 1[g_i = g, y_i = y]·p_i(ŷ), where p_i is row i's
 prediction mass (a vertex of the simplex for a hard rule, a point of it for a soft or randomized
 one): the joint block is C/n, a conditional rate is C[g, y, ŷ]/d_{g,y} with d_{g,y} = Σ_ŷ C[g, y, ŷ]
@@ -32,7 +32,7 @@ __all__ = ["batch_counts", "centred_counts", "project_centred", "rates_from_coun
 
 
 class Layout:
-    """ℓ's layout read from a :class:`privfair.stats.Rates` (schema only: G, L, index maps)."""
+    """ℓ's layout read from a :class:`privfair.statistics.stats.Rates` (schema only: G, L, index maps)."""
 
     def __init__(self, rates):
         self.G, self.L, self.K = rates.G, rates.L, rates.K
@@ -67,7 +67,7 @@ def rates_from_counts(C, layout, m, floor) -> tuple:
 
     ``floor`` (G, L) is a public lower bound on the group-label masses π (the declared
     group-mass bound, or a small public constant): denominators are m·max(π̂, floor), as
-    :mod:`privfair.stats` clamps them with n·q."""
+    :mod:`privfair.statistics.stats` clamps them with n·q."""
     G, L = layout.G, layout.L
     C = np.asarray(C, dtype=float).reshape(G, L, L)
     pi = np.maximum(C.sum(axis=2) / m, floor)                  # group-label masses

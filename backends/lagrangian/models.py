@@ -32,7 +32,7 @@ part, which reads x, y, θ only and is computed on an independent batch (``solve
   released rule is 1[x·w + b > 0], which depends on the direction of θ only: training runs on
   p(1) = σ(x·w + b) with θ free, and the released θ is scaled into the user's ball (the same
   rule).  With ``pf.rates(..., surrogate=...)`` ℓ is defined by the surrogate masses of
-  :mod:`privfair.stats` on the clipped features, and θ is projected on the ball every step.
+  :mod:`privfair.statistics.stats` on the clipped features, and θ is projected on the ball every step.
 * :class:`TorchAdapter` — ``pf.TorchModel`` (any module; softmax, or sigmoid of one logit);
   per-example gradients with ``torch.func`` (vmap of grad), on CPU or CUDA.
 """
@@ -52,7 +52,7 @@ class LinearAdapter:
     """``pf.LinearClassifier`` (binary) in numpy; see the module docstring.
 
     Memory (#19).  The rows are read through the data's row source (``data.rows()``,
-    :mod:`privfair.passes`): a Poisson batch is gathered (``rows.gather``) into one batch-sized
+    :mod:`privfair.data.passes`): a Poisson batch is gathered (``rows.gather``) into one batch-sized
     design [x̃_i, 1], and a pass over every row (:meth:`label_totals`) reads one chunk at a time.
     Neither X (nor, for a dataset taken by index, its gathered copy ``data.X``), nor [X, 1],
     nor the clipped features of a surrogate (``rates._Xc``) is ever built whole: the extra
@@ -61,7 +61,7 @@ class LinearAdapter:
     bit)."""
 
     def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False):
-        from privfair.passes import rows_of
+        from privfair.data.passes import rows_of
 
         ds = rates.decisions
         self.k = float(sharpness)
@@ -109,7 +109,7 @@ class LinearAdapter:
             k = self.k if k is None else k
             s = _sigmoid(k * z)
             return s, k * s * (1.0 - s)
-        from privfair.stats import SURROGATES
+        from privfair.statistics.stats import SURROGATES
 
         r = self.rates
         sign = np.where((self.y[idx] if y is None else y) == 1, -1.0, 1.0)
@@ -193,7 +193,7 @@ class TorchAdapter:
         import torch
 
         self.k = float(sharpness)
-        from privfair.torch_model import probs_from_logits
+        from privfair.models.torch_model import probs_from_logits
 
         self.torch, self.dev = torch, torch.device(device)
         ds = rates.decisions
@@ -208,7 +208,7 @@ class TorchAdapter:
         # X as one float32 tensor on the device (0.5·X of float64; the per-step batches are
         # gathered from it), filled chunk by chunk from the row source: the float64 X of a
         # dataset taken by index is never gathered whole (#19); the same values as a cast of X
-        from privfair.passes import rows_of
+        from privfair.data.passes import rows_of
 
         rows = rows_of(rates.data)
         self.X = torch.empty((rows.n, rows.n_features), dtype=torch.float32, device=self.dev)

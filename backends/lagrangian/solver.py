@@ -35,7 +35,7 @@ amplification.  Under "sensitive" the histogram's noise is further projected on 
 subspace (post-processing).
 
 Preconditions.  δ > 0; f and every g_j have (sub)gradients (every expression of the language
-does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.stats`).
+does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.statistics.stats`).
 No convexity is needed for privacy; for utility, see docs/lagrangian.md.
 """
 
@@ -126,7 +126,7 @@ def train(problem, adapter, P, draws, gen, progress=False):
     ck_steps = set(P["checkpoint_steps"])
     checkpoints, trace = [], []
     Cest = prior
-    from privfair._progress import bar
+    from privfair.util.progress import bar
 
     sched = P.get("lr_schedule", "constant")
     dsched = P.get("dual_schedule", "constant")

@@ -2,7 +2,7 @@
 
 Compressed copies of the original files ship in ``privfair/datasets/data/`` (see its
 ``PROVENANCE.md`` for sources, licences and what was removed).  Parsing happens once per process;
-later calls return the cached, read-only :class:`~privfair.data.Dataset`.
+later calls return the cached, read-only :class:`~privfair.data.dataset.Dataset`.
 
 Examples
 --------
@@ -56,7 +56,7 @@ def load_adult(split: str = "train"):
 
     Returns
     -------
-    privfair.data.Dataset
+    privfair.data.dataset.Dataset
         ``y = 1`` for income >50K; groups ``["Female", "Male"]`` (sex, not a feature);
         101 features: ``age, education-num, capital-gain, capital-loss, hours-per-week``
         standardized with train statistics and one-hot ``workclass, education, marital-status,
@@ -100,7 +100,7 @@ def load_compas(race: str = "all"):
 
     Returns
     -------
-    privfair.data.Dataset
+    privfair.data.dataset.Dataset
         ``y = two_year_recid``; 12 standardized / one-hot features (see
         ``privfair/datasets/_compas.py`` for the choice and the row filter).
 

@@ -50,8 +50,8 @@ def frames():
 
 @functools.lru_cache(maxsize=None)
 def load(split: str):
-    """The preprocessed split as a :class:`privfair.data.Dataset` (cached, read-only)."""
-    from ..data import Dataset
+    """The preprocessed split as a :class:`privfair.data.dataset.Dataset` (cached, read-only)."""
+    from ..data.dataset import Dataset
 
     train, test = frames()
     frame = train if split == "train" else test

@@ -42,7 +42,7 @@ def frame():
 @functools.lru_cache(maxsize=None)
 def load(race: str):
     """The preprocessed dataset (cached, read-only)."""
-    from ..data import Dataset
+    from ..data.dataset import Dataset
 
     df = frame()
     groups = RACES

@@ -22,7 +22,7 @@ class Variable(Expression):
         A readable name per coordinate (e.g. ``"fpr[Female]"``), used in reprs and for
         indexing by name: ``v["fpr[Female]"]``.
     owner : object, optional
-        Back-reference set by whoever creates ℓ (e.g. the :class:`privfair.stats.Rates`).
+        Back-reference set by whoever creates ℓ (e.g. the :class:`privfair.statistics.stats.Rates`).
     name : str, default "l"
         How the vector prints.
 

@@ -1,3 +1,5 @@
+# Over 500 lines: each composition rule states its theorem next to its code; the accountant tries
+#   them all.
 """Composition rules: each turns a list of events and a target δ into a valid ε, or says why it
 does not apply.  The accountant runs all that apply and reports the smallest.
 

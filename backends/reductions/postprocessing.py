@@ -1,0 +1,279 @@
+"""DP post-processing — [J] §3, Algorithm 1, Thm 3.1 (Hardt, Price & Srebro 2016, made private).
+
+Algorithm (what runs).  Ŷ is a binary base predictor trained on (X, Y) *without* A::
+
+    N[ŷ, a, y] = #{i : Ŷ(x_i) = ŷ, A_i = a, Y_i = y}            (4|A| counts; private)
+    Ñ = N + Lap(2/ε) per count                                  (the only release; ε-DP)
+    p̃ = argmin_p f̃(p)  s.t.  P̃1_a(p) − P̃1_b(p) ≤ γ_k + 4 ln(4|A|/β)/(min{q̃_a, q̃_b}·m·ε)
+                          for every constrained gap k,   0 ≤ p ≤ 1
+    predict (x, a) ↦ 1 with probability p̃[Ŷ(x), a]
+
+with q̃ = Ñ/m ([J] adds Lap(2/(mε)) to the frequencies q̂ = N/m: the same release), P1_{a,0} the
+false-positive rate and P1_{a,1} the true-positive rate of group a computed from q̃, f̃ the
+objective on q̃ (error: Σ_{ŷ,a}(q̃_{ŷa0} − q̃_{ŷa1})p_{ŷa} + const).  Noisy counts are clamped at 0
+and group-label totals at one row before the LP (post-processing).  p = 0 is always feasible.
+
+Privacy.  Changing one row's sensitive attribute (protect="sensitive"; X, Y, hence Ŷ, fixed) or
+replacing one row with Ŷ public (protect="row") moves one row from one cell to another:
+‖ΔN‖₁ ≤ 2, so the Laplace release is ε-DP (Dwork et al. 2006); the LP and the rule are
+post-processing.  The noisy q̃ in the slack is released, so — unlike [J] Algorithm 3's noise
+scale — nothing private enters the LP.  Under protect="sensitive" the base predictor may be
+fitted on (X, Y) (public there); under protect="row" it must be supplied (``base=`` or
+``PostProcessed(base=...)``) and trained on public data: the backend refuses otherwise.
+
+Theorem ([J] Thm 3.1).  If min q̂_ay > 4 ln(4|A|/β)/(mε), w.p. ≥ 1 − β:
+err(Ỹ_p̃) ≤ err(Ŷ_p̂) + 24|A| ln(4|A|/β)/(mε) (p̂ the non-private γ-fair post-processing) and each
+gap ≤ γ + 8 ln(4|A|/β)/(min{q̂_a, q̂_b}·m·ε − 4 ln(4|A|/β)).  The planner's number is the first
+plus G times the second (h = f + G·max(0, g)), with q̂ replaced by the declared group-mass bound or
+the schema guess 1/(2·|A|·2) — never by the private q̂.
+
+Knob mapping (docs/published_algorithms.md): each constraint g_j ≤ 0 written as |gap| ≤ c,
+maximum(|gap_1|, …) ≤ c or norm_inf(...) ≤ c gives γ = c for its gaps (equivalent);
+lse(|gap_1|, …; η) ≤ c over m entries gives γ = c − log(m)/η (which implies it); a signed gap
+u ≤ c one side.  Gaps are differences of one rate (fpr, tpr or the complements tnr, fnr) between
+two groups.  Other shapes are refused with the reason.
+
+Prediction reads the group: ``result.predict(X, sensitive=...)``; without it a typed
+``InvalidInputError`` naming ``sensitive`` is raised.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privfair.analysis import gap_terms as GT  # the constraint → gap-terms recogniser
+from privfair.util.text import said_once
+
+from . import jagielski as J
+from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from ..options import Option
+
+def _check_base(base):
+    """A base predictor :func:`privfair.models.postprocess.as_base` can use (its typed error naming
+    ``base`` otherwise), returned as given: plan time refuses what ``run`` could not read."""
+    from privfair.models.postprocess import as_base
+
+    as_base(base)
+    return base
+
+
+#: the solve options (declared once: validated by ``options_from`` at plan time, listed by
+#: ``privfair backends``)
+OPTIONS = (
+    Option("base", "any", None, check=_check_base,
+           doc="base predictor (callable X → scores, or a fitted estimator); auto: "
+               "PostProcessed(base=), else logistic regression of y on X (protect='sensitive')"),
+    Option("beta", "float", J.BETA, low=0, high=1, low_open=True, high_open=True,
+           doc="failure probability of [J] Thm 3.1's bound and of the LP's slack"),
+    Option("slack", "str", "paper", choices=("paper", "none"),
+           doc="'paper': [J] LP (1)'s slack on each gap; 'none': none (no Thm 3.1 bound)"),
+)
+
+
+def problem_shape(problem):
+    """(pairs, knobs, w_joint (G, 2, 2)) or Unsupported."""
+    r = problem.rates
+    w, _ = GT.objective_weights(problem)
+    cond = np.flatnonzero(r.is_conditional & (np.abs(w) > 0))
+    if cond.size:
+        raise GT.Unsupported(f"the objective reads {r.names[int(cond[0])]}; the LP objective is a "
+                            "linear function of the joint cells (e.g. r.error())")
+    terms, knobs = GT.extract_terms(problem)
+    pairs = J.eo_pairs(r, terms)
+    return pairs, knobs, w[r.layout.joint]
+
+
+
+def utility_bound(n_groups, m, epsilon, beta, q_min, w_error, w_gap, log=math.log):
+    """[J] Thm 3.1 in h's units, w.p. ≥ 1 − β: w_err·(error excess) + w_gap·(gap excess), with
+    the error excess 24|A| ln(4|A|/β)/(mε) (weighted by the objective's largest joint-cell weight)
+    and the gap excess 8 ln(4|A|/β)/(q m ε − 4 ln(4|A|/β)) (weighted by G × the largest gap
+    scale).  Pure; ``log`` may be ``sympy.log`` (Backend.formula)."""
+    err, gap = J.thm31_terms(n_groups, m, epsilon, beta, q_min, log=log)
+    return w_error * err + w_gap * gap
+
+class PostprocessingBackend(Backend):
+    name = "postprocessing"
+    exposes = {
+        "base_positive_rate": (PUBLIC, "the public base predictor's positive rate on X — only "
+                                       "under protect='sensitive' (X public); absent under "
+                                       "protect='row' unless ε = ∞"),
+        "laplace_scale": (PUBLIC, "the count release's scale b = 2/ε"),
+        "released_counts": (RELEASED, "the Laplace cell counts"),
+        "slack": (PUBLIC, "[J] Thm 3.1's slack, from released denominators"),
+        "status": (RELEASED, "the LP's status on the released counts"),
+        "gamma": (PUBLIC, "the constraint levels"),
+    }
+    option_table = OPTIONS
+    theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
+    needs_group_mass = False      # the LP reads released counts only
+
+    def accepts(self, problem, analysis) -> Verdict:
+        from privfair.models.postprocess import PostProcessed
+
+        r = problem.rates
+        ds = getattr(r, "decisions", None)
+        if not isinstance(ds, PostProcessed):
+            return Verdict(False, "needs the decision set pf.PostProcessed(base) (derived predictors "
+                                  f"that read the group at prediction time); got {type(ds).__name__}")
+        if r.L != 2:
+            return Verdict(False, f"needs binary labels; the data has {r.L}")
+        if r.G < 2:
+            return Verdict(False, "needs at least two groups")
+        try:
+            pairs, _, _ = problem_shape(problem)
+        except GT.Unsupported as err:
+            return Verdict(False, str(err))
+        neg = [p for p in pairs if p.gamma < 0]
+        if neg:
+            return Verdict(False, f"the level of {neg[0].text} gives γ = {neg[0].gamma:.4g} < 0 "
+                                  "(after the lse shift log(m)/η); no rule meets it — raise the level "
+                                  "or eta")
+        return Verdict(True)
+
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        """The LP's plan and its one release, scheduled (``spent``: events already recorded
+        against the same (ε, δ))."""
+        o = self.options_from(options or {})  # typed refusals before anything is spent
+        r = problem.rates
+        ds = r.decisions
+        base_given = o.get("base") is not None or ds.base is not None
+        if privacy.protect == "row" and not base_given:
+            self.refuse("protect='row' protects X and y, so the base predictor cannot be fitted on "
+                        "this data: pass base=<a predictor trained on public data> (solve option) "
+                        "or pf.PostProcessed(base=...)")
+        pairs, knobs, w_joint = problem_shape(problem)
+        G, n, beta = r.G, r.n, o["beta"]
+        declared = getattr(r, "_q", None)
+        q_min = float(np.min(declared)) if declared is not None else 1.0 / (2 * G * r.L)
+        q_src = "declared group-mass bound" if declared is not None else \
+            "schema guess 1/(2·|A|·2) (the private q̂ is never read)"
+        schedule = _schedule(G, privacy, spent) if privacy.is_private else None
+        eps = schedule["counts"].event.epsilon if schedule is not None else privacy.epsilon
+        err, gap = J.thm31_bounds(G, n, eps, beta, q_min)
+        wmax = float(np.max(np.abs(w_joint))) if w_joint.size else 0.0
+        smax = max((p.scale for p in pairs), default=0.0)
+        Gpen = analysis.G if problem.g and math.isfinite(analysis.G) else 0.0
+        w_gap = Gpen * smax if pairs else 0.0
+        if not privacy.is_private:
+            risk = 0.0
+        elif math.isfinite(gap):
+            risk = utility_bound(G, n, eps, beta, q_min, wmax, w_gap)
+        else:                          # q·m·ε ≤ 4 ln(4|A|/β): Thm 3.1 gives no gap bound
+            risk = err * wmax if w_gap == 0 else math.inf
+        params = {"groups": G, "gaps": len(pairs), "beta": beta, "slack": o["slack"],
+                  "base": "given" if base_given else "logistic regression of y on X (public)",
+                  "gamma": [float(p.gamma) for p in pairs], "error_bound": err, "gap_bound": gap,
+                  "error_weight": wmax, "gap_weight": w_gap,
+                  "q_min_for_ranking": q_min, "counts_sensitivity_l1": 2.0}
+        notes = ["knobs: " + said_once((f"g[{j}]", f"{k.form} ≤ {k.level:.4g} → γ = {k.gamma:.4g}")
+                                       for j, k in enumerate(knobs)),
+                 f"Thm 3.1 bounds use q = {q_min:.3g} ({q_src}); error bound relative to the "
+                 "non-private γ-fair post-processing of the same base predictor"]
+        if o["slack"] == "none":
+            notes.append("slack='none': the LP omits [J]'s slack, so Thm 3.1's error bound does not "
+                         "apply (the γ-fair p̂ may be infeasible for the noisy LP)")
+        if base_given and privacy.protect == "row":
+            notes.append("protect='row': the supplied base predictor is assumed trained on public "
+                         "data (not on this dataset)")
+        if privacy.is_private:
+            budget = [(f"Laplace release of the {4 * G} cell counts N[ŷ, a, y] (‖ΔN‖₁ ≤ 2)",
+                       schedule["counts"].event.epsilon, 0.0)]
+        else:
+            budget, risk = [], 0.0
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=risk, theorem=self.theorem, notes=notes)
+        out.run_options = o                   # validated, defaults filled (base= etc.)
+        out.schedule = schedule
+        out._shape = (pairs, knobs, w_joint)          # public: read from the problem only
+        return out
+
+    def formula(self, plan):
+        """[J] Thm 3.1 as planned: excess = w_err·24|A| ln(4|A|/β)/(nε) + w_gap·8 ln(4|A|/β)/
+        (q n ε − 4 ln(4|A|/β)) (:func:`utility_bound`, the function the plan evaluates).  None
+        at ε = ∞ and where the gap bound does not apply (q n ε ≤ 4 ln(4|A|/β))."""
+        import sympy as sp
+
+        P = plan.params
+        if not plan.privacy.is_private or not math.isfinite(plan.predicted_excess_risk) \
+                or not math.isfinite(P["gap_bound"]):
+            return None
+        A, beta, q, we, wg = sp.symbols("A beta q w_err w_gap", positive=True)
+        n, e = sp.symbols("n epsilon", positive=True)
+        expr = utility_bound(A, n, e, beta, q, we, wg, log=sp.log)
+        return (sp.Eq(sp.Symbol("excess"), expr, evaluate=False),
+                {"A": P["groups"], "beta": P["beta"], "q": P["q_min_for_ranking"],
+                 "w_err": P["error_weight"], "w_gap": P["gap_weight"]})
+
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        """Small dense work on the CPU (``device`` is ignored)."""
+        from privfair.models.postprocess import LogisticBase, _labels, as_base
+        from privfair.privacy.randomness import as_source
+        from privfair.results.result import Result
+
+        problem, privacy = plan.problem, plan.privacy
+        o = self.options_from(getattr(plan, "run_options", {}))
+        rng = as_source(rng)
+        r = problem.rates
+        ds, data = r.decisions, r.data
+        base = as_base(o.get("base")) or ds.base
+        if base is None:
+            if privacy.protect == "row":
+                self.refuse("protect='row': supply a base predictor trained on public data")
+            base = LogisticBase.fit(data.X, data.y)   # X, y are public under protect="sensitive"
+        # validated before anything is released; the shape check reads n only (public), and
+        # under protect="row" (X private) a non-finite score counts as negative rather than
+        # failing on some private row (a data-dependent failure — issue #16)
+        yhat = _labels(base, data.X, ds.threshold,
+                       nonfinite="negative" if privacy.protect == "row" else "raise")
+        pairs, knobs, w_joint = getattr(plan, "_shape", None) or problem_shape(problem)
+        G, n = r.G, r.n
+        N = J.cell_counts(yhat, data.group, data.y, G)
+        # X is public under protect="sensitive" (and the base predictor is public), so the
+        # base's positive rate is public there; under protect="row" it is an exact mean of
+        # private rows and is not exposed (issue #16)
+        info = ({"base_positive_rate": float(yhat.mean())}
+                if privacy.protect == "sensitive" or not privacy.is_private else {})
+        if privacy.is_private:
+            schedule = getattr(plan, "schedule", None)
+            if schedule is None:
+                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+            Nr = schedule.open(accountant, rng).laplace("counts", N.ravel())
+            info["laplace_scale"] = schedule["counts"].event.scale
+            eps = schedule["counts"].event.epsilon
+        else:
+            Nr, eps = N.ravel(), privacy.epsilon
+        Nt = np.maximum(Nr.reshape(2, G, 2), 0.0)
+        den = np.maximum(Nt.sum(axis=0), 1.0)
+        slacks = [J.thm31_slack(den[p.a, p.y], den[p.b, p.y], G, eps, o["beta"])
+                  if o["slack"] == "paper" else 0.0 for p in pairs]
+        p_tab, status = J.solve_lp(Nt, n, w_joint, pairs, slacks)
+        rule = ds.rule(r.groups, p_tab, base=base)
+        info.update(released_counts=Nr.reshape(2, G, 2).copy(), slack=slacks, status=status,
+                    gamma=[float(p.gamma) for p in pairs])
+        trace = [{"released_counts": Nr.tolist(), "slack": slacks, "lp_status": status,
+                  "p": p_tab.tolist()}]
+        return Result(self.name, [rule], [1.0], ds, plan=plan, trace=trace, info=info)
+
+
+def _schedule(G, privacy, spent=()):
+    """The plan's one release: Laplace(2/ε) on the 4|A| counts (exact sampler)."""
+    from privfair.privacy import Schedule, Scheduled, laplace_event, laplace_scale
+
+    from .._draws import whole_epsilon
+
+    def events(e):
+        return [laplace_event(2.0, e, scale=laplace_scale(2.0, e), dimension=4 * G,
+                              label="[J] Algorithm 1: noisy cell counts",
+                              sensitivity_source=(f"cell counts N[ŷ, a, y]: one row moves "
+                                                  f"between two cells, ‖ΔN‖₁ ≤ 2 (protect="
+                                                  f"{privacy.protect!r}, base predictor public)"))]
+    ev = events(whole_epsilon(events, privacy, spent))[0]
+    return Schedule([Scheduled("counts", ev, exact=True)], privacy.epsilon, privacy.delta, spent)
+
+
+from .. import register  # noqa: E402
+
+register(PostprocessingBackend())

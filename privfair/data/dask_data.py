@@ -1,0 +1,375 @@
+"""Datasets beyond one machine's memory: Parquet files or a Dask DataFrame, passes on Dask.
+
+``pf.Dataset.from_parquet(path, label=, sensitive=, groups=, labels=)`` and
+``pf.Dataset.from_dask(ddf, ...)`` return a :class:`DaskDataset`.  It holds no rows: it holds
+the Dask graph that reads them and the *public schema* (feature columns, declared groups and
+labels), and it runs every pass of :mod:`privfair.data.passes` as a map over the DataFrame's
+partitions on the Dask workers:
+
+* what travels to a worker: the pass's code (module-level functions, by reference) and public
+  parameters only — the schema, coefficients θ, a design;
+* what comes back: the pass's partial sums for that partition (a count vector, a (d+1)-vector,
+  a (d+1)² matrix), merged on the client by :func:`privfair.data.passes.merge`;
+* noise, for a private release, is drawn once, on the client, after the merge, by the same
+  release code as the in-memory path — so a Dask run's certificate is the in-memory one, and
+  without noise (ε = ∞) the two give the same numbers up to float summation order.
+
+The schema must be declared (``groups=``, ``labels=``): reading it from the data would make
+the layout of ℓ depend on the private rows (see :meth:`privfair.Dataset.check_public_schema`).
+A running ``distributed.Client`` is used when one exists (``Client("tcp://scheduler:8786")``,
+docs/scale.md); otherwise Dask's local scheduler runs the partitions.
+
+Requires the optional extra: ``pip install 'privfair[dask]'``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import passes
+from ..errors import DataError, InvalidInputError, PrivfairError
+
+__all__ = ["DaskDataset", "DaskRows", "DaskMissingError", "from_parquet", "from_dask"]
+
+
+class DaskMissingError(PrivfairError, ImportError):
+    """The optional Dask engine is not installed (``pip install 'privfair[dask]'``)."""
+
+
+def _dask():
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError:
+        raise DaskMissingError("dask", None, "install the optional extra: pip install "
+                               "'privfair[dask]' (dask[dataframe], distributed, pyarrow)") from None
+    return dask, dd
+
+
+def _name(value) -> str:
+    """A group's name as the in-memory Dataset names it: str(v), 'v1|v2' for several columns."""
+    if isinstance(value, (tuple, list)):
+        return "|".join(str(v) for v in value)
+    return str(value)
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The public schema a worker needs to turn a partition into (X, y, group) codes."""
+
+    features: tuple
+    label: str
+    sensitive: tuple
+    group_values: tuple
+    label_values: tuple
+
+    @property
+    def group_names(self) -> list:
+        return [_name(v) for v in self.group_values]
+
+    def arrays(self, df):
+        """(X float64 (k, d), label codes (k,), group codes (k,)); codes are −1 outside the
+        declared sets (the construction pass refuses such data)."""
+        import pandas as pd
+
+        X = df[list(self.features)].to_numpy(dtype=np.float64, na_value=np.nan)
+        # Index.get_indexer: the declared value's position, −1 for anything else
+        y = pd.Index(list(self.label_values)).get_indexer(df[self.label])
+        if len(self.sensitive) == 1:
+            col = df[self.sensitive[0]]
+            numeric = all(isinstance(v, numbers.Number) and not isinstance(v, bool)
+                          for v in self.group_values)
+            if numeric and col.dtype.kind in "iuf":
+                g = pd.Index(list(self.group_values)).get_indexer(col)
+            else:       # matched by name, str(value), as the in-memory Dataset matches groups
+                g = pd.Index(self.group_names).get_indexer(col.astype(str))
+        else:
+            key = df[self.sensitive[0]].astype(str)
+            for c in self.sensitive[1:]:
+                key = key + "|" + df[c].astype(str)
+            g = pd.Index(self.group_names).get_indexer(key)
+        y = np.asarray(y, dtype=np.int64)
+        return X, y, np.asarray(g, dtype=np.int64)
+
+
+def _check_partition(df, schema) -> np.ndarray:
+    """The construction pass: [rows, rows with a non-finite feature, rows with an undeclared
+    label, rows with an undeclared group] of one partition (sums: they merge exactly)."""
+    X, y, g = schema.arrays(df)
+    return np.array([X.shape[0], int((~np.isfinite(X)).any(axis=1).sum()), int((y < 0).sum()),
+                     int((g < 0).sum())], dtype=np.int64)
+
+
+def _partition_arrays(df, schema):
+    """A partition as (X, y, group) arrays, refusing codes outside the schema."""
+    X, y, g = schema.arrays(df)
+    if X.shape[0] and (y.min() < 0 or g.min() < 0):
+        # validated at construction: the files changed underneath the dataset
+        raise ValueError("a partition holds a label or group outside the declared schema; "
+                         "rebuild the dataset")
+    return X, y, g
+
+
+def _arrays_pass(arrays, chunk_rows, fn, params):
+    """Run one pass on one partition's arrays, in chunks; its partial sums (None if empty)."""
+    X, y, g = arrays
+    return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows).map_sum(fn, *params)
+
+
+def _partition_pass(df, schema, chunk_rows, fn, params):
+    """Run one pass on one DataFrame partition (converted on the worker)."""
+    return _arrays_pass(_partition_arrays(df, schema), chunk_rows, fn, params)
+
+
+def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params):
+    """One pass over a Poisson sample of one partition's arrays, drawn from ``seed``."""
+    X, y, g = arrays
+    rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
+    return passes.poisson_pass(rows, rate, seed, fn, params)
+
+
+def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params):
+    """One pass over a Poisson sample of one DataFrame partition (sampled on the worker)."""
+    return _arrays_poisson_pass(_partition_arrays(df, schema), chunk_rows, rate, seed, fn,
+                                params)
+
+
+class DaskRows:
+    """A row source for :mod:`privfair.data.passes` whose chunks live in a Dask DataFrame's
+    partitions: :meth:`map_sum` maps the pass over the partitions on the workers and merges
+    the partial sums on the client."""
+
+    y = True    # the rows carry labels (fit_score(data) checks this)
+
+    def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None, arrays=None):
+        self.ddf, self.schema, self.n = ddf, schema, int(n)
+        self.chunk_rows, self.scheduler, self.arrays = chunk_rows, scheduler, arrays
+
+    @property
+    def n_features(self) -> int:
+        return len(self.schema.features)
+
+    def partials(self, fn, *params) -> list:
+        """The pass's partial sum of every partition (computed on the workers)."""
+        dask, _ = _dask()
+        if self.arrays is not None:      # partitions already converted, held by the workers
+            task = dask.delayed(_arrays_pass, pure=True)
+            tasks = [task(part, self.chunk_rows, fn, params) for part in self.arrays]
+        else:
+            task = dask.delayed(_partition_pass, pure=True)
+            tasks = [task(part, self.schema, self.chunk_rows, fn, params)
+                     for part in self.ddf.to_delayed()]
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        return list(dask.compute(*tasks, **kw))
+
+    def map_sum(self, fn, *params):
+        """Σ over partitions of the pass ``fn(chunk, *params)``, merged on the client."""
+        total = None
+        for part in self.partials(fn, *params):
+            total = passes.merge(total, part)
+        return total
+
+    def poisson_map_sum(self, fn, rate, source, *params):
+        """The pass over a Poisson(``rate``) sample of the rows (each row independently), merged
+        on the client.  The client draws one 256-bit seed per partition from ``source`` (the
+        run's secure source, :func:`privfair.data.passes.poisson_seeds`) and sends it with that
+        partition's task; the worker samples its partition's rows from it.  Independent seeds
+        make the partitions' samples independent, so their union is one Poisson sample of all
+        the rows.  The seeds and the sample are secret: they travel inside the cluster (the
+        trust boundary) and are never released."""
+        dask, _ = _dask()
+        parts = self.arrays if self.arrays is not None else self.ddf.to_delayed()
+        seeds = passes.poisson_seeds(source, len(parts))
+        if self.arrays is not None:
+            task = dask.delayed(_arrays_poisson_pass, pure=False)
+            tasks = [task(p, self.chunk_rows, rate, seed, fn, params)
+                     for p, seed in zip(parts, seeds)]
+        else:
+            task = dask.delayed(_partition_poisson_pass, pure=False)
+            tasks = [task(p, self.schema, self.chunk_rows, rate, seed, fn, params)
+                     for p, seed in zip(parts, seeds)]
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        total = None
+        for part in dask.compute(*tasks, **kw):
+            total = passes.merge(total, part)
+        return total
+
+
+class DaskDataset:
+    """A dataset read by Dask: the public schema and a graph, no rows (see the module doc).
+
+    Attributes
+    ----------
+    n, n_features, feature_names, groups, group_values, label_values, sensitive_names
+        As on :class:`privfair.Dataset`; ``n`` is counted once, at construction.
+    ddf : dask.dataframe.DataFrame -- the rows (read lazily, partition by partition).
+
+    Methods that read rows are passes on the workers: :meth:`counts`, :meth:`rows` (for
+    ``pf.scores.fit_score(data)``, ``logistic_from_statistic`` and any pass),
+    ``pf.estimate_group_mass_bound(data, ε)`` (counts merged, noise drawn on the client).
+    """
+
+    groups_declared = True
+    labels_declared = True
+
+    def __init__(self, ddf, *, label, sensitive, groups, labels=(0, 1), features=None,
+                 chunk_rows=None, scheduler=None):
+        _dask()
+        cols = [str(c) for c in ddf.columns]
+        sens = (sensitive,) if isinstance(sensitive, str) else tuple(sensitive)
+        for field, names in (("label", (label,)), ("sensitive", sens)):
+            missing = [c for c in names if c not in cols]
+            if missing:
+                raise InvalidInputError(field, missing[0], f"name a column of the data: {cols}")
+        if features is None:
+            features = [c for c in cols if c != label and c not in sens]
+        features = tuple(str(c) for c in features)
+        if not features:
+            raise DataError("features", [], "the data needs at least one feature column")
+        for c in features:
+            if c not in cols:
+                raise InvalidInputError("features", c, f"name columns of the data: {cols}")
+            kind = ddf[c].dtype.kind      # the schema (meta): no row is read
+            if kind not in "biuf":
+                raise DataError(f"X[{c!r}]", str(ddf[c].dtype),
+                                "features must be numeric; one-hot encode categorical columns "
+                                "before building the dataset")
+        if groups is None or isinstance(groups, str) or not hasattr(groups, "__iter__"):
+            raise InvalidInputError("groups", groups, "declare the public list of groups, e.g. "
+                                    "groups=['F', 'M'] (a Dask dataset never reads it from the "
+                                    "rows)")
+        gvals = tuple(tuple(_plain(v) for v in g) if isinstance(g, (tuple, list)) else _plain(g)
+                      for g in groups)
+        lvals = tuple(_plain(v) for v in labels)
+        if not gvals or len({_name(v) for v in gvals}) != len(gvals):
+            raise InvalidInputError("groups", list(groups), "declare at least one group, "
+                                    "with distinct names")
+        if len(lvals) < 2 or len(set(lvals)) != len(lvals):
+            raise DataError("labels", list(labels), "declare at least two distinct labels")
+        self.ddf = ddf
+        self.schema = Schema(features, str(label), sens, gvals, lvals)
+        self.chunk_rows, self.scheduler = chunk_rows, scheduler
+        self.feature_names = list(features)
+        self.sensitive_names = list(sens)
+        self.group_values = list(gvals)
+        self.groups = self.schema.group_names
+        self.label_values = list(lvals)
+        self._validate()
+
+    def _validate(self):
+        """One pass: count the rows and refuse non-finite features or undeclared values (the
+        checks :class:`privfair.Dataset` makes at construction)."""
+        dask, _ = _dask()
+        task = dask.delayed(_check_partition, pure=True)
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        parts = dask.compute(*[task(p, self.schema) for p in self.ddf.to_delayed()], **kw)
+        rows, nonfinite, bad_label, bad_group = np.sum(parts, axis=0) if parts else (0, 0, 0, 0)
+        if rows == 0:
+            raise DataError("data", "0 rows", "a dataset needs at least one row")
+        if nonfinite:
+            raise DataError("X", "NaN or infinite", "some rows have NaN or infinite feature "
+                            "values; impute or drop them before building the dataset")
+        if bad_label:
+            raise DataError(self.schema.label, "undeclared label", f"some rows have a label "
+                            f"outside the declared set {self.label_values}; fix them or declare "
+                            "labels=[...] including it")
+        if bad_group:
+            raise DataError("sensitive", "undeclared group", f"some rows are in a group not "
+                            f"among groups={self.groups}; add it to groups")
+        self.n = int(rows)
+
+    # -- shape and schema (as on Dataset) ---------------------------------------------------
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.label_values)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def check_public_schema(self, privacy) -> None:
+        """Nothing to refuse: a Dask dataset's groups and labels are always declared."""
+
+    def rows(self, chunk_rows=None) -> DaskRows:
+        """The rows as a pass source run on the Dask workers."""
+        return DaskRows(self.ddf, self.schema, self.n, chunk_rows or self.chunk_rows,
+                        self.scheduler, getattr(self, "_arrays", None))
+
+    def persist(self) -> "DaskDataset":
+        """Convert every partition to (X float64, label codes, group codes) once and keep the
+        arrays in the workers' memory (``dask.persist``): later passes skip reading and
+        converting the files.  Needs about rows × (features + 2) × 8 bytes of cluster memory.
+        Returns ``self``."""
+        dask, _ = _dask()
+        task = dask.delayed(_partition_arrays, pure=True)
+        parts = [task(p, self.schema) for p in self.ddf.to_delayed()]
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        self._arrays = list(dask.persist(*parts, **kw))
+        return self
+
+    def counts(self) -> np.ndarray:
+        """Rows per (group, label): (n_groups, n_labels) int — private, as on Dataset."""
+        c = self.rows().map_sum(passes.group_label_counts, self.n_groups, self.n_labels)
+        return np.asarray(c).reshape(self.n_groups, self.n_labels)
+
+    def sample(self, frac: float, random_state=None) -> "DaskDataset":
+        """A Bernoulli(``frac``) subsample of the rows, same schema (Dask's ``sample``)."""
+        if not (isinstance(frac, numbers.Real) and 0 < frac <= 1):
+            raise InvalidInputError("frac", frac, "pass a fraction in (0, 1]")
+        return DaskDataset(self.ddf.sample(frac=float(frac), random_state=random_state),
+                           label=self.schema.label, sensitive=self.schema.sensitive,
+                           groups=self.group_values, labels=self.label_values,
+                           features=self.feature_names, chunk_rows=self.chunk_rows,
+                           scheduler=self.scheduler)
+
+    def to_dataset(self, max_rows: int = 10_000_000):
+        """The rows in memory as a :class:`privfair.Dataset` with the same schema (refused
+        above ``max_rows``, a public cap: pass a larger one knowingly)."""
+        from .dataset import Dataset
+
+        if self.n > max_rows:
+            raise InvalidInputError("max_rows", max_rows, f"the dataset has more rows; sample "
+                                    "it first (data.sample(frac)) or raise max_rows")
+        df = self.ddf.compute(**({} if self.scheduler is None else
+                                 {"scheduler": self.scheduler}))
+        X, y, g = self.schema.arrays(df)
+        sens = df[list(self.schema.sensitive)] if len(self.schema.sensitive) > 1 \
+            else df[self.schema.sensitive[0]]
+        return Dataset(X, np.asarray(self.label_values, dtype=object)[y], sens,
+                       labels=self.label_values, group_names=self.group_values,
+                       feature_names=self.feature_names, sensitive_names=self.sensitive_names)
+
+    def __repr__(self):
+        return (f"DaskDataset(n={self.n}, n_features={self.n_features}, "
+                f"partitions={self.ddf.npartitions}, labels={self.label_values}, "
+                f"groups={self.groups})")
+
+
+def from_dask(ddf, *, label, sensitive, groups, labels=(0, 1), features=None, chunk_rows=None,
+              scheduler=None) -> DaskDataset:
+    """A :class:`DaskDataset` over a Dask DataFrame (see :meth:`privfair.Dataset.from_dask`)."""
+    return DaskDataset(ddf, label=label, sensitive=sensitive, groups=groups, labels=labels,
+                       features=features, chunk_rows=chunk_rows, scheduler=scheduler)
+
+
+def from_parquet(path, *, label, sensitive, groups, labels=(0, 1), features=None,
+                 chunk_rows=None, scheduler=None, **read_kw) -> DaskDataset:
+    """A :class:`DaskDataset` over Parquet files (see :meth:`privfair.Dataset.from_parquet`)."""
+    _, dd = _dask()
+    ddf = dd.read_parquet(path, **read_kw)
+    return from_dask(ddf, label=label, sensitive=sensitive, groups=groups, labels=labels,
+                     features=features, chunk_rows=chunk_rows, scheduler=scheduler)

@@ -1,0 +1,149 @@
+"""The clipped design [x_i·c_i, 1] of a linear model as a view over X (#19): never a copy.
+
+The row-private ERM backends read the rows u_i = (x̃_i, 1), x̃_i = c_i·x_i the row clipped to
+the public bound (c_i = min(1, R/‖x_i‖), :class:`privfair.statistics.stats.Rates` keeps c, not x̃).  They
+used to build U = [X·c, 1] as an n×(d+1) array — a full copy of X, twice (the clipped copy and
+the hstack).  :class:`ClippedRows` is that matrix as an operator over X and c: the products the
+solvers take (U θ, Uᵀv, (U·h)ᵀU) are computed from X directly — the Gram matrix as a chunked
+pass (:mod:`privfair.data.passes`) whose temporaries are one chunk — and equal the dense ones up to
+float summation order.
+
+>>> import numpy as np
+>>> X = np.array([[3.0, 4.0], [0.3, 0.4]]); c = np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))
+>>> U = ClippedRows(X, c)
+>>> U.shape, U @ np.array([1.0, 1.0, 0.5])
+((2, 3), array([1.9, 1.2]))
+>>> np.allclose((U * np.array([[2.0], [1.0]])).T @ U, np.asarray(U).T @ (np.asarray(U) * [[2.0], [1.0]]))
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import passes
+from ..errors import InvalidInputError
+
+__all__ = ["ClippedRows"]
+
+
+def _gram_terms(chunk):
+    """Σ w_i u_i u_iᵀ over one chunk, u_i = (c_i x_i, 1), intercept last (a chunk-sized copy)."""
+    Z = chunk.X * chunk.extra["c"][:, None]
+    w = chunk.extra["w"]
+    d = Z.shape[1]
+    H = np.empty((d + 1, d + 1))
+    H[:d, :d] = passes.weighted_gram(Z, w)
+    H[:d, d] = H[d, :d] = Z.T @ w
+    H[d, d] = w.sum()
+    return H
+
+
+class ClippedRows:
+    """The n×(d+1) matrix U = [x_i·c_i, 1] (times an optional row weight w_i), without a copy
+    of X.  Supports what the ERM code takes of U: ``shape``, ``U @ θ`` (θ of d+1 entries, or a
+    (d+1, k) matrix), ``U.T @ v`` (v of n entries, or (n, k)), ``U * h[:, None]`` (a weighted
+    view) and ``(U * h[:, None]).T @ U`` (the Gram matrix, by a chunked pass), and
+    ``np.asarray(U)`` (the dense matrix, for tests and small data only).
+
+    Parameters
+    ----------
+    X : (n, d) float array -- the rows (held, never written).
+    scale : (n,) array -- c_i.
+    weight : (n,) array or None -- w_i (rows of ``U * w[:, None]``).
+    """
+
+    __array_ufunc__ = None      # ndarray ⊙ ClippedRows defers to our reflected operators
+    ndim = 2
+    dtype = np.dtype(float)
+
+    def __init__(self, X, scale, weight=None, chunk_rows=None):
+        self.X = np.asarray(X, dtype=float)
+        self.scale = np.asarray(scale, dtype=float).reshape(-1)
+        n = self.X.shape[0]
+        if self.X.ndim != 2 or self.scale.shape != (n,):
+            raise InvalidInputError("scale", f"shape {self.scale.shape}",
+                                    f"pass one scale per row of X ({n})")
+        self.weight = None if weight is None else np.asarray(weight, dtype=float).reshape(n)
+        self.chunk_rows = chunk_rows
+
+    @property
+    def shape(self):
+        return (self.X.shape[0], self.X.shape[1] + 1)
+
+    def __len__(self):
+        return self.X.shape[0]
+
+    def _row_factor(self):
+        return self.scale if self.weight is None else self.scale * self.weight
+
+    def __matmul__(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape[0] != self.shape[1]:
+            raise InvalidInputError("theta", f"shape {theta.shape}",
+                                    f"pass {self.shape[1]} entries (d coefficients, intercept last)")
+        z = self.X @ theta[:-1]
+        z *= self.scale if z.ndim == 1 else self.scale[:, None]
+        z += theta[-1]
+        if self.weight is not None:
+            z *= self.weight if z.ndim == 1 else self.weight[:, None]
+        return z
+
+    def __mul__(self, h):
+        h = np.asarray(h, dtype=float)
+        if h.shape not in ((self.shape[0],), (self.shape[0], 1)):
+            raise InvalidInputError("h", f"shape {h.shape}", "multiply by one weight per row "
+                                    "(an (n,) or (n, 1) array)")
+        h = h.reshape(-1)
+        return ClippedRows(self.X, self.scale, h if self.weight is None else self.weight * h,
+                           self.chunk_rows)
+
+    __rmul__ = __mul__
+
+    @property
+    def T(self):
+        return _Transposed(self)
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.hstack([self.X * self.scale[:, None], np.ones((self.shape[0], 1))])
+        if self.weight is not None:
+            out *= self.weight[:, None]
+        return out if dtype is None else out.astype(dtype)
+
+    def __repr__(self):
+        return f"ClippedRows(n={self.shape[0]}, d={self.shape[1] - 1}, " \
+               f"weighted={self.weight is not None})"
+
+
+class _Transposed:
+    """Uᵀ of a :class:`ClippedRows` (only for ``Uᵀ @ ...``)."""
+
+    __array_ufunc__ = None
+
+    def __init__(self, U):
+        self.U = U
+
+    @property
+    def shape(self):
+        return self.U.shape[::-1]
+
+    def __matmul__(self, other):
+        U = self.U
+        if isinstance(other, ClippedRows):
+            if other.X is not U.X or not (other.scale is U.scale
+                                          or np.array_equal(other.scale, U.scale)):
+                raise InvalidInputError("other", repr(other), "a Gram matrix of two clipped "
+                                        "designs needs the same rows and scales")
+            w = np.ones(U.shape[0])
+            for f in (U.weight, other.weight):
+                if f is not None:
+                    w = w * f
+            rows = passes.ArrayRows(U.X, extra={"c": U.scale, "w": w}, chunk_rows=U.chunk_rows)
+            return rows.map_sum(_gram_terms)
+        v = np.asarray(other, dtype=float)
+        if v.shape[0] != U.shape[0]:
+            raise InvalidInputError("v", f"shape {v.shape}", f"pass one entry per row ({U.shape[0]})")
+        f = U._row_factor()
+        vs = v * (f if v.ndim == 1 else f[:, None])
+        vi = v if U.weight is None else v * (U.weight if v.ndim == 1 else U.weight[:, None])
+        return np.concatenate([U.X.T @ vs, vi.sum(axis=0, keepdims=True)], axis=0)

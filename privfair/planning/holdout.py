@@ -1,0 +1,506 @@
+# Over 500 lines: the held-out check's partition, statistic and proof (docs/trust.md) are one
+#   procedure.
+"""The held-out check: does the released rule keep its constraints on new data, and does it beat
+the best constant rule?  (Issue #18, item 3; the design and the proof are in docs/trust.md.)
+
+Every solve (all backends, private or not) whose data has enough rows draws a **public random
+partition** of the row indices — from the run's own randomness, independently of the data —
+into a training part (the backend sees only it, with the whole budget) and a held-out part
+(:data:`HOLDOUT` of the rows by default).  On the held-out part, one release estimates what
+the released randomized rule does: the soft confusion counts
+
+    C[g, y, ŷ] = Σ_{held-out rows i with group g and label y} P(rule predicts ŷ | x_i)
+
+plus Laplace noise of scale 2/ε_c (one row puts a probability vector of mass 1 in one
+(group, label) block, so replacing it — or changing its group — moves ≤ 2 in ℓ1).  Everything
+below is post-processing of that release: each coordinate of ℓ with a confidence interval,
+each constraint's value with an upper confidence bound, the rule's error and the best constant
+rule's error (from the noisy label counts Σ_{g,ŷ} C̃[g, y, ŷ]).
+
+Privacy (parallel composition).  For a fixed partition the output is
+(θ = A(D_train), check(D_held; θ)).  Neighbours differ in one row, which is in exactly one
+part: in the training part the check's input is unchanged, so the output is post-processing
+of A's (ε_A, δ_A) release; in the held-out part θ's distribution is unchanged and the check is
+ε_c-DP for every fixed θ.  So the pair is (max(ε_A, ε_c), δ_A)-DP for every partition, and a
+mixture over partitions drawn independently of the data is too.  The check runs at
+ε_c = the training certificate's ε, so the certificate's (ε, δ) is the training accountant's
+own composition (its ``releases``) and a note states the parallel step; the check's own
+certificate is ``Result.holdout.certificate``.
+
+Statistics.  Noise: every sum of noisy counts a bound reads is within its Chernoff bound for
+sums of Laplace variables (:func:`laplace_sum_bound`; exact tail for one count), all of them
+together by a union bound.  Sampling: a
+normal (CLT) interval for each coordinate of ℓ, Bonferroni over the coordinates the
+constraints read, with the variance bounded by p(1 − p) at the worst p the noise allows.  A
+constraint's upper bound is the smaller of two sound ones: its maximum over the box of
+intervals (exact at the box's vertices for a convex g with a small support) and, through its
+expression's certified coordinate-wise Lipschitz matrix (``Expression._gbound``),
+g(ℓ*) ≤ g(ℓ̂) + Σ_k U_k |ℓ*_k − ℓ̂_k|.  The rates checked are those of
+the randomized rule's predictions (0-1, not a training surrogate), with exact denominators (no
+group-mass clamp): what a user of the rule will see.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..models.decisions import DecisionSet
+from ..errors import InvalidInputError
+
+#: default fraction of the rows held out
+HOLDOUT = 0.2
+#: fewest held-out rows for which a check is made (fewer: no split, status "not checked")
+MIN_HELD_OUT_ROWS = 200
+#: default slack of the certificate: certified when every constraint's upper bound ≤ level + it
+TOLERANCE = 0.01
+#: default confidence of the bounds (jointly, over every constraint)
+CONFIDENCE = 0.95
+
+CERTIFIED = "certified"
+FALLBACK = "fallback: constant rule"
+
+
+@dataclass(frozen=True)
+class HoldoutOptions:
+    """The solve options of the check (``fraction`` 0 turns it off)."""
+
+    fraction: float = HOLDOUT
+    tolerance: float = TOLERANCE
+    confidence: float = CONFIDENCE
+    min_rows: int = MIN_HELD_OUT_ROWS
+
+    @classmethod
+    def from_options(cls, options: dict) -> "HoldoutOptions":
+        """Pop ``holdout``, ``holdout_tolerance``, ``holdout_confidence`` and
+        ``holdout_min_rows`` from ``options`` and check them (typed, before anything is
+        drawn)."""
+        frac = options.pop("holdout", HOLDOUT)
+        if frac is None or frac is False:
+            frac = 0.0
+        if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 <= frac < 1:
+            raise InvalidInputError("holdout", frac, "pass the fraction of rows to hold out for "
+                                    "the out-of-sample check, in [0, 1) (0 or None: no check), "
+                                    f"e.g. holdout={HOLDOUT}")
+        tol = options.pop("holdout_tolerance", TOLERANCE)
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < math.inf:
+            raise InvalidInputError("holdout_tolerance", tol, "pass a slack ≥ 0 in the "
+                                    f"constraints' units, e.g. {TOLERANCE}")
+        conf = options.pop("holdout_confidence", CONFIDENCE)
+        if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 < conf < 1:
+            raise InvalidInputError("holdout_confidence", conf, "pass a confidence in (0, 1), "
+                                    f"e.g. {CONFIDENCE}")
+        m = options.pop("holdout_min_rows", MIN_HELD_OUT_ROWS)
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise InvalidInputError("holdout_min_rows", m, "pass a positive number of rows, "
+                                    f"e.g. {MIN_HELD_OUT_ROWS}")
+        return cls(float(frac), float(tol), float(conf), int(m))
+
+    def held_out_rows(self, n: int) -> tuple:
+        """(rows to hold out, why none) — from n and the options only (public)."""
+        if self.fraction == 0:
+            return 0, "holdout=0: no held-out check was asked for"
+        m = int(round(self.fraction * n))
+        if m < self.min_rows or n - m < 1:
+            return 0, (f"{self.fraction:g} of n={n} rows is {m} < {self.min_rows} held-out rows, "
+                       "too few for a useful check; every row was used for training")
+        return m, ""
+
+
+def split(n: int, m: int, source):
+    """(training rows, held-out rows), sorted: ``m`` of ``range(n)`` drawn uniformly from the
+    run's randomness ``source`` — a public coin, independent of the data."""
+    gen = np.random.default_rng(source.words(4))
+    perm = gen.permutation(n)
+    return np.sort(perm[m:]), np.sort(perm[:m])
+
+
+class HeldOutRows:
+    """The held-out rows of a dataset as **indices into it** (#19): no copy of X.
+
+    :func:`check` reads them a chunk at a time (:meth:`chunks` gathers about
+    :data:`privfair.data.passes.CHUNK_BYTES` of X per chunk), so holding out rows costs one index
+    array instead of a copy of their features.  ``n``, ``n_groups``, ``n_labels``, ``groups``,
+    ``label_values``, ``y`` and ``group`` are as on the held-out :class:`privfair.Dataset`
+    (``data.take(rows)``), which :meth:`to_dataset` builds when a copy is wanted.
+    """
+
+    def __init__(self, data, rows):
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        self.data, self.rows = data, rows.astype(np.int64)
+
+    @property
+    def n(self) -> int:
+        return int(self.rows.size)
+
+    def __len__(self) -> int:
+        return self.n
+
+    n_groups = property(lambda self: self.data.n_groups)
+    n_labels = property(lambda self: self.data.n_labels)
+    groups = property(lambda self: self.data.groups)
+    label_values = property(lambda self: self.data.label_values)
+    y = property(lambda self: self.data.y[self.rows])
+    group = property(lambda self: self.data.group[self.rows])
+
+    def chunks(self, chunk_rows=None):
+        """Yield (X, sensitive, group, y) of consecutive blocks of the held-out rows (gathered:
+        one chunk-sized copy at a time)."""
+        from ..data.passes import chunk_rows_for
+
+        k = int(chunk_rows or chunk_rows_for(self.data.n_features))
+        sens = getattr(self.data, "sensitive", None)
+        for s in range(0, self.n, k):
+            i = self.rows[s:s + k]
+            X = self.data.rows().gather(i) if hasattr(self.data, "rows") else self.data.X[i]
+            yield (X, None if sens is None else sens[i], self.data.group[i], self.data.y[i])
+
+    def to_dataset(self):
+        """The held-out rows as their own :class:`privfair.Dataset` (a copy)."""
+        return self.data.take(self.rows)
+
+    def __repr__(self):
+        return f"HeldOutRows(n={self.n} of {self.data.n})"
+
+
+def partition(data, m: int, source):
+    """(training :class:`privfair.Dataset`, :class:`HeldOutRows`): :func:`split` of
+    ``data``'s rows (the same draw from ``source``), the held-out part as indices into
+    ``data`` — its features are never copied; the training part is ``data.take(rows,
+    copy=False)``, an index view too: a backend that reads the rows through passes
+    (``data.rows()``, as ``cells`` does) never copies them, one that reads ``.X`` gathers them
+    then (the same array ``take`` would have made)."""
+    train_rows, held_rows = split(data.n, m, source)
+    return data.take(train_rows, copy=False), HeldOutRows(data, held_rows)
+
+
+@dataclass
+class ConstraintCheck:
+    """One constraint on the held-out rows: ``estimate`` (noisy point value of its left side)
+    and ``upper`` (upper confidence bound), against ``level`` (+ the tolerance)."""
+
+    constraint: str
+    level: float
+    estimate: float
+    upper: float
+    certified: bool
+
+
+@dataclass
+class HoldoutCheck:
+    """What the held-out check released (every number is post-processing of one noisy release,
+    or exact at ε = ∞).  See :mod:`privfair.planning.holdout`."""
+
+    n_train: int
+    n_held_out: int
+    epsilon: float
+    tolerance: float
+    confidence: float
+    error: float                  # the released rule's error, estimated
+    error_interval: tuple
+    constant_error: float          # the best constant rule's error, estimated
+    constant_label: object         # that constant's label
+    constraints: list = field(default_factory=list)
+    fallback: bool = False
+    certificate: object = None     # the check's own Certificate (None at ε = ∞)
+    counts: object = None          # the released (noisy) soft confusion counts C̃[g, y, ŷ]
+    trained: object = None         # the trained rule, when a constant replaced it
+
+    def summary(self) -> str:
+        lines = [f"held-out check on {self.n_held_out} rows ({self.n_train} trained on), "
+                 f"{self.confidence:.0%} confidence, tolerance {self.tolerance:g}:",
+                 f"  error {self.error:.4f} [{self.error_interval[0]:.4f}, "
+                 f"{self.error_interval[1]:.4f}]; best constant rule ({self.constant_label!r}) "
+                 f"{self.constant_error:.4f}"]
+        for c in self.constraints:
+            lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, upper bound "
+                         f"{c.upper:.4f} vs level {c.level:g} "
+                         f"({'certified' if c.certified else 'NOT certified'})")
+        return "\n".join(lines)
+
+
+class ConstantRule(DecisionSet):
+    """The decision set of constant rules: decision k predicts label code k for every row."""
+
+    size = math.inf
+
+    def __init__(self, n_features, n_classes: int = 2):
+        self.n_features = n_features
+        self.n_classes = int(n_classes)
+
+    def predict(self, decision, X) -> np.ndarray:
+        return np.full(len(X), int(decision), dtype=np.int64)
+
+    def predict_proba(self, decision, X) -> np.ndarray:
+        return np.full(len(X), float(int(decision) == 1))
+
+    def __repr__(self):
+        return "ConstantRule()"
+
+
+# --------------------------------------------------------------------------- the statistics
+def _blocks(data):
+    """(X, sensitive, group, y) of consecutive blocks of ``data``'s rows: gathered chunks of a
+    :class:`HeldOutRows`, contiguous views of a Dataset's arrays (chunk-sized temporaries)."""
+    if isinstance(data, HeldOutRows):
+        yield from data.chunks()
+        return
+    from ..data.passes import chunk_rows_for
+
+    sens = getattr(data, "sensitive", None)
+    k = chunk_rows_for(data.n_features)
+    if hasattr(data, "rows"):            # views, or gathered chunks of an index view (#19)
+        for c in data.rows(chunk_rows=k).chunks():
+            e = c.start + len(c)
+            yield c.X, None if sens is None else sens[c.start:e], c.group, c.y
+        return
+    for s in range(0, data.n, k):
+        e = min(data.n, s + k)
+        yield data.X[s:e], None if sens is None else sens[s:e], data.group[s:e], data.y[s:e]
+
+
+def soft_counts(result, data) -> np.ndarray:
+    """C[g, y, ŷ]: the expected confusion counts of ``result``'s randomized rule on ``data``
+    (a Dataset or :class:`HeldOutRows`; the rule is applied one chunk of rows at a time)."""
+    G, L = data.n_groups, data.n_labels
+    C = np.zeros((G * L, L))
+    for X, sens, group, y in _blocks(data):
+        p = np.asarray(result.predict_proba(X, sens), dtype=float)
+        P = p if p.ndim == 2 else np.stack([1.0 - p, p], axis=1)
+        # rows are added in order, chunk after chunk: the same sums as one add.at over all
+        np.add.at(C, group * L + y, np.clip(P, 0.0, 1.0))
+    return C.reshape(G, L, L)
+
+
+def _coordinates(G: int, L: int):
+    """Per coordinate of ℓ (the layout of :class:`privfair.statistics.stats.Rates`): the cells summed in
+    its numerator and in its denominator (None: the public n of the held-out rows)."""
+    cells = np.arange(G * L * L).reshape(G, L, L)
+    num, den = [], []
+    for g in range(G):                      # joint block: count / n
+        for y in range(L):
+            for j in range(L):
+                num.append([cells[g, y, j]])
+                den.append(None)
+    if L == 2:                              # fpr, tnr, tpr, fnr, selection (Rates._from_counts)
+        for g in range(G):
+            for y, j in ((0, 1), (0, 0), (1, 1), (1, 0)):
+                num.append([cells[g, y, j]])
+                den.append(list(cells[g, y, :]))
+            num.append([cells[g, 0, 1], cells[g, 1, 1]])
+            den.append(list(cells[g].ravel()))
+    else:
+        for g in range(G):
+            for y in range(L):
+                for j in range(L):
+                    num.append([cells[g, y, j]])
+                    den.append(list(cells[g, y, :]))
+    return num, den
+
+
+def _point(C, n, num, den) -> np.ndarray:
+    flat = np.asarray(C, dtype=float).ravel()
+    out = np.empty(len(num))
+    for k, (a, b) in enumerate(zip(num, den)):
+        d = n if b is None else max(flat[b].sum(), 1.0)
+        out[k] = flat[a].sum() / d
+    return np.clip(out, 0.0, 1.0)
+
+
+def laplace_sum_bound(k: int, scale: float, beta: float) -> float:
+    """s with P(|L_1 + … + L_k| ≥ s) ≤ β for k independent Laplace(scale) variables.
+
+    k = 1: the exact tail, s = scale·ln(1/β).  k > 1: Chernoff, with the Laplace moment
+    generating function E e^{λL} = 1/(1 − scale²λ²) (|λ| < 1/scale): P(S ≥ s) ≤
+    e^{−λs}(1 − scale²λ²)^{−k}, both tails (hence 2/β), minimized over λ = u/scale on a grid
+    of u ∈ (0, 1) — every grid point gives a valid bound.  0 when scale is 0 (no noise)."""
+    if scale == 0 or k == 0:
+        return 0.0
+    if k == 1:
+        return scale * math.log(1.0 / beta)
+    u = np.linspace(1e-3, 1 - 1e-3, 999)
+    return float(scale * np.min((math.log(2.0 / beta) - k * np.log1p(-u * u)) / u))
+
+
+def _intervals(C, n, num, den, noise, z, which) -> tuple:
+    """(lo, hi) for the coordinates in ``which``: noise (``noise(k)`` bounds the noise of a
+    sum of k counts) and sampling (z standard errors, variance ≤ p(1 − p) at the worst p the
+    noise allows)."""
+    flat = np.asarray(C, dtype=float).ravel()
+    K = len(num)
+    lo, hi = np.zeros(K), np.ones(K)
+    for k in which:
+        a, b = num[k], den[k]
+        N = flat[a].sum()
+        if b is None:
+            m_lo = m_hi = m_est = float(n)
+        else:
+            m_est = flat[b].sum()
+            m_lo, m_hi = m_est - noise(len(b)), m_est + noise(len(b))
+        if m_lo < 2:
+            continue                        # too few rows (or too much noise): [0, 1]
+        n_lo = max(N - noise(len(a)), 0.0) / max(m_hi, 1.0)
+        n_hi = min((N + noise(len(a))) / m_lo, 1.0)
+        worst = min(max(0.5, n_lo), n_hi) if n_lo <= n_hi else 0.5
+        w = z * math.sqrt(worst * (1 - worst) / m_lo)
+        lo[k], hi[k] = max(n_lo - w, 0.0), min(n_hi + w, 1.0)
+    return lo, hi
+
+
+#: largest support for which a convex constraint's maximum over the box is found exactly
+MAX_VERTEX_SUPPORT = 14
+
+
+def _vertex_bound(g, ell, lo, hi) -> float:
+    """max of a *convex* g over the box {ℓ: lo ≤ ℓ ≤ hi on g's support, ℓ̂ elsewhere}: a convex
+    function attains its maximum over a box at a vertex, so enumerating the 2^s vertices is
+    exact (and tighter than the Lipschitz bound for a max of terms: max(|a − b|, |c − d|)
+    widens by the worse pair's widths, not by all four).  inf when g is not proven convex or
+    its support is larger than :data:`MAX_VERTEX_SUPPORT`."""
+    sup = sorted(g.support())
+    if not g.is_convex() or len(sup) > MAX_VERTEX_SUPPORT:
+        return math.inf
+    if not sup:
+        return float(g.value(ell))
+    corners = (np.arange(2 ** len(sup))[:, None] >> np.arange(len(sup))) & 1
+    L = np.repeat(ell[None, :], len(corners), axis=0)
+    L[:, sup] = np.where(corners == 1, hi[sup], lo[sup])
+    return float(np.max(g.value(L)))
+
+
+def _level(constraint) -> float:
+    """c of ``lhs <= c`` (0 when the right side is not a constant: the normal form g ≤ 0)."""
+    side = constraint.rhs if constraint.sense == "<=" else constraint.lhs
+    if side.shape == () and side.is_constant():
+        lo, hi = side.range()
+        if lo == hi:
+            return float(lo)
+    return 0.0
+
+
+def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relation="sensitive",
+          n_train: int) -> HoldoutCheck:
+    """Estimate, on the held-out rows ``held`` (a Dataset or :class:`HeldOutRows`), the rule's
+    error, each constraint's value with an upper confidence bound, and the best constant rule's
+    error; ε = ∞ is exact (no noise).
+
+    One release (through :class:`privfair.privacy.release.Schedule`, recorded in a fresh
+    accountant whose certificate is returned in the check): Laplace(2/ε) on the G·L·L soft
+    confusion counts."""
+    from ..privacy import Accountant, laplace_event
+    from ..privacy.release import Schedule, Scheduled, calibrate
+
+    G, L, n = held.n_groups, held.n_labels, held.n
+    C = soft_counts(result, held)
+    beta = 1.0 - options.confidence
+    private = math.isfinite(epsilon)
+    cert = None
+    if private:
+        src = ("held-out soft confusion counts: a row puts a probability vector (mass 1) in "
+               "one (group, label) block; replacing it, or changing its group, moves ≤ 1 out "
+               "and ≤ 1 in: ‖Δ‖₁ ≤ 2")
+
+        def events(e):
+            return [laplace_event(2.0, e, dimension=C.size, sensitivity_source=src,
+                                  label="held-out check")]
+
+        eps_c = calibrate(events, epsilon, 0.0, key=("held-out check", C.size))
+        schedule = Schedule([Scheduled("held-out counts", events(eps_c)[0], exact=True)],
+                            epsilon, 0.0)
+        # one pure-ε release: basic composition is exact (and the other rules cost time)
+        acc = Accountant(relation=relation, limit=(epsilon, 0.0), rules=("basic",), source=rng)
+        C = np.asarray(schedule.open(acc, rng).laplace("held-out counts", C.ravel()),
+                       dtype=float).reshape(G, L, L)
+        cert = acc.certificate(notes=("held-out check: computed on rows disjoint from the "
+                                      "training rows (parallel composition, docs/trust.md)",))
+        b = 2.0 / eps_c
+        beta_noise, beta = beta / 2, beta / 2
+    else:
+        eps_c, b, beta_noise = math.inf, 0.0, 1.0
+
+    num, den = _coordinates(G, L)
+    ell = _point(C, n, num, den)
+    gs = problem.g
+    U = [np.asarray(g._gbound(), dtype=float).reshape(-1) for g in gs]
+    used = sorted({int(k) for u in U for k in np.nonzero(u > 0)[0]})
+    err_cells = [int(g * L * L + y * L + j) for g in range(G) for y in range(L)
+                 for j in range(L) if y != j]
+    k_used = max(len(used), 1)
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - beta / (2 * k_used)))
+    # the noise of every sum of counts the bounds read (a numerator and a denominator per
+    # coordinate, and the error's) is within its bound together w.p. ≥ 1 − β_noise
+    n_sums = 2 * len(used) + 1
+
+    def noise(k):
+        return laplace_sum_bound(k, b, beta_noise / n_sums)
+
+    lo, hi = _intervals(C, n, num, den, noise, z, used)
+    flat = C.ravel()
+    error = float(np.clip(flat[err_cells].sum() / n, 0.0, 1.0))
+    # the error's own interval (reported, not used to decide): noise and sampling at 1 − β
+    w_err = noise(len(err_cells)) / n + float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
+    interval = (max(error - w_err, 0.0), min(error + w_err, 1.0))
+
+    checks = []
+    for c, g, u in zip(problem.constraints, gs, U):
+        level = _level(c)
+        est = float(g.value(ell))
+        dev = np.maximum(ell - lo, hi - ell)
+        upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
+        upper = min(upper, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
+        checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
+                                      upper <= options.tolerance))
+
+    # the best constant rule: noisy label counts; among constants whose (point) constraint
+    # values are within the tolerance
+    n_gy = np.clip(C.sum(axis=2), 0.0, None)                   # (G, L)
+    best_k, best_err = None, math.inf
+    for k in range(L):
+        const_err = 1.0 - float(n_gy[:, k].sum()) / n
+        # a constant's conditional rates are exactly 0 or 1 whatever the counts: with the noisy
+        # count of a tiny group below 1, n_gy / max(n_gy, 1) read a rate below 1, every constant
+        # looked infeasible and the floor was skipped (a rule worse than the constant returned)
+        Ck = np.zeros((G, L, L))
+        Ck[:, :, k] = np.maximum(n_gy, 1.0)
+        lk = _point(Ck, n, num, den)
+        if all(float(g.value(lk)) <= options.tolerance for g in gs) and const_err < best_err:
+            best_k, best_err = k, const_err
+    labels = result.labels
+    out = HoldoutCheck(n_train=n_train, n_held_out=n, epsilon=eps_c, tolerance=options.tolerance,
+                       confidence=options.confidence, error=error, error_interval=interval,
+                       constant_error=float(min(max(best_err, 0.0), 1.0)),
+                       constant_label=None if best_k is None else labels[best_k],
+                       constraints=checks, certificate=cert, counts=C)
+    out.fallback = best_k is not None and error > best_err
+    out._constant_code = best_k
+    return out
+
+
+def status_of(check_: HoldoutCheck) -> str:
+    """"certified", "fallback: constant rule" or "constraint not certified at level c"."""
+    if check_.fallback:
+        return FALLBACK
+    bad = [c for c in check_.constraints if not c.certified]
+    if not bad:
+        return CERTIFIED
+    return "; ".join(f"constraint not certified at level {c.level:g}" for c in bad)
+
+
+def constant_result(result, code: int):
+    """A :class:`privfair.Result` predicting label code ``code`` for every row, with
+    ``result``'s certificate, plan, labels and info (the fallback of a failed floor check)."""
+    from ..results.result import Result
+
+    ds = ConstantRule(getattr(result.decision_set, "n_features", None), result.n_classes)
+    # the trained rule's path belongs to it (result.holdout.trained.path(data)), not to the
+    # constant: its checkpoints are not decisions of ConstantRule
+    info = {k: v for k, v in result.info.items()
+            if k not in ("checkpoints", "lambdas", "chosen_indices")}
+    return Result(result.backend, [int(code)], [1.0], ds, certificate=result.certificate,
+                  plan=result.plan, trace=result.trace, info=info, labels=result.labels)
