@@ -132,11 +132,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 116 reads (after the relayout)
     'privfair.backends.loss_vector.oracles: _local_gbound': 1,
     'privfair.backends.loss_vector.oracles: _local_mono': 1,
     'privfair.backends.sgda.train: _template': 1,
-    'privfair.backends.lagrangian.histogram: _joint': 1,
-    'privfair.backends.lagrangian.histogram: _rate': 1,
-    'privfair.backends.lagrangian.histogram: _sel': 2,
-    'privfair.backends.lagrangian.models: _phiB': 2,
-    'privfair.backends.lagrangian.solver: _q': 2,
     'privfair.backends.lagrangian: _float_generator': 1,
     'privfair.backends.reductions.postprocessing: _labels': 1,
     # privfair/: a decision set's _theta/_as_X, the report renderer's helpers, ...
@@ -174,20 +169,6 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 116 reads (after the relayout)
     'tests.test_scores: _Intercept': 2,
     # the ERM family's modules (backends/erm/, split from _erm.py: the same reads of Rates'
     # internals, now under their concern's name) and test_report's reads of the renderer
-    'privfair.backends.erm.constraint: _from_counts': 1,
-    'privfair.backends.erm.constraint: _joint': 1,
-    'privfair.backends.erm.constraint: _n_gy': 1,
-    'privfair.backends.erm.constraint: _q': 1,
-    'privfair.backends.erm.constraint: _rate': 1,
-    'privfair.backends.erm.reduction: _bound': 2,
-    'privfair.backends.erm.reduction: _cell': 1,
-    'privfair.backends.erm.reduction: _clip_scale': 1,
-    'privfair.backends.erm.reduction: _denominators': 2,
-    'privfair.backends.erm.reduction: _joint': 2,
-    'privfair.backends.erm.reduction: _n_gy': 2,
-    'privfair.backends.erm.reduction: _phiB': 1,
-    'privfair.backends.erm.reduction: _rate': 4,
-    'privfair.backends.erm.reduction: _sel': 3,
     # counted per name after the relayout: these were reads through a private
     # module (`from privfair import _report_render` counted once as a read of
     # `_report_render`); the modules lost their underscore, the names did not

@@ -50,10 +50,10 @@ def _const_u(rates, d, S):
     """d·ℓ of the constant rule ŷ = 0 when it does not depend on the data: ŷ = 0 puts no mass
     on fp/tp (joint) or fpr/tpr/selection, and all of a block's mass on tnr/fnr (= 1); only
     the joint tn/fn coordinates hold data-dependent masses."""
-    joint0 = rates._joint[:, :, 0].ravel()
+    joint0 = rates.layout.joint[:, :, 0].ravel()
     if np.any(d[joint0] != 0):
         return None
-    ones = rates._rate[:, :, 0].ravel()
+    ones = rates.layout.rate[:, :, 0].ravel()
     return float(d[ones].sum())
 
 
@@ -71,7 +71,7 @@ def lagrange_setup(problem, analysis, probe_share=PROBE_SHARE, empirical=False):
     lo, hi = multiplier_range(a_f, a_d)
     S = np.asarray(sorted(g.support()), dtype=int)
     du = math.nan
-    if rates._q is not None or not rates.uses_conditional(S):
+    if rates.group_mass()[0] is not None or not rates.uses_conditional(S):
         # |d·Δℓ_S| ≤ ‖d_S‖∞·‖Δℓ_S‖₁ (Hölder) with the compiler's Δℓ₁ under row replacement
         du = float(np.abs(d[S]).max()) * float(rates.delta_l("l1", "row", support=S))
     return LagrangeSetup(r_f, d, (lo, hi), S, du, _const_u(rates, d, S), float(probe_share),
@@ -218,8 +218,8 @@ def lagrange_run(backend, problem, analysis, setup, budget, *, draws, relation="
         if theta is None:     # ŷ = y: counts C[g, y, ŷ] with all of a cell's rows at ŷ = y
             C = np.zeros((hard.G, 2, 2))
             for y in (0, 1):
-                C[:, y, y] = hard._n_gy[:, y]
-            ell = hard._from_counts(C)
+                C[:, y, y] = hard.cell_counts[:, y]
+            ell = hard.from_counts(C)
         else:
             ell = hard.evaluate(theta)
         u = float(d[S] @ ell[S])

@@ -99,36 +99,36 @@ def cell_coefficients(rates, r, denominators="public"):
     r = np.asarray(r, float)
     G, n = rates.G, rates.n
     a = np.zeros((G, 2))
-    uses_cond = bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
+    uses_cond = bool(np.any(r[rates.layout.rate] != 0) or np.any(r[rates.layout.selection] != 0))
     if denominators == "clamped":
-        den, den_g = rates._denominators(None)
+        den, den_g = rates.denominators()
     else:
-        q, qg = rates._bound(None)
+        q, qg = rates.group_mass()
         if uses_cond and q is None and denominators == "empirical":
-            q = np.maximum(rates._n_gy, 1.0) / n
-            qg = np.maximum(rates._n_gy.sum(axis=1), 1.0) / n
+            q = np.maximum(rates.cell_counts, 1.0) / n
+            qg = np.maximum(rates.cell_counts.sum(axis=1), 1.0) / n
         if uses_cond and q is None:
             raise NeedsGroupMass()
         den, den_g = (None, None) if q is None else (n * np.asarray(q), n * np.asarray(qg))
     for y in (0, 1):
-        a[:, y] = r[rates._joint[:, y, 1]] - r[rates._joint[:, y, 0]]
+        a[:, y] = r[rates.layout.joint[:, y, 1]] - r[rates.layout.joint[:, y, 0]]
         if uses_cond:
-            a[:, y] += n * ((r[rates._rate[:, y, 1]] - r[rates._rate[:, y, 0]]) / den[:, y]
-                            + r[rates._sel] / den_g)
+            a[:, y] += n * ((r[rates.layout.rate[:, y, 1]] - r[rates.layout.rate[:, y, 0]]) / den[:, y]
+                            + r[rates.layout.selection] / den_g)
     return a
 
 
 def rescaling(rates):
     """(G, 2) factors max(n_{g,y}, nq)/(nq) ≥ 1 by which ``"public"`` denominators inflate the
     conditional weights relative to r·ℓ (data-dependent: for diagnostics and tests only)."""
-    den, _ = rates._denominators(None)
-    q, _ = rates._bound(None)
+    den, _ = rates.denominators()
+    q, _ = rates.group_mass()
     return den / (rates.n * np.asarray(q))
 
 
 def row_coefficients(rates, r, denominators="clamped"):
     """a_{g_i,y_i} per row (mean form): r·ℓ(θ) = const + Σ_i coef_i·s_i(θ)."""
-    return cell_coefficients(rates, r, denominators).ravel()[rates._cell] / rates.n
+    return cell_coefficients(rates, r, denominators).ravel()[rates.row_cell] / rates.n
 
 
 def bad_cells(a, tol=1e-12):
@@ -171,10 +171,10 @@ def erm_from_rates(rates, r, denominators="public"):
     g, yv = rates.data.group, rates.data.y
     coef = np.where(yv == 0, a[g, 0], -a[g, 1])
     coef = np.maximum(coef, 0.0)
-    scale = 1.0 / rates._phiB
+    scale = 1.0 / rates.phi_at_bound
     n = rates.n
     # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy (#19)
-    U = designs.ClippedRows(rates.data.X, rates._clip_scale)
+    U = designs.ClippedRows(rates.data.X, rates.clip_scale)
     # SparseLinear(l2=Λ) is in the loss's units unless declared "scaled": this ERM's loss is
     # the surrogate divided by φ(B), so its ridge is Λ/φ(B) (public: B and φ are) — issue #20
     factor = scale if getattr(ds, "l2_units", "loss") == "loss" else 1.0
@@ -187,4 +187,4 @@ def erm_from_rates(rates, r, denominators="public"):
 
 def uses_conditional(problem, r):
     rates = problem.rates
-    return bool(np.any(r[rates._rate] != 0) or np.any(r[rates._sel] != 0))
+    return bool(np.any(r[rates.layout.rate] != 0) or np.any(r[rates.layout.selection] != 0))

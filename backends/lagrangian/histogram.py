@@ -36,9 +36,9 @@ class Layout:
 
     def __init__(self, rates):
         self.G, self.L, self.K = rates.G, rates.L, rates.K
-        self.joint = np.asarray(rates._joint)          # (G, L, L) -> coordinate
-        self.rate = np.asarray(rates._rate)            # (G, L, L) -> coordinate
-        self.sel = None if rates._sel is None else np.asarray(rates._sel)   # (G,) binary only
+        self.joint = np.asarray(rates.layout.joint)          # (G, L, L) -> coordinate
+        self.rate = np.asarray(rates.layout.rate)            # (G, L, L) -> coordinate
+        self.sel = None if rates.layout.selection is None else np.asarray(rates.layout.selection)   # (G,) binary only
 
 
 def batch_counts(g, y, P, G, L) -> np.ndarray:

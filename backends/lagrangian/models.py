@@ -114,8 +114,8 @@ class LinearAdapter:
         r = self.rates
         sign = np.where((self.y[idx] if y is None else y) == 1, -1.0, 1.0)
         val, der = SURROGATES[self.surrogate](sign * z)
-        val = val / r._phiB
-        der = np.where(val < 1.0, der / r._phiB, 0.0)
+        val = val / r.phi_at_bound
+        der = np.where(val < 1.0, der / r.phi_at_bound, 0.0)
         val = np.minimum(val, 1.0)
         return np.where(sign > 0, val, 1.0 - val), der
 

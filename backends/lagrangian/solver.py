@@ -104,8 +104,9 @@ def train(problem, adapter, P, draws, gen, progress=False):
     z, C = P["noise_multiplier"], P["clip"]
     Hb = math.sqrt(1.0 - 1.0 / G) if sensitive else 1.0
     floor = np.full((G, L), P["mass_floor"])
-    if r._q is not None:
-        floor = np.maximum(floor, np.asarray(r._q))
+    q_declared = r.group_mass()[0]
+    if q_declared is not None:
+        floor = np.maximum(floor, np.asarray(q_declared))
     from .split import split
 
     f = problem.f
