@@ -292,6 +292,35 @@ def test_backends_lists_every_registered_backend(capsys):
         assert any(line.startswith(name) and backend.theorem in line for line in out.splitlines())
 
 
+def test_backends_shows_each_priority_and_its_reason(capsys, monkeypatch):
+    """#17: `privfair backends` says why backend='auto' breaks ties the way it does: each
+    backend's registry priority and reason, in that order; a stand-in added by hand comes last."""
+    from privfair.backends import BACKENDS, ENTRIES, REGISTRY, priority
+    from privfair.backends.base import Backend
+    from privfair.cli.commands import options_markdown
+
+    class Extra(Backend):
+        name, theorem = "extra_standin", "none"
+
+    monkeypatch.setitem(BACKENDS, "extra_standin", Extra())
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())                     # the header and reasons are wrapped
+    assert "(rank, predicted excess risk, priority)" in flat
+    positions = []
+    for entry in REGISTRY:
+        said = f"priority {entry.priority}: {' '.join(entry.reason.split())}"
+        assert said in flat, said
+        positions.append(flat.index(said))
+    assert positions == sorted(positions)            # listed in priority order
+    listed = [n for n in BACKENDS if n in ENTRIES]
+    assert listed == [e.name for e in sorted(REGISTRY, key=lambda e: e.priority)]
+    assert f"priority {priority('extra_standin'):g}: not in privfair.backends.REGISTRY" in flat
+    md = "\n".join(options_markdown(BACKENDS))
+    for entry in REGISTRY:
+        assert f"Priority {entry.priority}: {entry.reason}." in md
+
+
 def test_datasets(capsys):
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out

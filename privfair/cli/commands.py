@@ -400,12 +400,32 @@ def _cmd_datasets(args) -> int:
     return EXIT_OK
 
 
+#: the first line of ``privfair backends``: why the list is in this order
+PRIORITY_HEADER = ("Backends in registry priority order: backend='auto' ranks the accepting "
+                   "backends' plans by (rank, predicted excess risk, priority); the priority "
+                   "(smaller first) only breaks ties, e.g. between plans that predict no bound.")
+
+
+def priority_line(name: str) -> str:
+    """``priority N: reason`` for backend ``name``, from :data:`privfair.backends.REGISTRY`
+    (the planner's tie-break key, :func:`privfair.backends.priority`); a backend added by hand
+    (not in the table) is said to come after every listed one."""
+    from ..backends import ENTRIES, priority
+
+    entry = ENTRIES.get(name)
+    reason = entry.reason if entry is not None else \
+        "not in privfair.backends.REGISTRY: after every listed backend, in the order added"
+    return f"priority {priority(name):g}: {reason}"
+
+
 def _cmd_backends(args) -> int:
     from ..backends import BACKENDS
+    from ..util.text import wrap
 
     if args.markdown:
         print("\n".join(options_markdown(BACKENDS)))
         return EXIT_OK
+    print("\n".join(wrap(PRIORITY_HEADER, continuation="")))
     for name, b in BACKENDS.items():
         flags = []
         if getattr(b, "non_private_only", False):
@@ -414,6 +434,7 @@ def _cmd_backends(args) -> int:
             flags.append("needs no group-mass bound")
         extra = f"  [{'; '.join(flags)}]" if flags else ""
         print(f"{name:16s} {b.theorem}{extra}")
+        print("\n".join(wrap("    " + priority_line(name), continuation="      ")))
         print("\n".join(option_lines(b)))
     return EXIT_OK
 
@@ -461,15 +482,17 @@ def option_lines(backend, indent: str = "    ") -> list:
 
 def options_markdown(backends) -> list:
     """Markdown of every backend's options (``privfair backends --markdown``; docs/backends.md
-    embeds it): a table per backend with a declared table, a pointer to ``privfair backends``
-    otherwise (a names-only declaration changes too often to pin in a page)."""
+    embeds it), in registry priority order: per backend its priority and the reason for it
+    (:func:`priority_line`), then a table per backend with a declared table, a pointer to
+    ``privfair backends`` otherwise (a names-only declaration changes too often to pin in a
+    page)."""
     from ..util.tables import markdown_table
     from ..backends.options import rows
 
     out = []
     for name, b in backends.items():
         table = getattr(b, "option_table", None)
-        out += ["", f"### `{name}`", ""]
+        out += ["", f"### `{name}`", "", "P" + priority_line(name)[1:] + ".", ""]
         if table is not None and rows(table):
             out += markdown_table(OPTION_COLUMNS, [(f"`{r[0]}`",) + tuple(r[1:])
                                                    for r in rows(table)])
@@ -907,11 +930,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--no-progress", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_audit)
 
-    b = sub.add_parser("backends", help="list the registered backends, their theorems and options",
-                       description="List the registered backends with the theorem each one's "
-                       "privacy proof and risk bound come from, and the solve options each "
-                       "takes (problem.solve(..., backend=NAME, OPTION=value)): type, range, "
-                       "default and what it does.")
+    b = sub.add_parser("backends", help="list the registered backends, their theorems, "
+                       "priorities and options",
+                       description="List the registered backends in registry priority order "
+                       "with the theorem each one's privacy proof and risk bound come from, its "
+                       "priority and the reason for it (backend='auto' ranks plans by rank, "
+                       "then predicted excess risk, then this priority), and the solve options "
+                       "each takes (problem.solve(..., backend=NAME, OPTION=value)): type, "
+                       "range, default and what it does.")
     b.add_argument("--markdown", action="store_true",
                    help="print the options as Markdown tables (docs/backends.md embeds them)")
     b.set_defaults(func=_cmd_backends)
