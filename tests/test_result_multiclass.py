@@ -16,7 +16,7 @@ def _three_class_result():
     # two decisions: logits = W x + b with W picking class by the sign of x0 / of x1
     th1 = np.zeros(model.P)
     th2 = np.zeros(model.P)
-    w = [p.numel() for p in model._template.parameters()]     # weight (3×2), bias (3)
+    w = [p.numel() for p in model.template.parameters()]     # weight (3×2), bias (3)
     W1 = np.array([[1.0, 0], [-1.0, 0], [0, 0]])
     W2 = np.array([[0, 0], [0, 1.0], [0, -1.0]])
     th1[:w[0]], th2[:w[0]] = W1.ravel(), W2.ravel()

@@ -209,7 +209,7 @@ class PostprocessingBackend(Backend):
 
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """Small dense work on the CPU (``device`` is ignored)."""
-        from privfair.models.postprocess import LogisticBase, _labels, as_base
+        from privfair.models.postprocess import LogisticBase, threshold_labels, as_base
         from privfair.privacy.randomness import as_source
         from privfair.results.result import Result
 
@@ -226,7 +226,7 @@ class PostprocessingBackend(Backend):
         # validated before anything is released; the shape check reads n only (public), and
         # under protect="row" (X private) a non-finite score counts as negative rather than
         # failing on some private row (a data-dependent failure — issue #16)
-        yhat = _labels(base, data.X, ds.threshold,
+        yhat = threshold_labels(base, data.X, ds.threshold,
                        nonfinite="negative" if privacy.protect == "row" else "raise")
         pairs, knobs, w_joint = getattr(plan, "_shape", None) or problem_shape(problem)
         G, n = r.G, r.n

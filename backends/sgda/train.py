@@ -130,7 +130,7 @@ def adapter_for(ds, torch, dev):
 
     if isinstance(ds, LinearClassifier):
         return E.LinearAdapter(ds.n_features, 1, radius=ds.radius, layout="wb")
-    tmpl = ds._template
+    tmpl = ds.template
     if isinstance(tmpl, torch.nn.Linear) and tmpl.bias is not None:
         a = E.LinearAdapter(ds.n_features, tmpl.out_features, theta0=ds.initial_parameters(),
                             layout="linear")

@@ -579,7 +579,7 @@ class Dataset:
                 raise DataError("label", label, f"choose one of {self.label_values}")
             y[i] = self.label_values.index(label)
         if group is not None:
-            k = self._find_group(group)
+            k = self.find_group(group)
             if k is None:
                 raise DataError("group", group, f"choose one of {self.group_choices()}")
             g[i] = k
@@ -745,12 +745,13 @@ class Dataset:
         InvalidInputError
             With ``field="group"`` and the groups to choose from.
         """
-        k = self._find_group(group)
+        k = self.find_group(group)
         if k is None:
             raise InvalidInputError("group", group, f"choose one of {self.group_choices()}")
         return k
 
-    def _find_group(self, group):
+    def find_group(self, group):
+        """The index of ``group`` (a name or a value, a list read as a tuple), or None."""
         if isinstance(group, str) and group in self.groups:
             return self.groups.index(group)
         if isinstance(group, list):

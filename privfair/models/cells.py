@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .decisions import DecisionSet, _as_X
+from .decisions import DecisionSet, as_matrix
 from ..errors import InvalidInputError
 
 __all__ = ["ProxyCells", "CellRule", "ProxyFeatures", "sigmoid", "quantile_edges", "bin_index"]
@@ -161,7 +161,7 @@ class ProxyFeatures:
 
     def __call__(self, X) -> np.ndarray:
         """The rows u(x) (n, dim): the output is the only n-sized allocation."""
-        X = _as_X(X, self.n_features)
+        X = as_matrix(X, self.n_features)
         out = np.empty((X.shape[0], self.dim))
         out[:, 0] = 1.0
         for s, e in self._spans(X.shape[0]):
@@ -174,7 +174,7 @@ class ProxyFeatures:
         Filled chunk by chunk into the output (no intermediate n×dim matrices); the whole
         matrix is only needed by callers that want it — the ``cells`` backend reads the rows
         through :class:`privfair.data.passes.ProxyDesign`, one chunk at a time."""
-        X = _as_X(X, self.n_features)
+        X = as_matrix(X, self.n_features)
         y = np.asarray(y, dtype=float).reshape(-1)
         if y.shape[0] != X.shape[0]:
             raise InvalidInputError("y", f"{y.shape[0]} labels", f"pass one per row ({X.shape[0]})")
@@ -192,7 +192,7 @@ class ProxyFeatures:
     def dot(self, X, coef) -> np.ndarray:
         """u(x)·coef for every row (coef (dim,) → (n,), or (dim, m) → (n, m)), computed chunk
         by chunk as coef₀ + clip(x)·coef₁: — the n×dim matrix u(X) is never formed."""
-        X = _as_X(X, self.n_features)
+        X = as_matrix(X, self.n_features)
         coef = np.asarray(coef, dtype=float)
         if coef.shape[0] != self.dim:
             raise InvalidInputError("coef", f"{coef.shape[0]} entries",
@@ -249,7 +249,7 @@ class CellRule:
 
     def score(self, X) -> np.ndarray:
         """s(x): the public score of every row."""
-        X = _as_X(X, len(self.score_coef) - 1)
+        X = as_matrix(X, len(self.score_coef) - 1)
         return sigmoid(self.score_coef[0] + X @ self.score_coef[1:])
 
     def group_given_label(self, X, y) -> np.ndarray:
@@ -371,7 +371,7 @@ class ProxyCells(DecisionSet):
         key = (self.feature_groups, self.clip)
         if cached and key in _FEATURES_OF.get(X, {}):
             return _FEATURES_OF[X][key]
-        rows = passes.rows_of(X) if source else passes.ArrayRows(_as_X(X))
+        rows = passes.rows_of(X) if source else passes.ArrayRows(as_matrix(X))
         out = self._features_of(rows)
         if cached:
             _FEATURES_OF.setdefault(X, {})[key] = out

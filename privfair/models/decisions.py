@@ -33,7 +33,14 @@ __all__ = ["DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier"]
 CHUNK_ELEMENTS = 1 << 23
 
 
-def _as_X(X, n_features=None, field="X"):
+def as_matrix(X, n_features=None, field="X"):
+    """``X`` as a 2-D float64 array, validated (shared by every decision set's ``predict``).
+
+    Raises
+    ------
+    InvalidInputError
+        With ``field`` when ``X`` is not 2-D or has other than ``n_features`` columns.
+    """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise InvalidInputError(field, f"shape {X.shape}", "pass a 2-D array (n_rows, n_features)")
@@ -167,7 +174,7 @@ class FiniteSet(_Finite):
         return self.W[i] if self.kind == "linear" else self.functions[i]
 
     def _prepare(self, X):
-        return _as_X(X, self.n_features) if self.kind == "linear" else X
+        return as_matrix(X, self.n_features) if self.kind == "linear" else X
 
     def predict(self, decision, X) -> np.ndarray:
         """Labels (uint8, shape (n,)) that ``decision`` (a row of W, a callable, or an int
@@ -177,7 +184,7 @@ class FiniteSet(_Finite):
         if callable(decision):
             return _call(decision, X)
         w = np.asarray(decision, dtype=np.float64)
-        X = _as_X(X, None if w.ndim != 1 else w.shape[0] - 1)
+        X = as_matrix(X, None if w.ndim != 1 else w.shape[0] - 1)
         if w.shape != (X.shape[1] + 1,):
             raise InvalidInputError("decision", f"shape {w.shape}",
                                     f"pass a vector (w, b) of length {X.shape[1] + 1}")
@@ -263,7 +270,7 @@ class Thresholds(_Finite):
             if s.shape != (int(np.shape(X)[0]),):
                 raise InvalidInputError("score", f"output shape {s.shape}", "return one score per row")
             return s
-        X = _as_X(X)
+        X = as_matrix(X)
         if self.score >= X.shape[1]:
             raise InvalidInputError("score", self.score, f"X has only {X.shape[1]} columns")
         return X[:, self.score]
@@ -323,7 +330,8 @@ class LinearClassifier(DecisionSet):
         self.diameter = 2.0 * self.radius
         self.vc_dimension = self.n_features + 1
 
-    def _theta(self, theta) -> np.ndarray:
+    def theta(self, theta) -> np.ndarray:
+        """The decision ``(w, b)`` as a validated float64 vector of length ``P``."""
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.P,):
             raise InvalidInputError("decision", f"shape {theta.shape}",
@@ -332,8 +340,8 @@ class LinearClassifier(DecisionSet):
 
     def margins(self, theta, X) -> np.ndarray:
         """z = X·w + b for every row."""
-        theta = self._theta(theta)
-        return _as_X(X, self.n_features) @ theta[:-1] + theta[-1]
+        theta = self.theta(theta)
+        return as_matrix(X, self.n_features) @ theta[:-1] + theta[-1]
 
     def predict(self, decision, X) -> np.ndarray:
         """Labels 1[x·w + b > 0] (uint8)."""
@@ -341,11 +349,11 @@ class LinearClassifier(DecisionSet):
 
     def contains(self, theta, tol: float = 1e-9) -> bool:
         """Whether ‖θ‖₂ ≤ radius (up to a relative tolerance)."""
-        return bool(np.linalg.norm(self._theta(theta)) <= self.radius * (1 + tol))
+        return bool(np.linalg.norm(self.theta(theta)) <= self.radius * (1 + tol))
 
     def project(self, theta) -> np.ndarray:
         """The Euclidean projection of θ onto the ball."""
-        theta = self._theta(theta)
+        theta = self.theta(theta)
         norm = np.linalg.norm(theta)
         return theta if norm <= self.radius else theta * (self.radius / norm)
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .decisions import DecisionSet, _as_X
+from .decisions import DecisionSet, as_matrix
 from ..errors import InvalidInputError
 
 __all__ = ["PostProcessed", "PostProcessRule", "LogisticBase", "group_codes"]
@@ -74,7 +74,7 @@ def group_codes(sensitive, groups, n):
     return out
 
 
-def _labels(base, X, threshold, nonfinite="raise"):
+def threshold_labels(base, X, threshold, nonfinite="raise"):
     """Binary base predictions 1[base(X) ≥ threshold] (uint8), validated.
 
     ``nonfinite="negative"`` counts a non-finite score as a negative prediction instead of
@@ -119,7 +119,7 @@ class LogisticBase:
     intercept: float
 
     def __call__(self, X):
-        z = _as_X(X) @ np.asarray(self.coef) + self.intercept
+        z = as_matrix(X) @ np.asarray(self.coef) + self.intercept
         return 0.5 * (1.0 + np.tanh(0.5 * z))
 
     @classmethod
@@ -153,7 +153,7 @@ class PostProcessRule:
     p: np.ndarray
 
     def base_labels(self, X):
-        return _labels(self.base, X, self.threshold)
+        return threshold_labels(self.base, X, self.threshold)
 
     def __repr__(self):
         cols = ", ".join(f"{g}: ({self.p[0, k]:.3g}, {self.p[1, k]:.3g})"

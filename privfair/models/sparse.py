@@ -32,7 +32,7 @@ import numbers
 
 import numpy as np
 
-from .decisions import LinearClassifier, _as_X
+from .decisions import LinearClassifier, as_matrix
 from .erm import ERM, LOSSES, GLMLoss, clip_rows, logistic_gradient_diameter  # noqa: F401
 from ..errors import InvalidInputError, ModelingError
 
@@ -154,13 +154,13 @@ class SparseLinear(LinearClassifier):
         return float(np.linalg.norm(w)) if self.norm is None else self.norm.value(w)
 
     def contains(self, theta, tol: float = 1e-9) -> bool:
-        th = self._theta(theta)
+        th = self.theta(theta)
         return bool(self.omega(th[:-1]) <= self.norm_radius * (1 + tol) + tol
                     and abs(th[-1]) <= self.intercept_bound * (1 + tol) + tol)
 
     def project(self, theta) -> np.ndarray:
         """Euclidean projection onto the set (a product: Ω-ball × interval)."""
-        th = self._theta(theta).copy()
+        th = self.theta(theta).copy()
         w, r = th[:-1], self.norm_radius
         if self.norm is None:
             nw = np.linalg.norm(w)
@@ -179,8 +179,8 @@ class SparseLinear(LinearClassifier):
     # ------------------------------------------------------------------ prediction
     def margins(self, theta, X) -> np.ndarray:
         """z = x̃·w + b with x̃ the row clipped to ``feature_bound``."""
-        th = self._theta(theta)
-        return clip_rows(_as_X(X, self.n_features), self.feature_bound) @ th[:-1] + th[-1]
+        th = self.theta(theta)
+        return clip_rows(as_matrix(X, self.n_features), self.feature_bound) @ th[:-1] + th[-1]
 
     def __repr__(self):
         nm = "l2" if self.norm is None else self.norm.name
@@ -214,7 +214,7 @@ def glm(X, y, decisions, loss="logistic", *, label_bound=1.0, sample_weight=None
         raise InvalidInputError("decisions", type(decisions).__name__, "pass a pf.SparseLinear")
     if loss not in LOSSES:
         raise InvalidInputError("loss", loss, f"choose one of {sorted(LOSSES)}")
-    X = _as_X(X, decisions.n_features)
+    X = as_matrix(X, decisions.n_features)
     y = np.asarray(y, dtype=float).reshape(-1)
     if y.shape != (X.shape[0],) or not np.isfinite(y).all():
         raise InvalidInputError("y", y.shape, f"one finite label per row ({X.shape[0]})")

@@ -30,7 +30,7 @@ import numbers
 
 import numpy as np
 
-from .decisions import DecisionSet, _as_X
+from .decisions import DecisionSet, as_matrix
 from ..errors import InvalidInputError
 
 __all__ = ["TorchModel"]
@@ -113,6 +113,12 @@ class TorchModel(DecisionSet):
                                     + (" or one logit (n,) / (n, 1)" if self.n_classes == 2 else ""))
         self._cache = None
 
+    @property
+    def template(self):
+        """The template module itself (float32, eval mode), read-only by convention: backends
+        inspect its type and shapes; use :meth:`build` for a module to train."""
+        return self._template
+
     # -- parameters -------------------------------------------------------------------------
     def build(self):
         """A fresh float32 module with the template's initial parameters (eval mode)."""
@@ -125,7 +131,8 @@ class TorchModel(DecisionSet):
             return torch.nn.utils.parameters_to_vector(
                 self._template.parameters()).double().cpu().numpy()
 
-    def _theta(self, decision) -> np.ndarray:
+    def theta(self, decision) -> np.ndarray:
+        """The decision as a validated finite float64 vector of the module's ``P`` parameters."""
         theta = np.asarray(decision, dtype=np.float64).reshape(-1)
         if theta.shape != (self.P,) or not np.isfinite(theta).all():
             raise InvalidInputError("decision", f"shape {np.shape(decision)}",
@@ -135,7 +142,7 @@ class TorchModel(DecisionSet):
     def module_for(self, decision, device="cpu"):
         """A module carrying ``decision``'s parameters (a cached copy per device)."""
         torch = _torch()
-        theta = self._theta(decision)
+        theta = self.theta(decision)
         key = (str(device),)
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, self.build().to(device))
@@ -149,7 +156,7 @@ class TorchModel(DecisionSet):
     def probabilities(self, decision, X, device="cpu") -> np.ndarray:
         """Class probabilities (n, n_classes) of ``decision`` on ``X`` (softmax / sigmoid)."""
         torch = _torch()
-        X = _as_X(X, self.n_features)
+        X = as_matrix(X, self.n_features)
         mod = self.module_for(decision, device)
         out = []
         with torch.no_grad():

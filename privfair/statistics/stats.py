@@ -231,7 +231,7 @@ def _check_bound(bound, data):
     q = np.full((G, L), np.nan)
     if isinstance(bound, dict):
         li = {v: k for k, v in enumerate(data.label_values)}
-        find = data._find_group
+        find = data.find_group
         for key, val in bound.items():
             if isinstance(val, bool) or not isinstance(val, numbers.Real):
                 raise GroupMassError(f"group_mass_bound[{key!r}]", val, "pass a float in (0, 1]")
@@ -711,7 +711,7 @@ class Rates:
                 s = np.clip(np.asarray(self.decisions.predict_proba(decision, self.data.X),
                                        dtype=float).reshape(-1), 0.0, 1.0)
             else:
-                s = self._soft(self.decisions._theta(decision))[0]    # mass on ŷ = 1 per row
+                s = self._soft(self.decisions.theta(decision))[0]    # mass on ŷ = 1 per row
             w = np.stack([1.0 - s, s], axis=1)
             flat = np.repeat(self._cell * L, L) + np.tile(np.arange(L), self.n)
             return np.bincount(flat, weights=w.ravel(), minlength=G * L * L).reshape(G, L, L)
@@ -821,7 +821,7 @@ class Rates:
         """
         if self.surrogate is None:
             raise InvalidInputError("surrogate", None, "gradients need a surrogate")
-        theta = self.decisions._theta(theta)
+        theta = self.decisions.theta(theta)
         wts = np.asarray(weights, dtype=float).reshape(-1)
         if wts.shape != (self.K,):
             raise InvalidInputError("weights", wts.shape, f"pass K={self.K} weights")
