@@ -103,46 +103,21 @@ IMPORT_ALLOWLIST = {
 
 #: "module: name" → number of reads of another module's underscore attribute ``name``.
 UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 116 reads (after the relayout)
-    # the language: protocol methods of Expression (_cvx, _bounds, _mono, _lip, ...) called on
-    # child expressions from sibling modules — to become public hooks of the atom protocol
-    'privfair.expr.affine: _affine': 1,
-    'privfair.expr.affine: _cvx': 8,
-    'privfair.expr.atom: _bounds': 2,
-    'privfair.expr.atom: _cvx': 1,
-    'privfair.expr.atom: _fwd': 1,
-    'privfair.expr.atom: _gbound': 1,
-    'privfair.expr.atom: _lip': 1,
-    'privfair.expr.atom: _mono': 1,
-    'privfair.expr.atom: _smooth': 1,
-    'privfair.expr.elementwise: _bounds': 1,
-    'privfair.expr.elementwise: _cvx': 1,
-    'privfair.expr.indexing: _cvx': 1,
-    'privfair.expr.means: _bounds': 1,
-    'privfair.expr.norms: _can_win': 1,
-    'privfair.expr.norms: _sign_by_range': 1,
     # the privacy core: helpers shared between its own modules (_validate, _fmt, _float_generator)
     'privfair.privacy.certificate: _fmt': 1,
     'privfair.privacy.release: _float_generator': 1,
     # backends: Rates' private layout (_joint, _rate, _sel, _Xc, _phiB, ...) → the public layout of ℓ
     # (Rates.layout, group_mass(), denominators(), clip_scale, phi_at_bound, ...: #17 item 2);
-    # left: Expression's protocol (_bounds, _dependency, _local_*), TorchModel._template,
-    # postprocess._labels, and erm/ and lagrangian/ until they read the public names
-    'privfair.backends.loss_vector.oracles: _bounds': 4,
-    'privfair.backends.loss_vector.oracles: _dependency': 1,
-    'privfair.backends.loss_vector.oracles: _local_gbound': 1,
-    'privfair.backends.loss_vector.oracles: _local_mono': 1,
+    # left: TorchModel._template, postprocess._labels, and erm/ and lagrangian/ until they read the public names
     'privfair.backends.sgda.train: _template': 1,
     'privfair.backends.lagrangian: _float_generator': 1,
     'privfair.backends.reductions.postprocessing: _labels': 1,
     # privfair/: a decision set's _theta/_as_X, the report renderer's helpers, ...
-    # (gap_terms: the recogniser moved from backends/reductions/jagielski.py with its one _affine read)
-    'privfair.analysis.gap_terms: _affine': 1,
     'privfair.reports.render: _fmt': 2,
     'privfair.reports.render: _headline': 2,
     'privfair.reports.render: _numerics': 1,
     'privfair.reports.render: _rows': 1,
     'privfair.models.cells: _as_X': 1,
-    'privfair.planning.holdout: _gbound': 1,
     'privfair.models.postprocess: _as_X': 1,
     'privfair.models.sparse: _as_X': 1,
     'privfair.statistics.stats: _find_group': 1,

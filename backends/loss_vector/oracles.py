@@ -515,14 +515,14 @@ def surrogate_gap(e, e_s):
         gam += [g] * a.size
     gam = np.array(gam)
     pairs = list(zip(e.args, e_s.args))
-    lo = np.concatenate([np.minimum(a._bounds()[0], b._bounds()[0]) for a, b in pairs])
-    hi = np.concatenate([np.maximum(a._bounds()[1], b._bounds()[1]) for a, b in pairs])
-    D = e._dependency()
+    lo = np.concatenate([np.minimum(a.entry_bounds()[0], b.entry_bounds()[0]) for a, b in pairs])
+    hi = np.concatenate([np.maximum(a.entry_bounds()[1], b.entry_bounds()[1]) for a, b in pairs])
+    D = e.atom_dependency()
     moved = D & (gam > 0)[None, :]
-    S = np.asarray(e._local_mono(lo, hi), float) * np.ones(D.shape)
+    S = np.asarray(e.atom_monotonicity(lo, hi), float) * np.ones(D.shape)
     if not np.all(S[moved] >= 0):
         return None
-    Gb = np.where(D, np.asarray(e._local_gbound(lo, hi), float) * np.ones(D.shape), 0.0)
+    Gb = np.where(D, np.asarray(e.atom_coordinate_lipschitz(lo, hi), float) * np.ones(D.shape), 0.0)
     return float(np.max(Gb @ gam))
 
 

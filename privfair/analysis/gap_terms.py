@@ -50,7 +50,7 @@ def _const_value(e):
 
 def _affine_rows(e):
     """(A (m, K), b (m,)) when e is affine, else None."""
-    aff = e._affine()
+    aff = e.affine_form()
     if aff is None:
         return None
     A, b = aff

@@ -33,24 +33,24 @@ class LinearAtom(Atom):
     def is_atom_concave(self):
         return True
 
-    def _dependency(self):
+    def atom_dependency(self):
         return self._M() != 0
 
-    def _local_mono(self, lo, hi):
+    def atom_monotonicity(self, lo, hi):
         return np.sign(self._M())
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         return np.abs(self._M())
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.zeros(self.size)
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         M = self._M()
         return np.maximum(M, 0) @ lo + np.minimum(M, 0) @ hi, np.maximum(M, 0) @ hi + np.minimum(M, 0) @ lo
 
     def _compute_affine(self):
-        affs = [a._affine() for a in self.args]
+        affs = [a.affine_form() for a in self.args]
         if any(x is None for x in affs):
             return None
         K = self.K
@@ -59,7 +59,7 @@ class LinearAtom(Atom):
         M = self._M()
         return M @ A, M @ b
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         M = xp.asarray(self._M(), like=y)
         return y @ M.T, self._chain(xp, M, Jy)
 
@@ -91,7 +91,8 @@ class Add(LinearAtom):
         return np.hstack([_block_to(a.size, self.size) for a in self.args])
 
     def _compute_cvx(self, x, memo):
-        return builtins.sum((a._cvx(x, memo) for a in self.args[1:]), self.args[0]._cvx(x, memo))
+        return builtins.sum((a.build_cvxpy(x, memo) for a in self.args[1:]),
+                            self.args[0].build_cvxpy(x, memo))
 
     def _repr(self):
         parts = [repr(self.args[0])]
@@ -118,7 +119,7 @@ class Neg(LinearAtom):
         return -np.eye(self.size)
 
     def _compute_cvx(self, x, memo):
-        return -self.args[0]._cvx(x, memo)
+        return -self.args[0].build_cvxpy(x, memo)
 
     def _repr(self):
         return f"-{self._wrap(self.args[0], PREC_MUL + 1)}"
@@ -168,7 +169,7 @@ class Mul(LinearAtom):
     def _compute_cvx(self, x, memo):
         import cvxpy as cp
 
-        a = self.args[0]._cvx(x, memo)
+        a = self.args[0].build_cvxpy(x, memo)
         return float(self.coef) * a if self.coef.ndim == 0 else cp.multiply(self.coef, a)
 
     def _repr(self):
@@ -191,7 +192,7 @@ class Div(Mul):
         return {"divisor": self.divisor}
 
     def _compute_cvx(self, x, memo):
-        a = self.args[0]._cvx(x, memo)
+        a = self.args[0].build_cvxpy(x, memo)
         return a / (float(self.divisor) if self.divisor.ndim == 0 else self.divisor)
 
     def _repr(self):
@@ -222,7 +223,7 @@ class MatMul(LinearAtom):
         return np.atleast_2d(self.matrix)
 
     def _compute_cvx(self, x, memo):
-        return self.matrix @ self.args[0]._cvx(x, memo)
+        return self.matrix @ self.args[0].build_cvxpy(x, memo)
 
     def _repr(self):
         return f"matmul({fmt_const(self.matrix) if self.matrix.ndim == 1 else 'C'}, {self.args[0]!r})"
@@ -242,7 +243,7 @@ class Sum(LinearAtom):
     def _compute_cvx(self, x, memo):
         import cvxpy as cp
 
-        return cp.sum(self.args[0]._cvx(x, memo))
+        return cp.sum(self.args[0].build_cvxpy(x, memo))
 
     def _repr(self):
         return f"sum({self.args[0]!r})"
@@ -263,7 +264,7 @@ class HStack(LinearAtom):
         return np.eye(self.n_in)
 
     def _compute_cvx(self, x, memo):
-        return cvx_concat([a._cvx(x, memo) for a in self.args])
+        return cvx_concat([a.build_cvxpy(x, memo) for a in self.args])
 
     def _repr(self):
         return f"hstack({self._args_repr()})"

@@ -4,17 +4,21 @@ An atom φ maps its arguments — flattened and concatenated into y ∈ R^n — 
 Each atom class declares, in one place, facts about φ *alone* on the box of its arguments'
 ranges [lo, hi] ⊂ R^n:
 
-==========================  ===================================================================
-``_atom_forward``           value and Jacobian-chain (numpy or torch)
-``is_atom_convex/concave``  curvature of φ
-``_local_mono(lo, hi)``     (m, n) signs: φ_i non-decreasing (+1) / non-increasing (−1) /
-                            independent (0) / unknown (NaN) in y_j on the box
-``_atom_bounds(lo, hi)``    range of each φ_i on the box
-``_local_gbound(lo, hi)``   G (m, n): |∂φ_i/∂y_j| ≤ G_ij on the box (per-coordinate Lipschitz)
-``_local_lip_extra(p,..)``  optional extra bound on sup ‖∇φ_i‖_{p*} (Lipschitz w.r.t. ‖y‖_p)
-``_local_smooth(p, ..)``    β_φ: ‖∇φ_i(y) − ∇φ_i(y')‖_{p*} ≤ β ‖y − y'‖_p (inf: unknown)
-``_dependency()``           (m, n) booleans: which y_j each φ_i reads
-==========================  ===================================================================
+=====================================  ============================================================
+``atom_forward(xp, y, Jy)``            value (B, m) and Jacobian-chain (numpy or torch)
+``is_atom_convex/concave()``           curvature of φ
+``atom_monotonicity(lo, hi)``          (m, n) signs: φ_i non-decreasing (+1) / non-increasing
+                                       (−1) / independent (0) / unknown (NaN) in y_j on the box
+``atom_bounds(lo, hi)``                (lo, hi): range of each φ_i on the box
+``atom_coordinate_lipschitz(lo, hi)``  G (m, n): |∂φ_i/∂y_j| ≤ G_ij on the box
+                                       (per-coordinate Lipschitz)
+``atom_lipschitz_extra(p, lo, hi)``    optional extra bound on sup ‖∇φ_i‖_{p*} (Lipschitz
+                                       w.r.t. ‖y‖_p), or None
+``atom_smoothness(p, lo, hi)``         β_φ: ‖∇φ_i(y) − ∇φ_i(y')‖_{p*} ≤ β ‖y − y'‖_p
+                                       (inf: unknown; default inf)
+``atom_dependency()``                  (m, n) booleans: which y_j each φ_i reads (default all)
+``atom_cvxpy(cvx_args)``               the cvxpy expression of φ over its arguments' ones
+=====================================  ============================================================
 
 and this class composes them with the arguments' own facts (L_j, β_j, U_j·, signs, ranges) for
 the input norm q on ℓ:
@@ -70,48 +74,49 @@ class Atom(Expression):
     def with_args(self, args):
         return type(self)(*args, **self._params())
 
-    def _dependency(self):
+    def atom_dependency(self):
         return np.ones((self.size, self.n_in), dtype=bool)
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         return None
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.full(self.size, np.inf)
 
     # ------------------------------------------------------------------ argument facts
     def _arg_facts(self):
         def compute():
             K = self.K
-            lo = np.concatenate([a._bounds()[0] for a in self.args])
-            hi = np.concatenate([a._bounds()[1] for a in self.args])
-            U = np.vstack([pad_columns(a._gbound(), K) for a in self.args])
-            M = np.vstack([pad_columns(a._mono(), K) for a in self.args])
-            D = self._dependency()
-            G = np.where(D, self._local_gbound(lo, hi), 0.0)
+            lo = np.concatenate([a.entry_bounds()[0] for a in self.args])
+            hi = np.concatenate([a.entry_bounds()[1] for a in self.args])
+            U = np.vstack([pad_columns(a.coordinate_lipschitz(), K) for a in self.args])
+            M = np.vstack([pad_columns(a.entry_monotonicity(), K) for a in self.args])
+            D = self.atom_dependency()
+            G = np.where(D, self.atom_coordinate_lipschitz(lo, hi), 0.0)
             # an argument entry that is constant on the box (lo = hi) cannot move φ: sign 0
-            S = np.where(D & (lo < hi)[None, :], self._local_mono(lo, hi), 0.0)
+            S = np.where(D & (lo < hi)[None, :], self.atom_monotonicity(lo, hi), 0.0)
             return lo, hi, U, M, D, G, S
         return self._cached("arg_facts", compute)
 
     def _arg_lip(self, q):
-        return np.concatenate([a._lip(q) for a in self.args])
+        return np.concatenate([a.entry_lipschitz(q) for a in self.args])
 
     def _arg_smooth(self, q):
-        return np.concatenate([a._smooth(q) for a in self.args])
+        return np.concatenate([a.entry_smoothness(q) for a in self.args])
 
     def _local_lip(self, p):
         """sup ‖∇φ_i‖_{p*} on the box, per output: ‖G_i‖_{p*} or the atom's tighter bound."""
         def compute():
             lo, hi, _, _, D, G, _ = self._arg_facts()
             base = np.array([pnorm(G[i][D[i]], dual(p)) for i in range(self.size)])
-            extra = self._local_lip_extra(p, lo, hi)
+            extra = self.atom_lipschitz_extra(p, lo, hi)
             return base if extra is None else np.minimum(base, extra)
         return self._cached(("local_lip", p), compute)
 
     def _local_beta(self, p):
         lo, hi = self._arg_facts()[:2]
-        return self._cached(("local_beta", p), lambda: np.asarray(self._local_smooth(p, lo, hi), float)
+        return self._cached(("local_beta", p),
+                            lambda: np.asarray(self.atom_smoothness(p, lo, hi), float)
                             * np.ones(self.size))
 
     # ------------------------------------------------------------------ DCP
@@ -148,7 +153,7 @@ class Atom(Expression):
     # ------------------------------------------------------------------ composition rules
     def _compute_bounds(self):
         lo, hi = self._arg_facts()[:2]
-        out_lo, out_hi = self._atom_bounds(lo, hi)
+        out_lo, out_hi = self.atom_bounds(lo, hi)
         return (np.asarray(out_lo, float) * np.ones(self.size), np.asarray(out_hi, float) * np.ones(self.size))
 
     def _compute_gbound(self):
@@ -158,7 +163,7 @@ class Atom(Expression):
     def _compute_lip(self, q):
         _, _, U, _, D, G, _ = self._arg_facts()
         Lv = self._arg_lip(q)
-        Ue = self._gbound()
+        Ue = self.coordinate_lipschitz()
         out = np.empty(self.size)
         for i in range(self.size):
             d = D[i]
@@ -190,10 +195,10 @@ class Atom(Expression):
     def _compute_mono(self):
         _, _, _, M, _, _, S = self._arg_facts()
         mono = combine_signs(S, M)
-        return np.where(self._gbound() == 0, 0.0, mono)
+        return np.where(self.coordinate_lipschitz() == 0, 0.0, mono)
 
     def _compute_forward(self, lb, xp, memo, need_jac):
-        outs = [a._fwd(lb, xp, memo, need_jac) for a in self.args]
+        outs = [a.forward(lb, xp, memo, need_jac) for a in self.args]
         B = lb.shape[0]
         vals = [xp.broadcast_to(v, (B, a.size)) for (v, _), a in zip(outs, self.args)]
         y = xp.concat(vals, axis=-1) if len(vals) > 1 else vals[0]
@@ -201,7 +206,7 @@ class Atom(Expression):
         if need_jac:
             jacs = [j for _, j in outs]
             Jy = xp.concat(jacs, axis=-2) if len(jacs) > 1 else jacs[0]
-        return self._atom_forward(xp, y, Jy)
+        return self.atom_forward(xp, y, Jy)
 
     def _sign_with_range(self, xp, y):
         """sign(y), except that at y = 0 an entry whose range is one-sided takes the sign of its
@@ -217,7 +222,7 @@ class Atom(Expression):
         return None if Jy is None else local @ Jy
 
     def _compute_cvx(self, x, memo):
-        return self._cvx_atom([a._cvx(x, memo) for a in self.args])
+        return self.atom_cvxpy([a.build_cvxpy(x, memo) for a in self.args])
 
     # ------------------------------------------------------------------ explanations
     def _blames_itself(self) -> bool:

@@ -20,30 +20,30 @@ class Elementwise(Atom):
         arg = as_expression(arg, self.name)
         super().__init__([arg], arg.shape)
 
-    def _dependency(self):
+    def atom_dependency(self):
         return np.eye(self.size, dtype=bool)
 
     # subclasses give per-entry arrays; the base lays them on the diagonal
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         return np.diag(self._deriv_bound(lo, hi))
 
-    def _local_mono(self, lo, hi):
+    def atom_monotonicity(self, lo, hi):
         return np.diag(self._sign(lo, hi))
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         val, deriv = self._scalar_forward(xp, y)
         return val, (None if Jy is None else deriv[..., :, None] * Jy)
 
     def _compute_cvx(self, x, memo):
         import cvxpy as cp
 
-        return getattr(cp, self.name)(self.args[0]._cvx(x, memo))
+        return getattr(cp, self.name)(self.args[0].build_cvxpy(x, memo))
 
     def _repr(self):
         return f"{self.name}({self.args[0]!r})"
 
 
-def _sign_by_range(lo, hi):
+def sign_by_range(lo, hi):
     """+1 where the argument is non-negative, −1 where non-positive, NaN where it may cross 0."""
     return np.where(lo >= 0, 1.0, np.where(hi <= 0, -1.0, np.nan))
 
@@ -63,16 +63,16 @@ class Abs(Elementwise):
         return True
 
     def _sign(self, lo, hi):
-        return _sign_by_range(lo, hi)
+        return sign_by_range(lo, hi)
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         return np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi))), \
             np.maximum(np.abs(lo), np.abs(hi))
 
     def _deriv_bound(self, lo, hi):
         return np.where((lo == 0) & (hi == 0), 0.0, 1.0)
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.where((lo >= 0) | (hi <= 0), 0.0, np.inf)
 
     def _scalar_forward(self, xp, y):
@@ -107,17 +107,17 @@ class Pos(Elementwise):
     def _sign(self, lo, hi):
         return np.ones_like(lo)
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         return np.maximum(lo, 0.0), np.maximum(hi, 0.0)
 
     def _deriv_bound(self, lo, hi):
         return np.where(hi > 0, 1.0, 0.0)
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.where((lo >= 0) | (hi <= 0), 0.0, np.inf)
 
     def _scalar_forward(self, xp, y):
-        lo = self.args[0]._bounds()[0]
+        lo = self.args[0].entry_bounds()[0]
         at0 = xp.asarray((lo >= 0).astype(float), like=y)  # pos is the identity when lo ≥ 0
         return xp.maximum(y, 0.0 * y), xp.where(y == 0, at0 + 0.0 * y, xp.astype_float(y > 0, like=y))
 
@@ -140,16 +140,16 @@ class Square(Elementwise):
         return True
 
     def _sign(self, lo, hi):
-        return _sign_by_range(lo, hi)
+        return sign_by_range(lo, hi)
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         m = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
         return m * m, np.maximum(lo * lo, hi * hi)
 
     def _deriv_bound(self, lo, hi):
         return 2.0 * np.maximum(np.abs(lo), np.abs(hi))
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.full(self.size, 2.0)
 
     def _scalar_forward(self, xp, y):

@@ -7,18 +7,43 @@ leaves in :mod:`.leaf`, affine maps in :mod:`.affine`, atoms in their own module
 composition rules (DCP curvature, monotonicity, ranges, Lipschitz and smoothness constants)
 once, in :class:`privfair.expr.atom.Atom`.
 
-Internally every node is a vector of ``m = size`` *entries*, and keeps per-entry facts valid
-on the input box ℓ ∈ [0,1]^K:
+The node protocol
+-----------------
+Every node is a vector of ``m = size`` *entries*.  Besides the user API (``value``, ``grad``,
+``range``, ``lipschitz``, ``smoothness``, ``monotonicity``, ``support``, ``to_cvxpy``) it
+exposes public per-entry *hooks*, valid on the input box ℓ ∈ [0,1]^K.  A parent node calls them
+on its children (``args``); the compiler, the planner and the backends call them on whole
+expressions.  They are cached per node, and for an affine node derived from ``affine_form()``:
 
-* ``_bounds()``   — (lo, hi), each of shape (m,): the range of every entry;
-* ``_gbound()``   — U of shape (m, K): |e_i(ℓ) − e_i(ℓ')| ≤ Σ_k U_ik |ℓ_k − ℓ'_k| on the box
-  (for differentiable entries: |∂e_i/∂ℓ_k| ≤ U_ik);
-* ``_lip(q)``     — L of shape (m,): |e_i(ℓ) − e_i(ℓ')| ≤ L_i ‖ℓ − ℓ'‖_q;
-* ``_smooth(q)``  — β of shape (m,): ‖∇e_i(ℓ) − ∇e_i(ℓ')‖_{q*} ≤ β_i ‖ℓ − ℓ'‖_q;
-* ``_mono()``     — signs of shape (m, K): +1, −1, 0, or NaN (unknown);
-* ``_affine()``   — (A, b) with e(ℓ) = Aℓ + b exactly, or None.
+==============================  ============================================================
+``affine_form()``               (A (m, K), b (m,)) with e(ℓ) = Aℓ + b exactly, or None
+``entry_bounds()``              (lo, hi), each of shape (m,): the range of every entry
+``coordinate_lipschitz()``      U of shape (m, K): |e_i(ℓ) − e_i(ℓ')| ≤ Σ_k U_ik |ℓ_k − ℓ'_k|
+                                on the box (for differentiable entries: |∂e_i/∂ℓ_k| ≤ U_ik)
+``entry_lipschitz(q)``          L of shape (m,): |e_i(ℓ) − e_i(ℓ')| ≤ L_i ‖ℓ − ℓ'‖_q
+``entry_smoothness(q)``         β of shape (m,): ‖∇e_i(ℓ) − ∇e_i(ℓ')‖_{q*} ≤ β_i ‖ℓ − ℓ'‖_q
+``entry_monotonicity()``        signs of shape (m, K): +1, −1, 0, or NaN (unknown)
+``forward(lb, xp, memo, jac)``  (value (B, m), Jacobian (B, m, K) or None) at a batch lb of
+                                shape (B, K), numpy or torch (``xp``), memoised in ``memo``
+                                (one dict per evaluation: shared sub-expressions run once)
+``build_cvxpy(x, memo)``        the cvxpy expression over ``x``, memoised in ``memo``
+==============================  ============================================================
 
-``inf`` in a constant means unknown; the public methods return ``None`` for it.
+``q`` is the input norm as a number (1, 2 or ``inf``; :func:`._numeric.check_norm` maps
+"l1"/"l2"/"linf" to it).  ``inf`` in a constant means unknown; the public user methods return
+``None`` for it.
+
+A node does not override the hooks: it implements their ``_compute_*`` counterparts
+(``_compute_affine``, ``_compute_bounds``, ``_compute_gbound``, ``_compute_lip``,
+``_compute_smooth``, ``_compute_mono``, ``_compute_forward``, ``_compute_cvx``,
+``_compute_curvature``), which the hooks cache.  Leaves and linear maps implement
+``_compute_affine`` (and ``_compute_cvx``) only.  A nonlinear atom derives from
+:class:`privfair.expr.atom.Atom`, whose ``_compute_*`` are the composition rules, and declares
+the *atom hooks* about φ alone, listed in :mod:`privfair.expr.atom` (``atom_forward``,
+``is_atom_convex``/``is_atom_concave``, ``atom_monotonicity(lo, hi)``, ``atom_bounds(lo, hi)``,
+``atom_coordinate_lipschitz(lo, hi)``, ``atom_dependency()``, optionally
+``atom_lipschitz_extra`` and ``atom_smoothness``, and ``atom_cvxpy``) — as cvxpy's atoms
+declare ``is_atom_convex``, ``is_incr(idx)``, ``sign_from_args``.
 """
 
 from __future__ import annotations
@@ -176,7 +201,7 @@ class Expression(OperatorsMixin):
         """
         lb, xp, batched = self._prepare(l)
         with np.errstate(all="ignore"):
-            val, _ = self._fwd(lb, xp, {}, False)
+            val, _ = self.forward(lb, xp, {}, False)
         out = val if batched else val[0]
         if not self.shape:
             out = out[..., 0]
@@ -192,18 +217,23 @@ class Expression(OperatorsMixin):
         """
         lb, xp, batched = self._prepare(l)
         with np.errstate(all="ignore"):
-            _, jac = self._fwd(lb, xp, {}, True)
+            _, jac = self.forward(lb, xp, {}, True)
         out = jac if batched else jac[0]
         if not self.shape:
             out = out[..., 0, :]
         return out
 
-    def _fwd(self, lb, xp, memo, need_jac):
-        """(value (B, m), Jacobian (B, m, K) or None) at the batch lb, memoised per call."""
+    def forward(self, lb, xp, memo, need_jac):
+        """(value (B, m), Jacobian (B, m, K) or None) at the batch ``lb`` of shape (B, K).
+
+        ``xp`` is the array namespace (numpy or torch, :mod:`._xp`); ``memo`` (one dict per
+        evaluation) computes a shared sub-expression once; the Jacobian only if ``need_jac``.
+        :meth:`value` and :meth:`grad` start it.
+        """
         key = id(self)
         if key in memo:
             return memo[key]
-        aff = self._affine()
+        aff = self.affine_form()
         if aff is not None:
             A, b = aff
             B, Kl = lb.shape
@@ -241,7 +271,7 @@ class Expression(OperatorsMixin):
     def range(self):
         """Interval bounds over the box ℓ ∈ [0,1]^K: floats (lo, hi) for a scalar, arrays for a
         vector.  Sound (the true range is inside) and exact for affine expressions."""
-        lo, hi = self._bounds()
+        lo, hi = self.entry_bounds()
         if not self.shape:
             return float(lo[0]), float(hi[0])
         return lo.copy(), hi.copy()
@@ -255,19 +285,19 @@ class Expression(OperatorsMixin):
         norm : {"l1", "l2", "linf"}
             The norm measuring the input ℓ.
         """
-        return _public_constant(self._lip(check_norm(norm)))
+        return _public_constant(self.entry_lipschitz(check_norm(norm)))
 
     def smoothness(self, norm: str = "l2"):
         """A bound β with ‖∇e(ℓ) − ∇e(ℓ')‖_dual ≤ β ‖ℓ − ℓ'‖_norm on the box (0 for affine
         expressions); for a vector the largest over its entries.  None when unknown (e.g. the
         expression is not differentiable)."""
-        return _public_constant(self._smooth(check_norm(norm)))
+        return _public_constant(self.entry_smoothness(check_norm(norm)))
 
     def monotonicity(self) -> list:
         """Per coordinate k of ℓ: +1 (non-decreasing in ℓ_k), −1 (non-increasing), 0 (independent)
         or None (unknown), on the box.  For a vector expression, the direction shared by all
         entries (None if they differ)."""
-        M = self._mono()
+        M = self.entry_monotonicity()
         out = []
         for col in M.T:
             if np.any(np.isnan(col)) or (np.any(col > 0) and np.any(col < 0)):
@@ -279,7 +309,7 @@ class Expression(OperatorsMixin):
     def support(self) -> frozenset:
         """The coordinates of ℓ this expression depends on (those it reads, less any the range
         analysis proves irrelevant, e.g. an argument of ``maximum`` that can never be the max)."""
-        U = self._gbound()
+        U = self.coordinate_lipschitz()
         return frozenset(int(k) for k in np.nonzero(np.any(U > 0, axis=0))[0])
 
     def to_cvxpy(self, x):
@@ -292,9 +322,11 @@ class Expression(OperatorsMixin):
         """
         if self.variable is not None and getattr(x, "size", None) != self.K:
             raise ModelingError("x", x, f"pass a cvxpy Variable of length K={self.K}")
-        return self._cvx(x, {})
+        return self.build_cvxpy(x, {})
 
-    def _cvx(self, x, memo):
+    def build_cvxpy(self, x, memo):
+        """The cvxpy expression of this node over ``x``; ``memo`` (id → cvxpy expression, one
+        dict per export) builds a shared sub-expression once.  :meth:`to_cvxpy` starts it."""
         key = id(self)
         if key not in memo:
             memo[key] = self._compute_cvx(x, memo)
@@ -337,8 +369,8 @@ class Expression(OperatorsMixin):
         if prop == "curvature":
             return self.curvature == "unknown"
         if prop == "monotonicity":
-            return bool(np.any(np.isnan(self._mono())))
-        vals = self._lip(q) if prop == "lipschitz" else self._smooth(q)
+            return bool(np.any(np.isnan(self.entry_monotonicity())))
+        vals = self.entry_lipschitz(q) if prop == "lipschitz" else self.entry_smoothness(q)
         return not np.all(np.isfinite(vals))
 
     def _blames_itself(self) -> bool:
@@ -347,31 +379,47 @@ class Expression(OperatorsMixin):
     def _unknown_reason(self, prop, q) -> str:
         return f"{prop} is unknown"
 
-    # ------------------------------------------------------------------ internal facts
-    def _affine(self):
+    # ------------------------------------------------------------------ the node protocol (hooks)
+    def affine_form(self):
+        """(A, b) of shapes (m, K), (m,) with e(ℓ) = Aℓ + b exactly, or None (not affine).
+
+        A constant node has K = 0 columns (widen it with :func:`pad_columns`).
+        """
         return self._cached("affine", self._compute_affine)
+
+    #: the former private name, read by ``backends/base.py`` (``hasattr(f, "_affine")``) until
+    #: it calls :meth:`affine_form` (#17)
+    _affine = affine_form
 
     def _compute_affine(self):
         return None
 
-    def _bounds(self):
+    def entry_bounds(self):
+        """(lo, hi), each of shape (m,): a sound range of every entry on the box ℓ ∈ [0,1]^K
+        (exact for affine nodes).  :meth:`range` is its user-facing form."""
         def compute():
-            aff = self._affine()
+            aff = self.affine_form()
             if aff is not None:
                 A, b = aff
                 return b + np.minimum(A, 0).sum(axis=1), b + np.maximum(A, 0).sum(axis=1)
             return self._compute_bounds()
         return self._cached("bounds", compute)
 
-    def _gbound(self):
+    def coordinate_lipschitz(self):
+        """U of shape (m, K): |e_i(ℓ) − e_i(ℓ')| ≤ Σ_k U_ik |ℓ_k − ℓ'_k| on the box (for a
+        differentiable entry, |∂e_i/∂ℓ_k| ≤ U_ik); a zero column is a coordinate e ignores."""
         def compute():
-            aff = self._affine()
+            aff = self.affine_form()
             return np.abs(aff[0]) if aff is not None else self._compute_gbound()
         return self._cached("gbound", compute)
 
-    def _lip(self, q):
+    def entry_lipschitz(self, q):
+        """L of shape (m,): |e_i(ℓ) − e_i(ℓ')| ≤ L_i ‖ℓ − ℓ'‖_q on the box (``inf``: unknown).
+
+        ``q`` is the input norm's exponent (1, 2 or ``inf``); :meth:`lipschitz` takes its name.
+        """
         def compute():
-            aff = self._affine()
+            aff = self.affine_form()
             if aff is not None:
                 qs = dual(q)
                 A = np.abs(aff[0])
@@ -381,16 +429,20 @@ class Expression(OperatorsMixin):
             return self._compute_lip(q)
         return self._cached(("lip", q), compute)
 
-    def _smooth(self, q):
+    def entry_smoothness(self, q):
+        """β of shape (m,): ‖∇e_i(ℓ) − ∇e_i(ℓ')‖_{q*} ≤ β_i ‖ℓ − ℓ'‖_q on the box (0 for an
+        affine node, ``inf``: unknown or not differentiable)."""
         def compute():
-            if self._affine() is not None:
+            if self.affine_form() is not None:
                 return np.zeros(self.size)
             return self._compute_smooth(q)
         return self._cached(("smooth", q), compute)
 
-    def _mono(self):
+    def entry_monotonicity(self):
+        """Signs of shape (m, K): +1 (e_i non-decreasing in ℓ_k on the box), −1
+        (non-increasing), 0 (independent) or NaN (unknown)."""
         def compute():
-            aff = self._affine()
+            aff = self.affine_form()
             return np.sign(aff[0]) if aff is not None else self._compute_mono()
         return self._cached("mono", compute)
 

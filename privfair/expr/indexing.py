@@ -48,7 +48,7 @@ class Index(LinearAtom):
         return super()._compute_affine()
 
     def _compute_cvx(self, x, memo):
-        a = self.args[0]._cvx(x, memo)
+        a = self.args[0].build_cvxpy(x, memo)
         return a[int(self.indices[0])] if not self.shape else a[self.indices]
 
     def _repr(self):

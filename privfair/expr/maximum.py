@@ -8,7 +8,7 @@ from .atom import Reduction
 from .expression import Expression
 
 
-def _can_win(lo, hi):
+def can_win(lo, hi):
     """Entries j that can be the maximum on the box: hi_j ≥ max_{k≠j} lo_k."""
     n = lo.size
     if n == 1:
@@ -40,28 +40,28 @@ class Maximum(Reduction):
     def is_atom_convex(self):
         return True
 
-    def _local_mono(self, lo, hi):
+    def atom_monotonicity(self, lo, hi):
         return np.ones((1, self.n_in))
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         return np.max(lo), np.max(hi)
 
-    def _local_gbound(self, lo, hi):
-        return _can_win(lo, hi).astype(float)[None, :]
+    def atom_coordinate_lipschitz(self, lo, hi):
+        return can_win(lo, hi).astype(float)[None, :]
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         return np.ones(1)
 
-    def _local_smooth(self, p, lo, hi):
-        return np.array([0.0 if _can_win(lo, hi).sum() == 1 else np.inf])
+    def atom_smoothness(self, p, lo, hi):
+        return np.array([0.0 if can_win(lo, hi).sum() == 1 else np.inf])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         val = xp.amax(y, axis=-1, keepdims=True)
         if Jy is None:
             return val, None
         return val, self._chain(xp, winner_subgradient(xp, y)[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.max(self._cvx_y(cvx_args))

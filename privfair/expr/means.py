@@ -46,17 +46,17 @@ class _Mean(Reduction):
     def is_atom_concave(self):
         return True
 
-    def _local_mono(self, lo, hi):
+    def atom_monotonicity(self, lo, hi):
         return np.ones((1, self.n_in))
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         return self._np_value(np.maximum(lo, 0.0)), self._np_value(np.maximum(hi, 0.0))
 
     def _outside_domain(self, lo):
         return bool(np.any(lo < 0))
 
     def _unknown_reason(self, prop, q):
-        lo = np.concatenate([a._bounds()[0] for a in self.args])
+        lo = np.concatenate([a.entry_bounds()[0] for a in self.args])
         if self._outside_domain(lo):
             return f"{self.name} is defined for non-negative arguments, but an argument's range " \
                    f"reaches {lo.min():.3g} < 0"
@@ -84,7 +84,7 @@ class GMean(_Mean):
     def _np_value(y):
         return float(np.prod(y) ** (1.0 / y.size))
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         n = self.n_in
         if self._outside_domain(lo):
             return np.full((1, n), np.inf)
@@ -104,14 +104,14 @@ class GMean(_Mean):
                     Hb[i, j] = 0.0 if f == 0 else _pow0(lo[i], 1.0 / n - 1.0, f) * _pow0(lo[j], 1.0 / n - 1.0, 1.0)
         return Hb
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         if self._outside_domain(lo):
             return np.array([np.inf])
         if self.n_in == 1:
             return np.zeros(1)
         return np.array([_beta_from_hessian_bound(self._hessian_bound(lo, hi), p)])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         n = y.shape[-1]
         g = xp.exp(xp.sum(xp.log(y), axis=-1, keepdims=True) / n)
         if Jy is None:
@@ -121,7 +121,7 @@ class GMean(_Mean):
         d = xp.where(y > 0, g / (n * y), float("inf") + 0.0 * y)
         return g, self._chain(xp, d[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.geo_mean(self._cvx_y(cvx_args))
@@ -148,7 +148,7 @@ class HMean(_Mean):
             return 0.0
         return float(y.size / np.sum(1.0 / y))
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         n = self.n_in
         if self._outside_domain(lo):
             return np.full((1, n), np.inf)
@@ -160,7 +160,7 @@ class HMean(_Mean):
             G[j] = 0.0 if np.isinf(T) else n / (1.0 + lo[j] * T) ** 2
         return G[None, :]
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         # ‖∇h‖₁ = (n/S²) Σ x_j² with x_j = 1/y_j ≤ n max_j x_j/S = n max_j 1/(1 + y_j T_j)
         if self._outside_domain(lo):
             return np.array([np.inf])
@@ -192,14 +192,14 @@ class HMean(_Mean):
                     Hb[i, j] = min(b1, b2)
         return Hb
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         if self._outside_domain(lo):
             return np.array([np.inf])
         if self.n_in == 1:
             return np.zeros(1)
         return np.array([_beta_from_hessian_bound(self._hessian_bound(lo, hi), p)])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         n = y.shape[-1]
         h = n / xp.sum(1.0 / y, axis=-1, keepdims=True)
         outside = xp.sum(xp.astype_float(y < 0, like=y), axis=-1, keepdims=True) > 0
@@ -210,7 +210,7 @@ class HMean(_Mean):
         r = xp.where(y > 0, h / y, n / xp.maximum(zeros, 1.0 + 0.0 * zeros) + 0.0 * y)
         return h, self._chain(xp, (r * r / n)[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.harmonic_mean(self._cvx_y(cvx_args))

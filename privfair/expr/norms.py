@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from .atom import Reduction
-from .elementwise import _sign_by_range
+from .elementwise import sign_by_range
 from .expression import Expression
-from .maximum import _can_win, winner_subgradient
+from .maximum import can_win, winner_subgradient
 
 
 def _magnitude_bounds(lo, hi):
@@ -28,8 +28,8 @@ class _Norm(Reduction):
     def is_atom_convex(self):
         return True
 
-    def _local_mono(self, lo, hi):
-        return _sign_by_range(lo, hi)[None, :]
+    def atom_monotonicity(self, lo, hi):
+        return sign_by_range(lo, hi)[None, :]
 
     def _repr(self):
         return f"{self.name}({self._args_repr()})"
@@ -45,21 +45,21 @@ class Norm1(_Norm):
 
     name = "norm1"
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         mlo, mhi = _magnitude_bounds(lo, hi)
         return mlo.sum(), mhi.sum()
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         return np.where((lo == 0) & (hi == 0), 0.0, 1.0)[None, :]
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.array([0.0 if np.all(_fixed_sign(lo, hi)) else np.inf])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         val = xp.sum(xp.abs(y), axis=-1, keepdims=True)
         return val, self._chain(xp, self._sign_with_range(xp, y)[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.norm1(self._cvx_y(cvx_args))
@@ -75,30 +75,30 @@ class Norm2(_Norm):
 
     name = "norm2"
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         mlo, mhi = _magnitude_bounds(lo, hi)
         return math.sqrt(np.sum(mlo ** 2)), math.sqrt(np.sum(mhi ** 2))
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         return np.where((lo == 0) & (hi == 0), 0.0, 1.0)[None, :]
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         return np.array([math.sqrt(self.n_in) if p == math.inf else 1.0])
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         r = math.sqrt(np.sum(_magnitude_bounds(lo, hi)[0] ** 2))
         if r == 0:
             return np.array([np.inf])
         return np.array([self.n_in / r if p == math.inf else 1.0 / r])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         val = xp.sqrt(xp.sum(y * y, axis=-1, keepdims=True))
         if Jy is None:
             return val, None
         safe = xp.where(val > 0, val, 1.0 + 0.0 * val)
         return val, self._chain(xp, (y / safe)[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.norm(self._cvx_y(cvx_args), 2)
@@ -114,28 +114,28 @@ class NormInf(_Norm):
 
     name = "norm_inf"
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         mlo, mhi = _magnitude_bounds(lo, hi)
         return mlo.max(), mhi.max()
 
-    def _local_gbound(self, lo, hi):
-        return _can_win(*_magnitude_bounds(lo, hi)).astype(float)[None, :]
+    def atom_coordinate_lipschitz(self, lo, hi):
+        return can_win(*_magnitude_bounds(lo, hi)).astype(float)[None, :]
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         return np.ones(1)
 
-    def _local_smooth(self, p, lo, hi):
-        win = _can_win(*_magnitude_bounds(lo, hi))
+    def atom_smoothness(self, p, lo, hi):
+        win = can_win(*_magnitude_bounds(lo, hi))
         return np.array([0.0 if win.sum() == 1 and np.all(_fixed_sign(lo, hi)[win]) else np.inf])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         a = xp.abs(y)
         val = xp.amax(a, axis=-1, keepdims=True)
         if Jy is None:
             return val, None
         return val, self._chain(xp, (winner_subgradient(xp, a) * self._sign_with_range(xp, y))[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.norm_inf(self._cvx_y(cvx_args))

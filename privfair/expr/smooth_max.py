@@ -70,32 +70,32 @@ class Lse(_SmoothMax):
     def is_atom_convex(self):
         return True
 
-    def _local_mono(self, lo, hi):
+    def atom_monotonicity(self, lo, hi):
         return np.ones((1, self.n_in))
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         return _lse_np(lo, self.eta), _lse_np(hi, self.eta)
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         with np.errstate(over="ignore"):
             others = np.exp(self.eta * (lo[None, :] - hi[:, None]))
         np.fill_diagonal(others, 0.0)
         return (1.0 / (1.0 + others.sum(axis=1)))[None, :]
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         return np.ones(1)
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         return np.array([self.eta * {1.0: 0.25, 2.0: 0.5, math.inf: 1.0}[p]])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         m = xp.amax(y, axis=-1, keepdims=True)
         val = m + xp.log(xp.sum(xp.exp(self.eta * (y - m)), axis=-1, keepdims=True)) / self.eta
         if Jy is None:
             return val, None
         return val, self._chain(xp, _softmax(xp, self.eta * y)[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         import cvxpy as cp
 
         return cp.log_sum_exp(self.eta * self._cvx_y(cvx_args)) / self.eta
@@ -127,34 +127,34 @@ class Smax(_SmoothMax):
         R = float(np.max(hi) - np.min(lo))
         return min(self.eta * R / 4.0, (self.n_in - 1) * math.exp(-2.0)), R
 
-    def _local_mono(self, lo, hi):
+    def atom_monotonicity(self, lo, hi):
         R = float(np.max(hi) - np.min(lo))
         return np.full((1, self.n_in), 1.0 if self.eta * R <= 1.0 else np.nan)
 
-    def _atom_bounds(self, lo, hi):
+    def atom_bounds(self, lo, hi):
         return np.min(lo), np.max(hi)
 
-    def _local_gbound(self, lo, hi):
+    def atom_coordinate_lipschitz(self, lo, hi):
         return np.full((1, self.n_in), 1.0 + self._neg_mass(lo, hi)[0])
 
-    def _local_lip_extra(self, p, lo, hi):
+    def atom_lipschitz_extra(self, p, lo, hi):
         return np.array([1.0 + 2.0 * self._neg_mass(lo, hi)[0]])
 
-    def _local_smooth(self, p, lo, hi):
+    def atom_smoothness(self, p, lo, hi):
         if self.n_in == 1:
             return np.zeros(1)
         R = float(np.max(hi) - np.min(lo))
         mad = min(self.eta * R / 2.0, 2.0 * (self.n_in - 1) / math.e)
         return np.array([self.eta * (4.0 + 3.0 * mad)])
 
-    def _atom_forward(self, xp, y, Jy):
+    def atom_forward(self, xp, y, Jy):
         p = _softmax(xp, self.eta * y)
         s = xp.sum(p * y, axis=-1, keepdims=True)
         if Jy is None:
             return s, None
         return s, self._chain(xp, (p * (1.0 + self.eta * (y - s)))[:, None, :], Jy)
 
-    def _cvx_atom(self, cvx_args):
+    def atom_cvxpy(self, cvx_args):
         raise ModelingError("smax", repr(self), "smax (the Boltzmann operator) is not convex and has "
                                                 "no cvxpy equivalent; use pf.lse(..., eta=...) for a "
                                                 "convex smooth maximum")

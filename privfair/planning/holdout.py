@@ -34,7 +34,7 @@ normal (CLT) interval for each coordinate of ℓ, Bonferroni over the coordinate
 constraints read, with the variance bounded by p(1 − p) at the worst p the noise allows.  A
 constraint's upper bound is the smaller of two sound ones: its maximum over the box of
 intervals (exact at the box's vertices for a convex g with a small support) and, through its
-expression's certified coordinate-wise Lipschitz matrix (``Expression._gbound``),
+expression's certified coordinate-wise Lipschitz matrix (``Expression.coordinate_lipschitz``),
 g(ℓ*) ≤ g(ℓ̂) + Σ_k U_k |ℓ*_k − ℓ̂_k|.  The rates checked are those of
 the randomized rule's predictions (0-1, not a training surrogate), with exact denominators (no
 group-mass clamp): what a user of the rule will see.
@@ -425,7 +425,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     num, den = _coordinates(G, L)
     ell = _point(C, n, num, den)
     gs = problem.g
-    U = [np.asarray(g._gbound(), dtype=float).reshape(-1) for g in gs]
+    U = [np.asarray(g.coordinate_lipschitz(), dtype=float).reshape(-1) for g in gs]
     used = sorted({int(k) for u in U for k in np.nonzero(u > 0)[0]})
     err_cells = [int(g * L * L + y * L + j) for g in range(G) for y in range(L)
                  for j in range(L) if y != j]
