@@ -108,7 +108,8 @@ UNDERSCORE_ALLOWLIST: dict[str, int] = {   # 116 reads (after the relayout)
     'privfair.privacy.release: _float_generator': 1,
     # backends: Rates' private layout (_joint, _rate, _sel, _Xc, _phiB, ...) → the public layout of ℓ
     # (Rates.layout, group_mass(), denominators(), clip_scale, phi_at_bound, ...: #17 item 2);
-    # left: TorchModel._template, postprocess._labels, and erm/ and lagrangian/ until they read the public names
+    # left: TorchModel._template, postprocess._labels, and erm/ and lagrangian/ until they read
+    # the public names
     'privfair.backends.sgda.train: _template': 1,
     'privfair.backends.lagrangian: _float_generator': 1,
     'privfair.backends.reductions.postprocessing: _labels': 1,
