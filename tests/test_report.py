@@ -168,12 +168,12 @@ def test_html_shows_each_formula_once_as_mathml(rep, cells_rep):
     """#20: each formula was shown twice (MathML, then its LaTeX source as visible text)."""
     import html as _html
 
-    from privfair.reports.render import _formulas
+    from privfair.reports.render import formulas
 
     for r in (rep, cells_rep):
         page = r.to_html()
         assert "<code>" not in page
-        for _, _, tex, _ in _formulas(r):
+        for _, _, tex, _ in formulas(r):
             esc = _html.escape(tex)
             assert page.count(esc) == 1, tex            # once, and only as an annotation
             i = page.index(esc)
@@ -247,7 +247,7 @@ def test_html_renders_analysis_plan_and_certificate_as_tables(solved, data):
     # Certificate: one row per release with mechanism, sensitivity, noise scale, ε, δ, theorem
     cert = _section(page, "Privacy certificate")
     ev = res.certificate.releases[0]
-    from privfair.privacy.events import _fmt
+    from privfair.privacy.events import fmt_number as _fmt
 
     row = _cells(cert.split("<th>theorem</th>")[1])
     assert row[1].startswith(ev.mechanism) and row[2].startswith(_fmt(ev.sensitivity))
@@ -484,7 +484,7 @@ def test_backends_as_a_string_is_one_name(data):
 
 
 def test_sample_sizes_are_rounded_up(rep):
-    from privfair.reports.render import _n
+    from privfair.reports.render import format_n as _n
 
     assert (_n(24.49), _n(24.0), _n(0.3), _n(1234.2), _n(math.inf)) == (
         "25", "24", "1", "1,235", "∞ (not reached ≤ 1e12)")
@@ -656,9 +656,9 @@ def test_impractical_iteration_counts_are_labelled():
 
 def test_the_theorem_table_labels_an_impractical_T(rep):
     """The report's theorem table labels every T above 10⁸ (value and T columns)."""
-    from privfair.reports.render import _theorem_rows
+    from privfair.reports.render import theorem_rows
 
-    rows = _theorem_rows(rep)
+    rows = theorem_rows(rep)
     assert any(e.T_needed is not None and e.T_needed > 1e8 for e in rep.theorems)
     for row, e in zip(rows, rep.theorems):
         if e.T_needed is not None and e.applies:

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .composition import RULES
-from .events import _fmt
+from .events import fmt_number
 from .spec import RELATIONS
 
 __all__ = ["Certificate"]
@@ -68,24 +68,26 @@ class Certificate:
     def rule_description(self) -> str:
         return RULES.get(self.rule, self.rule)
 
-    def _headline(self) -> str:
+    def headline(self) -> str:
+        """One line: "(ε, δ)-differentially private", or that the run is not private."""
         if not self.is_private:
             return "NOT PRIVATE (ε = ∞): a non-private reference run"
-        d = "0" if self.delta == 0 else _fmt(self.delta)
-        return f"({_fmt(self.epsilon)}, {d})-differentially private"
+        d = "0" if self.delta == 0 else fmt_number(self.delta)
+        return f"({fmt_number(self.epsilon)}, {d})-differentially private"
 
-    def _numerics(self) -> str:
+    def numerics(self) -> str:
+        """One sentence: whether all noise was sampled exactly or some was idealized."""
         if self.idealized_numerics:
             return ("IDEALIZED: some noise was drawn with floating-point samplers; the guarantee "
                     "is that of the ideal real-valued mechanism")
         return "exact: all noise was sampled exactly and rounded as post-processing"
 
     def to_text(self) -> str:
-        lines = ["privfair privacy certificate", "=" * 28, self._headline()]
+        lines = ["privfair privacy certificate", "=" * 28, self.headline()]
         lines.append(f"neighbouring datasets: {RELATIONS.get(self.relation, self.relation)}")
         if self.is_private:
             lines.append(f"composition: {self.rule} — {self.rule_description}")
-        lines.append(f"numerics: {self._numerics()}")
+        lines.append(f"numerics: {self.numerics()}")
         if self.seeded:
             lines.append("randomness: SEEDED generator (reproducible, not cryptographic) used")
         if self.releases:
@@ -95,7 +97,7 @@ class Certificate:
                 lines.append(f"     theorem: {ev.theorem}")
                 if ev.sampler:
                     lines.append(f"     sampler: {ev.sampler}")
-        tried = [f"{r}: {_fmt(e)}" for r, e in self.candidates.items() if e is not None]
+        tried = [f"{r}: {fmt_number(e)}" for r, e in self.candidates.items() if e is not None]
         if tried:
             lines.append("ε by rule at this δ: " + ", ".join(tried))
         for note in self.notes:
@@ -103,11 +105,11 @@ class Certificate:
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        out = ["### Privacy certificate", "", f"**{self._headline()}**", "",
+        out = ["### Privacy certificate", "", f"**{self.headline()}**", "",
                f"- Neighbouring datasets: {RELATIONS.get(self.relation, self.relation)}"]
         if self.is_private:
             out.append(f"- Composition: `{self.rule}` — {self.rule_description}")
-        out.append(f"- Numerics: {self._numerics()}")
+        out.append(f"- Numerics: {self.numerics()}")
         if self.seeded:
             out.append("- Randomness: seeded generator (reproducible, not cryptographic)")
         if self.releases:
@@ -115,17 +117,17 @@ class Certificate:
                     "| theorem | sampler |",
                     "|---|---|---|---|---|---|---|---|---|"]
             for i, ev in enumerate(self.releases, 1):
-                sens = "—" if ev.sensitivity is None else f"{_fmt(ev.sensitivity)} ({ev.norm})"
+                sens = "—" if ev.sensitivity is None else f"{fmt_number(ev.sensitivity)} ({ev.norm})"
                 cost = "—" if ev.epsilon is None else (
-                    f"{_fmt(ev.epsilon)}, {_fmt(ev.delta) if ev.delta else 0}")
-                scale = _fmt(ev.scale)
+                    f"{fmt_number(ev.epsilon)}, {fmt_number(ev.delta) if ev.delta else 0}")
+                scale = fmt_number(ev.scale)
                 if ev.sampling_rate is not None:
-                    scale += f", q={_fmt(ev.sampling_rate)} ({ev.neighbouring})"
+                    scale += f", q={fmt_number(ev.sampling_rate)} ({ev.neighbouring})"
                 cells = [str(i), ev.mechanism, str(ev.count), sens, ev.sensitivity_source, scale,
                          cost, ev.theorem, ev.sampler + (" **(idealized)**" if ev.idealized
                                                          else "")]
                 out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        tried = [f"`{r}` {_fmt(e)}" for r, e in self.candidates.items() if e is not None]
+        tried = [f"`{r}` {fmt_number(e)}" for r, e in self.candidates.items() if e is not None]
         if tried:
             out += ["", "ε by rule at this δ: " + ", ".join(tried)]
         for note in self.notes:

@@ -158,17 +158,17 @@ class Event:
         if self.count > 1:
             parts[0] += f" ×{self.count}"
         if self.sensitivity is not None:
-            parts.append(f"Δ={_fmt(self.sensitivity)} ({self.norm}; {self.sensitivity_source})")
+            parts.append(f"Δ={fmt_number(self.sensitivity)} ({self.norm}; {self.sensitivity_source})")
         if self.scale is not None:
             name = {"laplace": "b", "gaussian": "σ", "subsampled_gaussian": "σ"}.get(
                 self.mechanism, "temperature")
-            parts.append(f"{name}={_fmt(self.scale)}")
+            parts.append(f"{name}={fmt_number(self.scale)}")
         if self.sampling_rate is not None:
-            parts.append(f"q={_fmt(self.sampling_rate)} ({self.neighbouring})")
+            parts.append(f"q={fmt_number(self.sampling_rate)} ({self.neighbouring})")
         if self.epsilon is not None:
-            cost = f"ε={_fmt(self.epsilon)}"
+            cost = f"ε={fmt_number(self.epsilon)}"
             if self.delta:
-                cost += f", δ={_fmt(self.delta)}"
+                cost += f", δ={fmt_number(self.delta)}"
             parts.append(cost + (" each" if self.count > 1 else ""))
         if self.idealized:
             parts.append("idealized float noise")
@@ -183,7 +183,8 @@ class Release:
     event: Event
 
 
-def _fmt(x) -> str:
+def fmt_number(x) -> str:
+    """A number for certificates and reports: six significant digits, ``∞``, and ``—`` for None."""
     if x is None:
         return "—"
     if isinstance(x, float):

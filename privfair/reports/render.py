@@ -14,7 +14,7 @@ import textwrap
 from ..util.tables import markdown_table, text_table
 
 
-def _n(v):
+def format_n(v):
     """A sample size n (needed, or a lower bound n ≥ ...): rounded up, never down."""
     if v is None:
         return "—"
@@ -37,7 +37,7 @@ def _ratio(v, n):
 def n_cell(v, n):
     """A sample size n needed for α, and how it compares with the data's n: a guarantee that
     needs more rows than the data has says nothing about this data."""
-    s = _n(v)
+    s = format_n(v)
     if (n and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             and v > n):
         s += f" ({_ratio(v, n)} the data's n)"
@@ -92,7 +92,7 @@ def _bound_rows(rep):
 
 
 def _lower_rows(rep):
-    return [(lb.theorem, lb.name, _n(lb.n), "yes" if lb.applies else "no", lb.note)
+    return [(lb.theorem, lb.name, format_n(lb.n), "yes" if lb.applies else "no", lb.note)
             for lb in rep.lower_bounds]
 
 
@@ -107,13 +107,15 @@ def _eo_rows(rep):
     e = rep.eo
     if e is None:   # the decision set has no VC dimension (e.g. ProxyCells)
         return []
-    return [("[A] Cor 8.9", "|A|⁴·VC/(εα³)", _n(e["agarwal"])),
-            ("[A] Cor 8.9, corrected α power", "|A|⁴·VC/(εα⁴)", _n(e["agarwal_corrected"])),
+    return [("[A] Cor 8.9", "|A|⁴·VC/(εα³)", format_n(e["agarwal"])),
+            ("[A] Cor 8.9, corrected α power", "|A|⁴·VC/(εα⁴)", format_n(e["agarwal_corrected"])),
             ("[A] Cor C.2 ([J] Thm 4.4)", f"|A|³·VC/(εα^(3+r)), r={e['r']:.3g}",
-             _n(e["jagielski"]))]
+             format_n(e["jagielski"]))]
 
 
-def _theorem_rows(rep):
+def theorem_rows(rep):
+    """One row per theorem entry of ``rep``: (theorem, constants, preconditions, value at n,
+    n for α, T)."""
     out = []
     for e in rep.theorems:
         if not e.applies:
@@ -121,7 +123,7 @@ def _theorem_rows(rep):
             # constants would read as a guarantee it does not give (the notes say why)
             out.append((e.cite, e.constants, "does not apply", "—", "—", "—"))
             continue
-        val = "—" if e.value is None else f"{e.quantity} = {_r(e.value) if e.value < 1e4 else _n(e.value)}"
+        val = "—" if e.value is None else f"{e.quantity} = {_r(e.value) if e.value < 1e4 else format_n(e.value)}"
         sc = getattr(rep, "scale", None)
         if e.quantity == "excess of h" and sc is not None and sc.vacuous(e.value):
             val += f" [vacuous: ≥ {sc.range_h:.4g}]"
@@ -190,7 +192,7 @@ TABLES = (
     ("Upper bounds (each backend's theorem, via its plan)", _bound_rows,
      ("backend", "bound at n", "in error/violation terms", "n for α", "theorem")),
     ("Theorems (checked against this problem; n for α where the theorem gives one)",
-     _theorem_rows, ("theorem", "constants", "preconditions", "value at n", "n for α", "T")),
+     theorem_rows, ("theorem", "constants", "preconditions", "value at n", "n for α", "T")),
     ("Lower bounds ([A] §6)", _lower_rows, ("theorem", "setting", "n ≥", "applies", "note")),
     ("Equalized odds: [A] against [J]", _eo_rows, ("source", "order", "n₀ (constant 1)")),
     ("Measured excess risk of h (non-private reference; not released)", _meas_rows,
@@ -248,7 +250,7 @@ def _glance(rep):
         pick = next((b for b in rep.bounds if b.backend == result.backend), None)
         cert = getattr(result, "certificate", None)
         if cert is not None:
-            out.append(f"Released decision: backend {result.backend}, {cert._headline()}.")
+            out.append(f"Released decision: backend {result.backend}, {cert.headline()}.")
     if pick is None and rep.bounds:
         pick = rep.bounds[0]
         out.append(f"Planner's choice: {pick.backend} ({pick.theorem}).")
@@ -274,10 +276,10 @@ def _glance(rep):
     if v is not None and math.isinf(v):
         out.append(f"The bound does not reach α = {rep.alpha:g} at any n ≤ 1e12.")
     elif v is not None and v > rep.n:
-        out.append(f"It reaches α = {rep.alpha:g} at n = {_n(v)}, {_ratio(v, rep.n)} this "
+        out.append(f"It reaches α = {rep.alpha:g} at n = {format_n(v)}, {_ratio(v, rep.n)} this "
                    f"data's n = {rep.n:,}: no guarantee at α on this data.")
     elif v is not None:
-        out.append(f"It reaches α = {rep.alpha:g} at n = {_n(v)} ≤ this data's n = {rep.n:,}.")
+        out.append(f"It reaches α = {rep.alpha:g} at n = {format_n(v)} ≤ this data's n = {rep.n:,}.")
     return out
 
 
@@ -329,7 +331,9 @@ def to_text(rep):
     return "\n".join(out + _footer(rep))
 
 
-def _formulas(rep):
+def formulas(rep):
+    """The formulas of ``rep`` (bounds, lower bounds, theorems, EO orders), each once, as
+    (label, sympy expression, LaTeX, values) tuples."""
     import sympy as sp
 
     out = []
@@ -379,7 +383,7 @@ def to_markdown(rep):
     if rep.theorems:
         lines += ["## Theorem notes", ""] + [f"- {x}" for x in _theorem_notes(rep)] + [""]
     lines += ["## Formulas", ""]
-    for title, _, tex, vals in _formulas(rep):
+    for title, _, tex, vals in formulas(rep):
         extra = (" with " + ", ".join(f"{k}={_r(v) if isinstance(v, float) else v}"
                                       for k, v in vals.items())) if vals else ""
         lines.append(f"- {title}: $${tex}$${extra}")
@@ -723,20 +727,20 @@ def plans_html(plans, scale=None):
 def certificate_html(cert):
     """A :class:`~privfair.privacy.certificate.Certificate` as a summary table and one row per
     release (mechanism, sensitivity, noise scale, ε and δ each, theorem)."""
-    from ..privacy.events import _fmt
+    from ..privacy.events import fmt_number as _fmt
     from ..privacy.spec import RELATIONS
 
     e = html.escape
     kv = [("neighbouring datasets", RELATIONS.get(cert.relation, cert.relation))]
     if cert.is_private:
         kv.append(("composition", f"{cert.rule} — {cert.rule_description}"))
-    kv.append(("numerics", cert._numerics()))
+    kv.append(("numerics", cert.numerics()))
     if cert.seeded:
         kv.append(("randomness", "seeded generator (reproducible, not cryptographic)"))
     tried = [f"{r}: {_fmt(x)}" for r, x in cert.candidates.items() if x is not None]
     if tried:
         kv.append(("ε by rule at this δ", ", ".join(tried)))
-    parts = [f"<p class='headline'>{e(cert._headline())}</p>", html_table(None, kv, cls="kv")]
+    parts = [f"<p class='headline'>{e(cert.headline())}</p>", html_table(None, kv, cls="kv")]
     if cert.releases:
         rows = []
         for i, ev in enumerate(cert.releases, 1):
@@ -843,7 +847,7 @@ def to_html(rep, title=None, sections=()):
                                                           for x in _theorem_notes(rep)) + "</ul>")
     parts.append("<h2>Formulas</h2><p class='note'>Each formula once, as MathML; its LaTeX "
                  "source is embedded in the formula (an annotation) for copying.</p><dl>")
-    for title, expr, tex, vals in _formulas(rep):
+    for title, expr, tex, vals in formulas(rep):
         extra = ("<div class='note'>with " + e(", ".join(
             f"{k} = {_r(v) if isinstance(v, float) else v}" for k, v in vals.items()))
             + "</div>") if vals else ""
