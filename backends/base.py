@@ -170,7 +170,7 @@ def objective_range(problem):
 
     lo, hi = problem.f.range()
     rates = getattr(problem, "rates", None)
-    aff = problem.f._affine() if hasattr(problem.f, "_affine") else None
+    aff = problem.f.affine_form()
     if rates is None or getattr(rates, "surrogate", None) is not None or aff is None:
         return float(lo), float(hi)
     A, b = aff

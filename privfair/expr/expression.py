@@ -387,10 +387,6 @@ class Expression(OperatorsMixin):
         """
         return self._cached("affine", self._compute_affine)
 
-    #: the former private name, read by ``backends/base.py`` (``hasattr(f, "_affine")``) until
-    #: it calls :meth:`affine_form` (#17)
-    _affine = affine_form
-
     def _compute_affine(self):
         return None
 
