@@ -279,7 +279,7 @@ class LagrangianSGDA(Backend):
 
     # ----------------------------------------------------------------------------- run
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
-        from privfair.privacy.mechanisms import _float_generator
+        from privfair.privacy.mechanisms import float_generator
         from privfair.privacy.randomness import as_source
         from privfair.results.result import Result
 
@@ -297,7 +297,7 @@ class LagrangianSGDA(Backend):
             adapter = LinearAdapter(r, log_objective=log_obj, sharpness=P["sharpness"],
                                     cost_sensitive=P["objective_surrogate"] == "cost_log")
         draws = plan.schedule.open(accountant, rng) if plan.schedule is not None else None
-        gen = _float_generator(draws.source if draws is not None else as_source(rng))
+        gen = float_generator(draws.source if draws is not None else as_source(rng))
         ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress)
         if P["output"] == "last" or not ckpts:
             decisions, weights = [state["last"]], [1.0]

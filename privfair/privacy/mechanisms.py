@@ -119,7 +119,7 @@ def _as_scores(scores) -> np.ndarray:
     return arr
 
 
-def _float_generator(src: RandomSource) -> np.random.Generator:
+def float_generator(src: RandomSource) -> np.random.Generator:
     """A numpy Generator for the idealized fast path: the caller's own, or one seeded with 256
     bits of OS entropy (unpredictable, but PCG64 is not a cryptographic generator)."""
     if isinstance(src, GeneratorSource):
@@ -197,7 +197,7 @@ def laplace_mechanism(value, sensitivity, epsilon, rng=None, *, accountant=None,
     if exact:
         noisy = laplace_floats(values, scale, src)
     else:
-        noisy = values + _float_generator(src).laplace(0.0, scale, size=values.shape)
+        noisy = values + float_generator(src).laplace(0.0, scale, size=values.shape)
     out = restore(noisy)
     return Release(out, event) if return_event else out
 
@@ -228,7 +228,7 @@ def gaussian_mechanism(value, sensitivity, epsilon, delta, rng=None, *, accounta
     if exact:
         noisy = gaussian_floats(values, sigma, src)
     else:
-        noisy = values + sigma * _float_generator(src).standard_normal(size=values.shape)
+        noisy = values + sigma * float_generator(src).standard_normal(size=values.shape)
     out = restore(noisy)
     return Release(out, event) if return_event else out
 
@@ -246,7 +246,7 @@ def gaussian_noise_vector(shape, sigma, rng=None, *, namespace: str = "numpy", d
     src = as_source(rng)
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
     if namespace == "numpy":
-        out = sig * _float_generator(src).standard_normal(size=shape)
+        out = sig * float_generator(src).standard_normal(size=shape)
         return out if dtype is None else out.astype(dtype)
     if namespace == "torch":
         import torch

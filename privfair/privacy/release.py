@@ -321,9 +321,9 @@ class Draws:
         return rel, None if scale is None else scale * _MULT.get()
 
     def _generator(self) -> np.random.Generator:
-        from .mechanisms import _float_generator
+        from .mechanisms import float_generator
 
-        return _float_generator(self.source)
+        return float_generator(self.source)
 
     def laplace(self, name: str, value):
         """``value`` + Laplace(b) per coordinate (b = the event's scale)."""
