@@ -21,7 +21,7 @@ from privfair.errors import BackendRefusedError, InvalidPrivacyError
 from privfair.privacy import (Accountant, exponential_mechanism, gaussian_event, laplace_event,
                               subsampled_gaussian_event,
                               laplace_mechanism, permute_and_flip, pure_event)
-from privfair.privacy import _exact
+from privfair.privacy import exact
 from privfair.privacy import composition as C
 from privfair.privacy.calibration import calibrate_advanced
 from privfair.privacy.gaussian import gaussian_epsilon
@@ -137,7 +137,7 @@ def test_gamma_is_exact_beyond_int64():
     den = 2**47 + 13
     gap = rng.integers(0, 2**50, size=40)
     for eps_num in (3, 2**40 + 7, 2**61 + 5, 10**30 + 1, 10**300 + 7):
-        whole, frac = _exact._gamma(gap, eps_num, den)
+        whole, frac = exact.gamma(gap, eps_num, den)
         assert frac.dtype == np.int64
         for g, w, f in zip(gap.tolist(), whole.tolist(), frac.tolist()):
             q = Fraction(eps_num * g, den)
@@ -148,7 +148,7 @@ def test_accept_handles_python_int_exponents():
     src = as_source(0)
     whole = np.array([0, 10**40, 2**70, 1], dtype=object)
     frac = np.array([0, 0, 5, 0], dtype=np.int64)
-    ok = _exact._accept(whole, frac, 10, src)
+    ok = exact.accept(whole, frac, 10, src)
     assert ok.dtype == bool and ok[0] and not ok[1] and not ok[2]
 
 

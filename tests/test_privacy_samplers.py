@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 import privfair.privacy as pp
-from privfair.privacy import _exact
+from privfair.privacy import exact
 from privfair.privacy.randomness import GeneratorSource, SystemSource
 from privfair.errors import InvalidInputError
 from privfair.privacy.testing import goodness_of_fit
@@ -30,7 +30,7 @@ def laplace_draws():
 @pytest.fixture(scope="module")
 def gaussian_draws():
     src = GeneratorSource(np.random.default_rng(102))
-    return _exact.gaussian_floats(np.full(N, -1.5), 2.5, src) + 1.5
+    return exact.gaussian_floats(np.full(N, -1.5), 2.5, src) + 1.5
 
 
 def test_laplace_goodness_of_fit_and_power(laplace_draws):
@@ -71,20 +71,20 @@ def test_exact_sampler_agrees_with_opendp():
 
 
 def test_release_is_correctly_rounded_post_processing():
-    """_round_release returns fl(value + sign·scale·(k + U)) for U's eventual bits."""
+    """round_release returns fl(value + sign·scale·(k + U)) for U's eventual bits."""
     src = GeneratorSource(np.random.default_rng(5))
     for value, scale in [(0.1, 3.0), (1e16, 1e-3), (-2.5, 7.25), (5e-324, 1.0)]:
         for _ in range(200):
             k = int(src.below(5))
             sign = 1 if src.word() >> 63 else -1
             u = [src.word(), 64]
-            out = _exact._round_release(value, scale, sign, k, u, src)
+            out = exact.round_release(value, scale, sign, k, u, src)
             m, n = u
-            exact = Fraction(value) + sign * Fraction(scale) * (k + Fraction(m, 2**n))
+            real = Fraction(value) + sign * Fraction(scale) * (k + Fraction(m, 2**n))
             # the returned float is the correctly rounded value of every point of U's interval
-            assert out == float(exact)
-            assert out == float(exact + sign * Fraction(scale) * Fraction(1, 2**n)) or \
-                out == float(exact + sign * Fraction(scale) * Fraction(1, 2**(n + 1)))
+            assert out == float(real)
+            assert out == float(real + sign * Fraction(scale) * Fraction(1, 2**n)) or \
+                out == float(real + sign * Fraction(scale) * Fraction(1, 2**(n + 1)))
 
 
 def test_large_value_small_noise_is_rounded_not_leaked():
@@ -118,10 +118,10 @@ def test_lazy_comparison_extends_ties_exactly():
     # equal 64-bit prefixes; the next words (u: 7, v: 7) tie again; then u: 5 < v: 9
     src = ScriptedSource([7, 7, 5, 9])
     u, v = [123, 64], [123, 64]
-    assert _exact._less(u, v, src) is True
+    assert exact.less(u, v, src) is True
     assert u == [((123 << 64 | 7) << 64) | 5, 192] and v == [((123 << 64 | 7) << 64) | 9, 192]
     # and the comparison is consistent afterwards (no new bits needed)
-    assert _exact._less(v, u, ScriptedSource([])) is False
+    assert exact.less(v, u, ScriptedSource([])) is False
 
 
 def test_lazy_comparison_matches_fractions():
@@ -129,7 +129,7 @@ def test_lazy_comparison_matches_fractions():
     for _ in range(2000):
         a = [int(src.below(2**20)) << 44, 64]
         b = [a[0] if src.word() >> 63 else int(src.word()), 64]
-        res = _exact._less(a, b, src)
+        res = exact.less(a, b, src)
         fa = Fraction(a[0], 2**a[1])
         fb = Fraction(b[0], 2**b[1])
         assert res == (fa < fb)
@@ -138,24 +138,24 @@ def test_lazy_comparison_matches_fractions():
 @pytest.mark.parametrize("num,den", [(0, 1), (1, 2), (1, 1), (7, 3), (25, 10), (3, 1000)])
 def test_bernoulli_exp_frequency(num, den):
     src = GeneratorSource(np.random.default_rng(num * 31 + den))
-    draws = _exact.bernoulli_exp(np.full(200_000, num), den, src)
+    draws = exact.bernoulli_exp(np.full(200_000, num), den, src)
     p = math.exp(-num / den)
     assert abs(draws.mean() - p) < 5 * math.sqrt(p * (1 - p) / draws.size) + 1e-12
 
 
 def test_bernoulli_exp_power():
     src = GeneratorSource(np.random.default_rng(11))
-    draws = _exact.bernoulli_exp(np.full(200_000, 1), 1, src)
+    draws = exact.bernoulli_exp(np.full(200_000, 1), 1, src)
     assert abs(draws.mean() - math.exp(-1.3)) > 0.05   # exp(-1) is distinguished from exp(-1.3)
 
 
 def test_small_helpers_exact():
     src = GeneratorSource(np.random.default_rng(12))
-    counts = np.bincount([_exact._small_below(6, src) for _ in range(60_000)], minlength=6)
+    counts = np.bincount([exact.small_below(6, src) for _ in range(60_000)], minlength=6)
     assert stats.chisquare(counts).pvalue > 1e-4
-    half = np.mean([_exact._bernoulli_exp_minus_half(src) for _ in range(100_000)])
+    half = np.mean([exact.bernoulli_exp_minus_half(src) for _ in range(100_000)])
     assert abs(half - math.exp(-0.5)) < 0.006
-    one = np.mean([_exact._bernoulli_exp_minus_one(src) for _ in range(100_000)])
+    one = np.mean([exact.bernoulli_exp_minus_one(src) for _ in range(100_000)])
     assert abs(one - math.exp(-1.0)) < 0.006
 
 
@@ -172,7 +172,7 @@ def test_uniform_permutation_is_uniform():
     src = GeneratorSource(np.random.default_rng(13))
     counts = {}
     for _ in range(24_000):
-        key = tuple(_exact.uniform_permutation(4, src))
+        key = tuple(exact.uniform_permutation(4, src))
         counts[key] = counts.get(key, 0) + 1
     assert len(counts) == 24
     assert stats.chisquare(list(counts.values())).pvalue > 1e-4
@@ -181,7 +181,7 @@ def test_uniform_permutation_is_uniform():
 def test_uniform_permutation_redraws_ties():
     # first 3 keys contain a tie → the whole draw is repeated
     src = ScriptedSource([5, 5, 1, 3, 2, 9])
-    order = _exact.uniform_permutation(3, src)
+    order = exact.uniform_permutation(3, src)
     assert list(order) == [1, 0, 2]   # keys 3, 2, 9
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import privfair.privacy as pp
-from privfair.privacy import _exact
+from privfair.privacy import exact
 from privfair.privacy.randomness import GeneratorSource
 from privfair.privacy.testing import check_dp, estimate_delta, goodness_of_fit
 
@@ -33,8 +33,8 @@ def test_laplace_neighbours_pass_and_half_noise_fails():
     assert check_dp(a, b, eps, 0.0, bins=20).passed
     # negative control: the same exact sampler with half the scale (truly 2ε-DP)
     scale = pp.laplace_scale(sens, eps) / 2
-    a2 = _exact.laplace_floats(np.zeros(N), scale, _src(203))
-    b2 = _exact.laplace_floats(np.ones(N), scale, _src(204))
+    a2 = exact.laplace_floats(np.zeros(N), scale, _src(203))
+    b2 = exact.laplace_floats(np.ones(N), scale, _src(204))
     res = check_dp(a2, b2, eps, 0.0, bins=20)
     assert not res.passed
     # the estimate is close to the true δ of Lap with ε_true = 2 at ε = 1: 1 − e^{-1/2}
@@ -60,8 +60,8 @@ def test_gaussian_neighbours_pass_and_half_noise_fails():
     b = pp.gaussian_mechanism(np.ones(N), sens, eps, delta, rng=212)
     assert check_dp(a, b, eps, delta, bins=20).passed
     sigma = pp.calibrate_gaussian_sigma(sens, eps, delta) / 2
-    a2 = _exact.gaussian_floats(np.zeros(N), sigma, _src(213))
-    b2 = _exact.gaussian_floats(np.ones(N), sigma, _src(214))
+    a2 = exact.gaussian_floats(np.zeros(N), sigma, _src(213))
+    b2 = exact.gaussian_floats(np.ones(N), sigma, _src(214))
     res = check_dp(a2, b2, eps, delta, bins=20)
     assert not res.passed
     assert res.delta == pytest.approx(pp.gaussian_delta(eps, sens / sigma), abs=0.01)

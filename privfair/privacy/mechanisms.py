@@ -6,7 +6,7 @@ records it in ``accountant`` (if given; a limited accountant may refuse) and onl
 randomness.  They return the release itself — a float / array / index — or, with
 ``return_event=True``, a :class:`~privfair.privacy.events.Release` holding both.
 
-Samplers (see :mod:`._exact` for the proofs):
+Samplers (see :mod:`.exact` for the proofs):
 
 * ``laplace_mechanism`` / ``gaussian_mechanism`` (``exact=True``, the default): exact continuous
   noise from uniform bits, the release correctly rounded to a float — post-processing of the
@@ -31,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import InvalidInputError
-from ._exact import (exponential_mechanism_index, exponential_mechanism_indices,
+from .exact import (exponential_mechanism_index, exponential_mechanism_indices,
                      gaussian_floats, laplace_floats, permute_and_flip_index,
                      permute_and_flip_indices)
 from ._validate import check_count

@@ -1,7 +1,7 @@
 """Where privfair's randomness comes from.
 
 Every sampler in :mod:`privfair.privacy` consumes *uniform random bits* and nothing else: all
-distributions are built from them with exact integer comparisons (see :mod:`._exact`).  A
+distributions are built from them with exact integer comparisons (see :mod:`.exact`).  A
 :class:`RandomSource` supplies those bits:
 
 * ``rng=None`` (the default): :class:`SystemSource`, 64-bit words read from ``os.urandom`` — the

@@ -44,7 +44,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InvalidPrivacyError
-from ._exact import gaussian_floats, laplace_floats
+from .exact import gaussian_floats, laplace_floats
 from .events import Event
 
 __all__ = ["calibrate", "FAST_RULES", "Scheduled", "Schedule", "Draws", "reduced_noise",

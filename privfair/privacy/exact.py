@@ -35,6 +35,11 @@ Discrete choices: Bernoulli(exp(-γ)) for rational γ
     vectorized with numpy over int64 numerators (Python integers where ε·gap exceeds int64 —
     a huge ε — so γ is never rounded, wrapped or clipped); Bernoulli(n/d) is "a uniform integer
     in [0, d) is < n", which is exact.  Used by the exponential mechanism and permute-and-flip.
+
+The building blocks (``less``, ``small_below``, ``bernoulli_exp_minus_half``/``_one``,
+``round_release``, ``gamma``, ``accept``) are public names so that tests check each one's
+exactness directly (docs/privacy.md §5); this module is the privacy core's internals, not a user
+API: production code draws noise through :mod:`privfair.privacy.release`.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ __all__ = [
 # Lazy uniforms (scalar, pure Python integers)
 
 
-def _less(u: list, v: list, src: RandomSource) -> bool:
+def less(u: list, v: list, src: RandomSource) -> bool:
     """Exact ``u < v`` for lazy uniforms ``[m, n]`` (extends the shorter / both as needed)."""
     word = src.word
     while True:
@@ -77,7 +82,7 @@ def _less(u: list, v: list, src: RandomSource) -> bool:
         v[1] += 64
 
 
-def _small_below(m: int, src: RandomSource) -> int:
+def small_below(m: int, src: RandomSource) -> int:
     """A uniform integer in [0, m) by rejection on the top bits of 64-bit words."""
     b = (m - 1).bit_length()
     if b == 0:
@@ -95,12 +100,12 @@ def _run_is_even(start: list, src: RandomSource) -> bool:
     prev, n = start, 0
     while True:
         z = [src.word(), 64]
-        if not _less(z, prev, src):
+        if not less(z, prev, src):
             return n % 2 == 0
         prev, n = z, n + 1
 
 
-def _bernoulli_exp_minus_half(src: RandomSource) -> bool:
+def bernoulli_exp_minus_half(src: RandomSource) -> bool:
     """True with probability exp(-1/2): the run started at the constant 1/2."""
     z = [src.word(), 64]
     if z[0] >> 63:  # z ≥ 1/2: the run is empty (length 0, even)
@@ -108,7 +113,7 @@ def _bernoulli_exp_minus_half(src: RandomSource) -> bool:
     return not _run_is_even(z, src)  # run length is 1 + (length of the run started at z)
 
 
-def _bernoulli_exp_minus_one(src: RandomSource) -> bool:
+def bernoulli_exp_minus_one(src: RandomSource) -> bool:
     """True with probability exp(-1): the run started at 1 (every uniform is < 1)."""
     z = [src.word(), 64]
     return not _run_is_even(z, src)
@@ -119,12 +124,12 @@ def _karney_b(k: int, x: list, src: RandomSource) -> bool:
     n, y, m = 0, x, 2 * k + 2
     while True:
         z = [src.word(), 64]
-        if not _less(z, y, src):
+        if not less(z, y, src):
             break
         # Bernoulli((2k + x)/(2k + 2)): f uniform in {0..2k+1}; f < 2k → yes; f = 2k → [r < x].
-        f = _small_below(m, src)
+        f = small_below(m, src)
         if f == 2 * k:
-            if not _less([src.word(), 64], x, src):
+            if not less([src.word(), 64], x, src):
                 break
         elif f > 2 * k:
             break
@@ -136,9 +141,9 @@ def _standard_normal_parts(src: RandomSource):
     """(sign, k, x) with sign·(k + x) ~ N(0, 1) exactly (Karney 2016, Algorithm N)."""
     while True:
         k = 0
-        while _bernoulli_exp_minus_half(src):
+        while bernoulli_exp_minus_half(src):
             k += 1
-        if not all(_bernoulli_exp_minus_half(src) for _ in range(k * (k - 1))):
+        if not all(bernoulli_exp_minus_half(src) for _ in range(k * (k - 1))):
             continue
         x = [src.word(), 64]
         if not all(_karney_b(k, x, src) for _ in range(k + 1)):
@@ -150,7 +155,7 @@ def _standard_normal_parts(src: RandomSource):
 def _standard_exponential_parts(src: RandomSource):
     """(k, v) with k + v ~ Exponential(1) exactly (von Neumann 1951)."""
     k = 0
-    while _bernoulli_exp_minus_one(src):
+    while bernoulli_exp_minus_one(src):
         k += 1
     while True:
         v = [src.word(), 64]
@@ -158,7 +163,7 @@ def _standard_exponential_parts(src: RandomSource):
             return k, v
 
 
-def _round_release(value: float, scale: float, sign: int, k: int, u: list, src) -> float:
+def round_release(value: float, scale: float, sign: int, k: int, u: list, src) -> float:
     """The float nearest to value + sign·scale·(k + U), U the lazy uniform ``u``.
 
     value = vn/2^ve and scale = sn/2^se are exact dyadic rationals; with U ∈ [m/2^n, (m+1)/2^n)
@@ -193,7 +198,7 @@ def laplace_floats(values, scale: float, src: RandomSource) -> np.ndarray:
     for i, v in enumerate(values.ravel().tolist()):
         k, u = _standard_exponential_parts(src)
         sign = -1 if src.word() >> 63 else 1
-        out[i] = _round_release(v, scale, sign, k, u, src)
+        out[i] = round_release(v, scale, sign, k, u, src)
     return out.reshape(values.shape)
 
 
@@ -203,7 +208,7 @@ def gaussian_floats(values, sigma: float, src: RandomSource) -> np.ndarray:
     out = np.empty(values.size, dtype=np.float64)
     for i, v in enumerate(values.ravel().tolist()):
         sign, k, x = _standard_normal_parts(src)
-        out[i] = _round_release(v, sigma, sign, k, x, src)
+        out[i] = round_release(v, sigma, sign, k, x, src)
     return out.reshape(values.shape)
 
 
@@ -230,18 +235,18 @@ def bernoulli_exp(num, den: int, src: RandomSource) -> np.ndarray:
     """Independent Bernoulli(exp(-num_i/den)) draws; num an int64 array ≥ 0, den > 0."""
     num = np.asarray(num, dtype=np.int64).ravel()
     whole, frac = np.divmod(num, int(den))
-    return _accept(whole, frac, int(den), src)
+    return accept(whole, frac, int(den), src)
 
 
 _INT64_SAFE = 2**62
 
 
-def _gamma(gap: np.ndarray, eps_num: int, den: int):
+def gamma(gap: np.ndarray, eps_num: int, den: int):
     """γ_i = eps_num·gap_i/den exactly, as (whole, frac): γ_i = whole_i + frac_i/den with
     0 ≤ frac_i < den (int64).  ``whole`` is int64 when it fits, else an object array of Python
     ints: a huge ε (eps_num·gap ≥ 2^62) must neither raise nor wrap around in int64 — a wrapped
     γ would change the sampled distribution.  Bernoulli(exp(−whole)) needs ``whole`` successive
-    Bernoulli(e^{-1}) successes, which :func:`_accept` draws exactly whatever its size (a
+    Bernoulli(e^{-1}) successes, which :func:`accept` draws exactly whatever its size (a
     candidate with γ ≥ 1 is rejected after ~1.6 rounds on average), so the sampler stays exact
     at any ε: probabilities far below the float range are never rounded to 0."""
     gap = np.asarray(gap, dtype=np.int64)
@@ -269,14 +274,14 @@ def exponential_mechanism_index(gap: np.ndarray, eps_num: int, den: int,
     batch = int(batch or max(n, 64))
     while True:
         idx = src.below(n, size=batch)
-        whole, frac = _gamma(gap[idx], eps_num, den)
-        ok = _accept(whole, frac, den, src)
+        whole, frac = gamma(gap[idx], eps_num, den)
+        ok = accept(whole, frac, den, src)
         hits = np.nonzero(ok)[0]
         if hits.size:
             return int(idx[hits[0]])
 
 
-def _accept(whole: np.ndarray, frac: np.ndarray, den: int, src: RandomSource) -> np.ndarray:
+def accept(whole: np.ndarray, frac: np.ndarray, den: int, src: RandomSource) -> np.ndarray:
     """Bernoulli(exp(-(whole + frac/den))) for whole ≥ 0 (int64, or an object array of Python
     ints beyond int64) and int64 0 ≤ frac < den."""
     result = np.ones(whole.size, dtype=bool)
@@ -304,8 +309,8 @@ def exponential_mechanism_indices(gap: np.ndarray, eps_num: int, den: int, src: 
     n = gap.size
     while todo.size:
         idx = src.below(n, size=todo.size * trials).reshape(todo.size, trials)
-        whole, frac = _gamma(gap[idx.ravel()], eps_num, den)
-        ok = _accept(whole, frac, den, src).reshape(todo.size, trials)
+        whole, frac = gamma(gap[idx.ravel()], eps_num, den)
+        ok = accept(whole, frac, den, src).reshape(todo.size, trials)
         hit = ok.any(axis=1)
         first = ok.argmax(axis=1)
         out[todo[hit]] = idx[hit, first[hit]]
@@ -332,8 +337,8 @@ def permute_and_flip_index(gap: np.ndarray, eps_num: int, den: int, src: RandomS
     order = uniform_permutation(gap.size, src)
     for start in range(0, gap.size, chunk):
         idx = order[start:start + chunk]
-        whole, frac = _gamma(gap[idx], eps_num, den)
-        ok = _accept(whole, frac, den, src)
+        whole, frac = gamma(gap[idx], eps_num, den)
+        ok = accept(whole, frac, den, src)
         hits = np.nonzero(ok)[0]
         if hits.size:
             return int(idx[hits[0]])
@@ -354,7 +359,7 @@ def permute_and_flip_indices(gap: np.ndarray, eps_num: int, den: int, src: Rando
         ok = ~(sk[:, 1:] == sk[:, :-1]).any(axis=1) if n > 1 else np.ones(todo.size, bool)
         orders[todo[ok]] = order[ok]
         todo = todo[~ok]
-    whole, frac = _gamma(gap[orders.ravel()], eps_num, den)
-    acc = _accept(whole, frac, den, src).reshape(size, n)
+    whole, frac = gamma(gap[orders.ravel()], eps_num, den)
+    acc = accept(whole, frac, den, src).reshape(size, n)
     first = acc.argmax(axis=1)      # the best candidate always accepts, so every row has one
     return orders[np.arange(size), first]
