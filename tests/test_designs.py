@@ -136,7 +136,7 @@ def _ol_data(n=600, seed=5):
 def test_oracle_learner_row_norm_bound_is_the_dense_one(monkeypatch):
     data = _ol_data(n=3001)
     monkeypatch.setattr(pf.data.passes, "chunk_rows_for", lambda *a, **k: 256)
-    assert OL._x1(data) == float(np.abs(data.X).sum(axis=1).max() + 1.0)
+    assert OL.max_row_l1(data) == float(np.abs(data.X).sum(axis=1).max() + 1.0)
 
 
 def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):

@@ -36,10 +36,10 @@ def test_highs_banner_is_silenced_and_descriptor_restored(capfd):
     cp = pytest.importorskip("cvxpy")
     if cp.HIGHS not in cp.installed_solvers():
         pytest.skip(reason="HiGHS is not installed")
-    from privfair.backends.cells.cells import _solve_any
+    from privfair.backends.cells.cells import solve_any
 
     x = cp.Variable(2)
-    status = _solve_any(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 0, cp.sum(x) >= 1]))
+    status = solve_any(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 0, cp.sum(x) >= 1]))
     assert status == "optimal"
     assert capfd.readouterr().out == ""
     # descriptor 1 is back: what is written after the block arrives, in order

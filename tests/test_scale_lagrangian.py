@@ -35,7 +35,7 @@ class _FullDesign(models.LinearAdapter):
     def __init__(self, rates, *args, **kw):
         super().__init__(rates, *args, **kw)
         type(self).built += 1
-        X = rates._Xc if self.surrogate is not None else rates.data.X
+        X = rates.clipped_rows if self.surrogate is not None else rates.data.X
         self.Xt = np.hstack([np.asarray(X, dtype=float), np.ones((rates.n, 1))])
 
     def design(self, idx):
@@ -44,7 +44,7 @@ class _FullDesign(models.LinearAdapter):
     def label_totals(self, theta, L):
         z = self.Xt @ theta
         if self.surrogate is None:
-            s = models._sigmoid(self.k * z)
+            s = models.sigmoid(self.k * z)
         else:
             s = self._mass(theta, None, Z=self.Xt, y=self.y)[0]
         P = np.stack([1.0 - s, s], axis=1)
@@ -106,7 +106,7 @@ def test_a_dataset_taken_by_index_is_never_gathered_whole():
     part = full.take(np.arange(0, 4000, 2), copy=False)
     res = _solve(part, "sensitive")
     assert res.backend == "lagrangian_sgda"
-    assert part._X is None, "the adapter gathered the whole X of a dataset taken by index"
+    assert not part.is_materialized, "the adapter gathered the whole X of a dataset taken by index"
 
 
 def test_a_run_allocates_a_batch_and_a_chunk_not_a_copy_of_x():
@@ -149,7 +149,7 @@ def test_torch_adapter_fills_its_tensor_chunk_by_chunk():
     r = pf.rates(pf.TorchModel(torch.nn.Linear(2, 2), 2, 2), part)
     ad = models.TorchAdapter(r)
     ad_rows = np.asarray(full.X)[np.arange(1, 3000, 3)]
-    assert part._X is None, "the adapter gathered the whole X of a dataset taken by index"
+    assert not part.is_materialized, "the adapter gathered the whole X of a dataset taken by index"
     np.testing.assert_array_equal(ad.X.numpy(), ad_rows.astype(np.float32))
     theta = np.asarray(ad.theta0, dtype=float)
     got = ad.label_totals(theta, 2)

@@ -147,13 +147,13 @@ def test_the_single_precision_hessian_is_close_and_the_fit_is_the_float64_one(mo
 
 
 def test_certified_stop_refuses_what_it_cannot_bound():
-    from privfair.statistics.scores import _certified_stop
+    from privfair.statistics.scores import certified_stop
 
     H = np.eye(2) * 10.0
-    assert _certified_stop(H, np.array([1e-6, 0.0]), 0.0, 1e-10)
-    assert not _certified_stop(H, np.array([1e-3, 0.0]), 0.0, 1e-10)
-    assert not _certified_stop(H, np.array([1e-6, 0.0]), 30.0, 1e-10)     # margins moved far
-    assert not _certified_stop(H, np.array([np.nan, 0.0]), 0.0, 1e-10)
+    assert certified_stop(H, np.array([1e-6, 0.0]), 0.0, 1e-10)
+    assert not certified_stop(H, np.array([1e-3, 0.0]), 0.0, 1e-10)
+    assert not certified_stop(H, np.array([1e-6, 0.0]), 30.0, 1e-10)     # margins moved far
+    assert not certified_stop(H, np.array([np.nan, 0.0]), 0.0, 1e-10)
 
 
 def test_the_feature_map_is_cached_for_a_dataset_only():

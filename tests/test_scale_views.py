@@ -26,17 +26,17 @@ def test_view_has_the_copys_rows_without_copying_them():
     data = _data()
     idx = np.sort(np.random.default_rng(1).choice(data.n, 2000, replace=False))
     view, copy = data.take(idx, copy=False), data.take(idx)
-    assert view._X is None and view.n == copy.n and view.n_features == copy.n_features
+    assert not view.is_materialized and view.n == copy.n and view.n_features == copy.n_features
     assert np.array_equal(view.y, copy.y) and np.array_equal(view.group, copy.group)
     for k in (None, 300, 2000, 5000):
         a = list(view.rows(chunk_rows=k).chunks())
         b = list(copy.rows(chunk_rows=k).chunks())
         assert [c.start for c in a] == [c.start for c in b]
         assert all(np.array_equal(u.X, v.X) and np.array_equal(u.y, v.y) for u, v in zip(a, b))
-    assert view._X is None                               # reading passes gathered chunks only
+    assert not view.is_materialized                               # reading passes gathered chunks only
     # a view of a view composes the indices; .X gathers (once) the same array take makes
     sub = view.take([5, 0, 17], copy=False)
-    assert sub._base_X is data.X and np.array_equal(sub.X, data.X[idx[[5, 0, 17]]])
+    assert sub.view_base is data.X and np.array_equal(sub.X, data.X[idx[[5, 0, 17]]])
     assert np.array_equal(view.X, copy.X) and not view.X.flags.writeable
     assert view.X is view.X
 
@@ -63,7 +63,7 @@ def test_view_pickles_its_own_rows_only():
     data = _data(n=500)
     view = data.take(np.arange(0, 500, 5), copy=False)
     back = pickle.loads(pickle.dumps(view))
-    assert back._base_X is None and back.X.shape == (100, data.n_features)
+    assert back.view_base is None and back.X.shape == (100, data.n_features)
     assert np.array_equal(back.X, data.X[::5]) and back.groups == data.groups
 
 
@@ -107,7 +107,7 @@ def test_cells_solve_never_copies_the_training_rows(monkeypatch):
     prop = Dataset.X
 
     def spy(self):
-        if self._X is None:
+        if not self.is_materialized:
             gathered.append(self.n)
         return prop.fget(self)
 

@@ -50,11 +50,11 @@ def pp_problem():
 @pytest.fixture
 def all_declared(monkeypatch):
     """Every backend declared (sgda's own declaration may land separately)."""
-    from privfair.backends.sgda.options import _OPTIONS
+    from privfair.backends.sgda.options import OPTION_NAMES
 
     sgda = BACKENDS["sgda"]
     if getattr(sgda, "option_names", None) is None:
-        monkeypatch.setattr(sgda, "option_names", _OPTIONS, raising=False)
+        monkeypatch.setattr(sgda, "option_names", OPTION_NAMES, raising=False)
 
 
 def test_every_owned_backend_declares_its_options():

@@ -482,12 +482,12 @@ class CellsBackend(Backend):
         box = [q[:-proxy_bins] <= q[proxy_bins:]] if monotone and C > proxy_bins else []
         cons = [g.to_cvxpy(x) <= -t for g, t in zip(problem.g, taus)]
         prob = cp.Problem(cp.Minimize(problem.f.to_cvxpy(x)), box + cons)
-        status = _solve_any(prob)
+        status = solve_any(prob)
         if status not in ("optimal", "optimal_inaccurate") and cons:
             viol = cp.maximum(*[g.to_cvxpy(x) + t for g, t in zip(problem.g, taus)]) \
                 if len(cons) > 1 else problem.g[0].to_cvxpy(x) + taus[0]
             prob = cp.Problem(cp.Minimize(viol), box)
-            status = "phase1:" + _solve_any(prob)
+            status = "phase1:" + solve_any(prob)
         val = q.value if q.value is not None else np.full(C, 0.0)
         return np.clip(np.asarray(val, dtype=float), 0.0, 1.0), status
 
@@ -576,7 +576,7 @@ def _extreme_design_rows(data, features, interactions) -> np.ndarray:
     return np.stack([np.asarray(l2.item, dtype=float), np.asarray(l1.item, dtype=float)])
 
 
-def _solve_any(prob) -> str:
+def solve_any(prob) -> str:
     """Solve with HiGHS, else Clarabel, else SCS; the status.  HiGHS's start-up banner, which
     it writes to descriptor 1 whatever its ``output_flag``, is silenced."""
     import cvxpy as cp

@@ -44,7 +44,8 @@ import numpy as np
 P_MIN = 1e-3      # floor of p_i(y_i) in the "log" objective's weight (public constant)
 
 
-def _sigmoid(z):
+def sigmoid(z):
+    """The logistic function, overflow-free (via tanh) for any finite ``z``."""
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
@@ -107,7 +108,7 @@ class LinearAdapter:
         z = (self.design(idx) if Z is None else Z) @ theta
         if self.surrogate is None:
             k = self.k if k is None else k
-            s = _sigmoid(k * z)
+            s = sigmoid(k * z)
             return s, k * s * (1.0 - s)
         from privfair.statistics.stats import SURROGATES
 

@@ -109,7 +109,7 @@ def _group_mass(problem, analysis):
     return gm if gm is not None else problem.rates.group_mass_bound
 
 
-def _x1(data):
+def max_row_l1(data):
     """max_i ‖(x_i, 1)‖₁ — public under protect="sensitive" (X is the same in neighbours)."""
     best = 0.0
     for c in data.rows().chunks():      # a maximum over rows, chunk by chunk: no |X| copy
@@ -190,7 +190,7 @@ class _Setup:
         self.gm = _group_mass(problem, analysis)
         rel = privacy.protect
         self.relation, self.private = rel, privacy.is_private
-        self.x1 = _x1(r.data) if self.kind == "regression" else None
+        self.x1 = max_row_l1(r.data) if self.kind == "regression" else None
         self.dim = r.data.n_features + 1 if self.kind == "regression" else None
         self.delta_S, self.s_f, self.s_terms = 0.0, 0.0, [0.0] * len(self.terms)
         self.constants = J.block_constants_for(r, self.gm) if self.private else None

@@ -111,7 +111,8 @@ OPTIONS = (
            doc="radius of the W-ball (auto: √(S·L/min p̃))"),
 )
 DEFAULTS = {o.name: o.default for o in OPTIONS if o.default is not None}
-_OPTIONS = tuple(o.name for o in OPTIONS)
+#: The options' names, in declaration order.
+OPTION_NAMES = tuple(o.name for o in OPTIONS)
 _EO_KINDS = ("fpr", "tpr", "tnr", "fnr", "rate")
 
 

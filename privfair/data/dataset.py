@@ -484,6 +484,19 @@ class Dataset:
                 "or pf.DP(float('inf'))")
 
     @property
+    def is_materialized(self) -> bool:
+        """True when the features are held as one (n, d) array; False for a dataset taken by index
+        (``take(rows, copy=False)``) whose rows have not been gathered yet (reading :attr:`X`
+        gathers them; :meth:`rows` never does)."""
+        return self._X is not None
+
+    @property
+    def view_base(self) -> np.ndarray | None:
+        """The array a dataset taken by index gathers its rows from (its parent's X, shared, not
+        copied); None once materialized."""
+        return self._base_X if self._X is None else None
+
+    @property
     def X(self) -> np.ndarray:
         """The (n, d) float features (read-only).  For a dataset taken by index
         (``take(rows, copy=False)``) the first access gathers its rows into a new array (kept);

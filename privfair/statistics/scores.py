@@ -125,7 +125,7 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
             if f_new <= f - 0.25 * t * decrement or t < 1e-10:
                 break
             t *= 0.5
-        if t == 1.0 and shift is not None and _certified_stop(H, g_new, shift, tol):
+        if t == 1.0 and shift is not None and certified_stop(H, g_new, shift, tol):
             return cand       # the iterate the full test stops at: its Hessian is not needed
         theta, f, g, H = cand, f_new, g_new, H_new
         single = H is not None and hessian is passes.SINGLE
@@ -142,7 +142,7 @@ _SINGLE_ABOVE = 1.0
 _PROBE = 0.1
 
 
-def _certified_stop(H_prev, g, shift, tol) -> bool:
+def certified_stop(H_prev, g, shift, tol) -> bool:
     """Whether the Newton decrement at a new iterate is surely below ``tol`` — the test the fit
     would make with that iterate's Hessian H — from the previous Hessian: with margins moved by
     at most Δ = ``shift``, every weight σ(1 − σ) changed by a factor in [e^{−Δ}, e^{Δ}] (its
