@@ -39,7 +39,7 @@ copied to add a column —, :data:`PLAIN` is z = x, and :class:`Mapped` applies 
 Examples
 --------
 >>> import numpy as np
->>> from privfair import passes
+>>> from privfair.data import passes
 >>> X = np.arange(12.0).reshape(6, 2); y = np.array([0, 1, 1, 0, 1, 0])
 >>> rows = passes.ArrayRows(X, y, chunk_rows=4)            # chunks of 4 and 2 rows
 >>> rows.map_sum(passes.weighted_sum, passes.INTERCEPT, "y")   # Σ y_i [1, x_i]
