@@ -152,7 +152,7 @@ class Plan:
             lines.append(f"  ranked {'first' if self.rank == 0 else 'by its bound'}: "
                          f"{self.rank_reason}")
         if self.params:
-            lines.append("  parameters: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.params.items()))
+            lines.append("  parameters: " + ", ".join(f"{k}={format_param(v)}" for k, v in self.params.items()))
         for what, eps, delta in self.budget:
             lines.append(f"  spends ε={eps:.4g}, δ={delta:.3g} on {what}")
         lines += [f"  note: {n}" for n in self.notes]
@@ -183,7 +183,7 @@ def objective_range(problem):
     return max(float(lo), c + float(w[:kj].min())), min(float(hi), c + float(w[:kj].max()))
 
 
-def _fmt(v):
+def format_param(v):
     """A parameter for :meth:`Plan.explain`: floats (also inside dicts, lists and tuples) to
     four significant digits."""
     if isinstance(v, float):
@@ -200,7 +200,7 @@ def _fmt(v):
 
 
 def _fmt_inner(v):
-    return _fmt(v) if isinstance(v, (float, dict, list, tuple)) else repr(v)
+    return format_param(v) if isinstance(v, (float, dict, list, tuple)) else repr(v)
 
 
 PUBLIC = "public"

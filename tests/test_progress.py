@@ -79,11 +79,11 @@ def test_overlapping_group_dual_builds_its_lp_once():
     norm = pf.norms.group([[0, 1], [1, 2], [2, 3]], p=4)
     s = np.array([1.0, -2.0, 3.0, 0.5])
     first = norm.dual(s)
-    lp = norm._dual_overlap_lp()
+    lp = norm.dual_overlap_lp()
     assert norm.dual(2 * s) == pytest.approx(2 * first, rel=1e-7)
-    assert norm._dual_overlap_lp() is lp
+    assert norm.dual_overlap_lp() is lp
     # Ω*(s) = sup_{Ω(w) ≤ 1} <s, w>, checked against the brute-force dual of the same norm
-    assert first == pytest.approx(pf.norms.SubmodularNorm._dual_bruteforce(norm, s), rel=1e-6)
+    assert first == pytest.approx(pf.norms.SubmodularNorm.dual_bruteforce(norm, s), rel=1e-6)
 
 
 def test_certified_erm_solve_shows_its_steps_on_request(capsys):

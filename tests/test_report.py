@@ -229,7 +229,7 @@ def test_html_renders_analysis_plan_and_certificate_as_tables(solved, data):
     # Analysis: property / value rows, the reasons as a table
     an = _section(page, "Analysis")
     cells = _cells(an)
-    for prop, value in rep.plans.analysis._rows():
+    for prop, value in rep.plans.analysis.rows():
         i = cells.index(prop)
         assert cells[i + 1] == value
     # Plan ranking: backend, predicted excess risk, the chosen one marked

@@ -266,7 +266,9 @@ class Analysis:
         return analyze(self._problem, self.privacy, alpha=self.alpha, group_mass_bound=bound)
 
     # -- rendering ------------------------------------------------------------------------
-    def _rows(self):
+    def rows(self):
+        """The analysis as (property, value) rows — what ``str()``, the markdown and the HTML report
+        print."""
         fmt = lambda v: "unknown" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
         rows = [("privacy", f"ε={self.privacy.epsilon:g}, δ={self.privacy.delta:g}, "
                             f"protect={self.privacy.protect!r}"),
@@ -338,7 +340,7 @@ class Analysis:
         return rows
 
     def __str__(self):
-        rows = self._rows()
+        rows = self.rows()
         w = max(len(k) for k, _ in rows)
         out = ["Analysis", "-" * 8] + [x for k, v in rows
                                        for x in wrap(f"{k:<{w}}  {v}", continuation=" " * (w + 2))]
@@ -351,7 +353,7 @@ class Analysis:
 
     def to_markdown(self) -> str:
         lines = ["| property | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in self._rows()]
+        lines += [f"| {k} | {v} |" for k, v in self.rows()]
         if self.rewrites:
             lines += ["", "**Rewrites**", ""] + [f"- {r}" for r in self.rewrites]
         if self.reasons:

@@ -237,7 +237,7 @@ class SubmodularNorm:
         """Ω*(s) = sup_{Ω(w) ≤ 1} <s, w>."""
         s = self._vec(s)
         if self.kind == "absolute":
-            return self._dual_bruteforce(s)
+            return self.dual_bruteforce(s)
         if self.l1_weight == 0 and self.p <= BRUTE_FORCE_MAX:
             return self._gauge_base_bruteforce(s)
         return self._dual_lp(s)
@@ -261,7 +261,7 @@ class SubmodularNorm:
         Fv = np.array([self.F(m) for m in masks])
         return masks, Fv
 
-    def _dual_bruteforce(self, s):
+    def dual_bruteforce(self, s):
         masks, Fv = self._subsets()
         num = masks[1:] @ np.abs(s)
         return float(np.max(num / Fv[1:]))
@@ -508,12 +508,12 @@ class GroupNorm(SubmodularNorm):
         The LP is built once per norm with s as a cvxpy Parameter, so each call only re-solves
         (about 20 times faster than rebuilding it: the Monte-Carlo Gaussian width of an
         overlapping group norm takes a thousand of them at plan time)."""
-        prob, param = self._dual_overlap_lp()
+        prob, param = self.dual_overlap_lp()
         param.value = s
         prob.solve()
         return float(prob.value)
 
-    def _dual_overlap_lp(self):
+    def dual_overlap_lp(self):
         cached = self.__dict__.get("_dual_lp_cache")
         if cached is None:
             import cvxpy as cp

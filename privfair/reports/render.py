@@ -658,7 +658,7 @@ def analysis_html(analysis):
     """The compiler's :class:`~privfair.analysis.compiler.Analysis` as a property/value table, with its
     rewrites and its unproven or unmet properties as lists."""
     e = html.escape
-    rows = analysis._rows()
+    rows = analysis.rows()
     parts = [html_table(("property", "value"), rows, cls="kv")]
     if analysis.rewrites:
         parts.append("<p><b>Smooth surrogates substituted</b></p><ul>"
@@ -671,10 +671,10 @@ def analysis_html(analysis):
 
 def _param(v):
     try:
-        from privfair.backends.base import _fmt
+        from privfair.backends.base import format_param
     except ImportError:   # pragma: no cover
-        _fmt = str
-    return _fmt(v)
+        format_param = str
+    return format_param(v)
 
 
 def _plan_details(p):
