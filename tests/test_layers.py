@@ -96,9 +96,6 @@ IMPORT_ALLOWLIST = {
     # pf.sparse.fit runs a row-private ERM backend named by the user: it resolves the name at call
     # time through the planner-level direct_erm, as Problem.solve calls the planner
     ("privfair.models.sparse", "privfair.planning.direct_erm"),
-    # sparse's GLM losses read the one surrogate table (stats.SURROGATES, #17 item 2) at call
-    # time; the table belongs below both decision sets and statistics
-    ("privfair.models.sparse", "privfair.statistics.stats"),
 }
 
 #: "module: name" → number of reads of another module's underscore attribute ``name``.

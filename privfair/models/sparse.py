@@ -139,7 +139,7 @@ class SparseLinear(LinearClassifier):
         """
         if self.l2_units == "scaled":
             return self.l2
-        from ..statistics.stats import SURROGATES
+        from .surrogates import SURROGATES
 
         if surrogate not in SURROGATES or self.feature_bound is None:
             raise InvalidInputError("surrogate", surrogate, "pass a surrogate of pf.rates "
