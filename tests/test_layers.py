@@ -87,9 +87,6 @@ def rank(mod: str) -> int:
 # ------------------------------------------------------------------------------ the allowlists
 #: (importer, imported) pairs breaking a rule today; each to be removed when fixed (#17 item 4).
 IMPORT_ALLOWLIST = {
-    # the audit instances build whole problems with `import privfair` (the public namespace sits
-    # above the audit); → import the layers they use
-    ("privfair.audit.instances", "privfair"),
     # Problem.solve/plan call the planner lazily (a convenience in the style of cvxpy's
     # prob.solve()); the planner is above the problem
     ("privfair.analysis.problem", "privfair.planning.planner"),

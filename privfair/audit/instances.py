@@ -25,14 +25,14 @@ The instances (``audit_instances(name)``, best first for that backend):
     attained ε/2, so the factor-2 bug passed at any number of runs.  The iterative backends run
     with T = 1 (one selection at the whole ε: with T = 2 each selection gets ε/2 and the loss
     visible in the mixture needs ~10⁴ runs); lopt with ``release_share=0.1``.
-``postprocessed`` — postprocessing: ``pf.PostProcessed(base = 1[0.2 ≤ x ≤ 0.5])``, minimize
+``postprocessed`` — postprocessing: ``PostProcessed(base = 1[0.2 ≤ x ≤ 0.5])``, minimize
     the error.  The row moves group a's and group b's negative count in the base's positive
     cell by one each (ℓ1 sensitivity 2).  The decision (the sign of a difference of two Laplace
     counts) shows little of it, but the released counts are exposed (``info``, ``trace``) and
     their vector field — scored on both moved coordinates at once — carries the whole loss.
 ``one_cell`` — cells, with its own neighbours (``cells_pair``, ``protect="sensitive"``): 300
     rows at one constant feature x = 0.5, each group 100 negatives and 50 positives; D′ moves
-    row 0 (a negative) from group a to b.  ``pf.ProxyCells(1, 1)`` (one cell), minimize
+    row 0 (a negative) from group a to b.  ``ProxyCells(1, 1)`` (one cell), minimize
     (fp[a] − 0.1)², with ``proxy_share=0.01`` (M1's public share of ε).  With one cell the
     released rule is q = 0.1·n / F̂ (≈ 0.3), F̂ the released count of group a's negatives
     (100 on D, 99 on D′) after cells' shrinkage toward the proxy's soft count π (the prior):
@@ -88,7 +88,7 @@ The instances (``audit_instances(name)``, best first for that backend):
     0.1 unless one is asked for: a Gaussian's loss above the claim lives on events of
     probability ~δ.  Measured at 3000 runs per dataset (claim ε = 1, δ = 0.1): ε × 2 refuted
     (ε̂ = 1.196, the decision).
-``lagrangian_w2`` — lagrangian_sgda on ``pf.LinearClassifier`` (numpy: no torch needed), with
+``lagrangian_w2`` — lagrangian_sgda on ``LinearClassifier`` (numpy: no torch needed), with
     its own row neighbours (``lagrangian_pair``, ``protect="row"``): 8 rows, row 0 alone at
     x = (0, 50) with y = 1, the others at x = (±1, 0) in both groups and labels; D′ relabels
     row 0 to y = 0.  ``LinearClassifier(2, radius 1000)`` (a radius the released θ never
@@ -115,6 +115,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.problem import Problem, minimize
+from ..data.dataset import Dataset
+from ..expr import square
+from ..models import norms
+from ..models.cells import ProxyCells
+from ..models.decisions import LinearClassifier, Thresholds
+from ..models.postprocess import PostProcessed
+from ..models.sparse import SparseLinear
+from ..models.torch_model import TorchModel
+from ..statistics.stats import rates
+
+
 __all__ = ["AuditInstance", "audit_pair", "cells_pair", "ridge_pair", "sgda_pair",
            "lagrangian_pair", "audit_instances", "AUDIT_RUNS"]
 
@@ -138,7 +150,7 @@ _ITERATIVE = {"frank_wolfe": {"T": 1}, "lopt": {"T": 1, "release_share": 0.1},
 
 @dataclass(frozen=True)
 class AuditInstance:
-    """A problem builder (``build(data) -> pf.Problem``) with the solve options it needs.
+    """A problem builder (``build(data) -> Problem``) with the solve options it needs.
 
     ``neighbours() -> (D, D′)`` and ``neighbours_doc`` (one line) give the pair, ``protect`` its
     relation and ``delta`` the δ when none is asked for.  ``release(result) -> 1-D array`` is
@@ -174,12 +186,10 @@ def audit_pair():
     """The neighbouring datasets (D, D′) of the built-in audit instance (module docstring)."""
     import numpy as np
 
-    import privfair as pf
-
     xa = np.array([0.25, 0.1, -0.8, -0.6, -0.3, 0.3, 0.45, 0.8, 0.9, 0.95])
     ya = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 1])
     xb = np.linspace(-1.2, 1.2, 10)
-    D = pf.Dataset(np.concatenate([xa, xb])[:, None], np.concatenate([ya, (xb > 0).astype(int)]),
+    D = Dataset(np.concatenate([xa, xb])[:, None], np.concatenate([ya, (xb > 0).astype(int)]),
                    sensitive=np.array(["a"] * 10 + ["b"] * 10), group_names=["a", "b"])
     return D, D.with_row(0, group="b")
 
@@ -194,18 +204,14 @@ def _base(X):
 def tie_problem(data):
     """Thresholds {0, 0.5, 0.6}; minimize fp[a] + fn[a] − tn[a] (module docstring: t = 0 two
     rows behind on D, level on D′)."""
-    import privfair as pf
-
-    r = pf.rates(pf.Thresholds([0.0, 0.5, 0.6], score=0), data, group_mass_bound=0.25)
-    return pf.Problem(pf.minimize(r.fp["a"] + r.fn["a"] - r.tn["a"]))
+    r = rates(Thresholds([0.0, 0.5, 0.6], score=0), data, group_mass_bound=0.25)
+    return Problem(minimize(r.fp["a"] + r.fn["a"] - r.tn["a"]))
 
 
 def postprocessed_problem(data):
     """PostProcessed(1[0.2 ≤ x ≤ 0.5]); minimize the error (row 0 moves a tie from a to b)."""
-    import privfair as pf
-
-    r = pf.rates(pf.PostProcessed(_base), data)
-    return pf.Problem(pf.minimize(r.error()))
+    r = rates(PostProcessed(_base), data)
+    return Problem(minimize(r.error()))
 
 
 #: cells instance: negatives and positives per group (module docstring)
@@ -217,21 +223,17 @@ def cells_pair():
     100 negatives then 50 positives; D′ moves row 0 (a negative) from group a to b."""
     import numpy as np
 
-    import privfair as pf
-
     per_group = CELLS_NEGATIVES + CELLS_POSITIVES
     y = np.array(([0] * CELLS_NEGATIVES + [1] * CELLS_POSITIVES) * 2)
     a = np.array(["a"] * per_group + ["b"] * per_group)
-    D = pf.Dataset(np.full((2 * per_group, 1), 0.5), y, sensitive=a, group_names=["a", "b"])
+    D = Dataset(np.full((2 * per_group, 1), 0.5), y, sensitive=a, group_names=["a", "b"])
     return D, D.with_row(0, group="b")
 
 
 def one_cell_problem(data):
     """ProxyCells(1, 1); minimize (fp[a] − 0.1)² (the rule is a function of one count)."""
-    import privfair as pf
-
-    r = pf.rates(pf.ProxyCells(1, 1), data)
-    return pf.Problem(pf.minimize(pf.square(r.fp["a"] - 0.1)))
+    r = rates(ProxyCells(1, 1), data)
+    return Problem(minimize(square(r.fp["a"] - 0.1)))
 
 
 #: ridge instances: feature bound R, ridge Λ (large: margins stay in the loss's linear part)
@@ -251,10 +253,8 @@ def ridge_pair():
     """Row neighbours of the ridge instances: D′ relabels row 0 (x = R) from y = 1 to y = 0."""
     import numpy as np
 
-    import privfair as pf
-
     R = RIDGE_R
-    D = pf.Dataset(np.array([[R], [R], [R], [-R], [-R]]), np.array([1, 1, 0, 1, 0]),
+    D = Dataset(np.array([[R], [R], [R], [-R], [-R]]), np.array([1, 1, 0, 1, 0]),
                    sensitive=np.array(["a", "a", "a", "b", "b"]), group_names=["a", "b"])
     return D, D.with_row(0, label=0)
 
@@ -262,11 +262,9 @@ def ridge_pair():
 def ridge_problem(surrogate):
     """A builder: SparseLinear(1, l1, radius 1, l2=Λ, no intercept, R); minimize the error."""
     def build(data):
-        import privfair as pf
-
-        ds = pf.SparseLinear(1, norm=pf.norms.l1(1), radius=1.0, l2=RIDGE_L2, intercept=False,
+        ds = SparseLinear(1, norm=norms.l1(1), radius=1.0, l2=RIDGE_L2, intercept=False,
                              feature_bound=RIDGE_R, l2_units="scaled")   # Λ as calibrated
-        return pf.Problem(pf.minimize(pf.rates(ds, data, surrogate=surrogate,
+        return Problem(minimize(rates(ds, data, surrogate=surrogate,
                                                feature_bound=RIDGE_R).error()))
     build.__doc__ = f"SparseLinear ridge instance, {surrogate} surrogate (module docstring)."
     return build
@@ -282,13 +280,11 @@ def sgda_pair(n_per_group=SGDA_ROWS):
     only its own terms move w₂.  D′ moves row 0 from a to b (``protect="sensitive"``)."""
     import numpy as np
 
-    import privfair as pf
-
     x = np.zeros((2 * n_per_group, 2))
     x[:n_per_group, 0], x[n_per_group:, 0], x[0] = 1.0, -1.0, (0.0, 5.0)
     y = np.array([1] * n_per_group + [0] * n_per_group)
     a = np.array(["a"] * n_per_group + ["b"] * n_per_group)
-    D = pf.Dataset(x, y, sensitive=a, group_names=["a", "b"])
+    D = Dataset(x, y, sensitive=a, group_names=["a", "b"])
     return D, D.with_row(0, group="b")
 
 
@@ -296,13 +292,11 @@ def sgda_problem(data):
     """TorchModel(Linear(2, 1)) started at w = (1, 0), b = 0; minimize the error."""
     import torch
 
-    import privfair as pf
-
     lin = torch.nn.Linear(2, 1)
     with torch.no_grad():
         lin.weight.copy_(torch.tensor([[1.0, 0.0]]))
         lin.bias.fill_(0.0)
-    return pf.Problem(pf.minimize(pf.rates(pf.TorchModel(lin, 2, 2), data).error()))
+    return Problem(minimize(rates(TorchModel(lin, 2, 2), data).error()))
 
 
 def released_w2(result):
@@ -340,23 +334,19 @@ def lagrangian_pair():
     (``protect="row"``: one whole row replaced)."""
     import numpy as np
 
-    import privfair as pf
-
     X = np.array([[0.0, LAGRANGIAN_X0], [1, 0], [1, 0], [-1, 0], [-1, 0], [1, 0], [-1, 0],
                   [1, 0]])
     y = np.array([1, 1, 1, 0, 0, 1, 0, 0])
     a = np.array(["a"] * 4 + ["b"] * 4)
-    D = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+    D = Dataset(X, y, sensitive=a, group_names=["a", "b"])
     return D, D.with_row(0, label=0)
 
 
 def lagrangian_problem(data):
     """LinearClassifier(2, radius 1000) (numpy, no torch); minimize the error.  The radius is
     large so that the released θ (scaled into the ball) is the trained θ itself."""
-    import privfair as pf
-
-    r = pf.rates(pf.LinearClassifier(2, radius=1000.0), data)
-    return pf.Problem(pf.minimize(r.error()))
+    r = rates(LinearClassifier(2, radius=1000.0), data)
+    return Problem(minimize(r.error()))
 
 
 def _sgda_controls():
