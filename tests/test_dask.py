@@ -22,16 +22,6 @@ N, D = 4000, 4
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
-@pytest.fixture(scope="module")
 def frame():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(N, D))

@@ -20,16 +20,6 @@ from privfair.backends.cells.cells import extreme_design_rows  # noqa: E402
 N, D = 3000, 5
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def test_proxy_features_and_sensitivity_on_the_workers(client):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(N, D)) * 2.0
