@@ -29,6 +29,38 @@ def _data(n=1500, d=4, seed=0):
 
 
 # ---------------------------------------------------------------------------- (a) Λ's units
+
+# the method before issue #20's breakpoint search: an independent reference for the exact one
+def project_disjoint_group_ball_bisection(x, layout, radius: float) -> np.ndarray:
+    """The same projection by bisection on μ to machine precision (the method before issue
+    #20's breakpoint search; kept as an independent reference for the tests)."""
+    x = np.asarray(x, dtype=float)
+    a = np.abs(x)
+    d = layout.weights
+    A = np.where(layout.mask, a[np.maximum(layout.index, 0)], 0.0)
+    if float(d @ A.max(axis=1)) <= radius:
+        return x.copy()
+    if radius <= 0:
+        return np.zeros_like(x)
+    u = -np.sort(-A, axis=1)
+    css = np.cumsum(u, axis=1)
+    k = np.arange(1, u.shape[1] + 1)
+
+    def omega(mu):
+        return projections.group_thresholds(u, css, k, mu * d)
+
+    lo, hi = 0.0, float(np.max(css[:, -1] / d))
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if float(d @ omega(mid)) > radius else (lo, mid)
+    theta = omega(hi)
+    t = np.zeros(layout.p)
+    t[layout.index[layout.mask]] = np.broadcast_to(theta[:, None], layout.index.shape)[layout.mask]
+    return np.sign(x) * np.minimum(a, t)
+
+
 def test_l2_is_in_the_loss_units_for_a_fairness_problem_as_for_glm():
     """SparseLinear(l2=Λ) means (1/n)Σ l + (Λ/2)‖θ‖² on both routes: the exact minimizer of the
     fairness problem's error (pf.rates, whose surrogate is normalized by φ(B)) equals pf.sparse.glm's
@@ -131,7 +163,6 @@ def _random_layout(rng):
 
 @pytest.mark.parametrize("batch", [True, False], ids=["one pass", "binary search"])
 def test_breakpoint_projection_equals_the_bisection_and_lands_on_the_sphere(batch, monkeypatch):
-    from privfair.models.projections import project_disjoint_group_ball_bisection
 
     if not batch:
         monkeypatch.setattr(projections, "BATCH_MAX", 0)

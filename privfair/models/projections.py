@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_disjoint_group_ball", "project_disjoint_group_ball_bisection", "GroupLayout",
+__all__ = ["project_disjoint_group_ball", "GroupLayout",
            "group_thresholds"]
 
 
@@ -115,36 +115,6 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     # f is linear on [bps[lo], bps[hi]]: its root there, clamped against rounding
     mu = bps[lo] + (f_lo - radius) * (bps[hi] - bps[lo]) / (f_lo - f_hi)
     theta = omega(min(max(mu, bps[lo]), bps[hi]))
-    t = np.zeros(layout.p)
-    t[layout.index[layout.mask]] = np.broadcast_to(theta[:, None], layout.index.shape)[layout.mask]
-    return np.sign(x) * np.minimum(a, t)
-
-
-def project_disjoint_group_ball_bisection(x, layout: GroupLayout, radius: float) -> np.ndarray:
-    """The same projection by bisection on μ to machine precision (the method before issue
-    #20's breakpoint search; kept as an independent reference for the tests)."""
-    x = np.asarray(x, dtype=float)
-    a = np.abs(x)
-    d = layout.weights
-    A = np.where(layout.mask, a[np.maximum(layout.index, 0)], 0.0)
-    if float(d @ A.max(axis=1)) <= radius:
-        return x.copy()
-    if radius <= 0:
-        return np.zeros_like(x)
-    u = -np.sort(-A, axis=1)
-    css = np.cumsum(u, axis=1)
-    k = np.arange(1, u.shape[1] + 1)
-
-    def omega(mu):
-        return group_thresholds(u, css, k, mu * d)
-
-    lo, hi = 0.0, float(np.max(css[:, -1] / d))
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        lo, hi = (mid, hi) if float(d @ omega(mid)) > radius else (lo, mid)
-    theta = omega(hi)
     t = np.zeros(layout.p)
     t[layout.index[layout.mask]] = np.broadcast_to(theta[:, None], layout.index.shape)[layout.mask]
     return np.sign(x) * np.minimum(a, t)
