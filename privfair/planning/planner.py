@@ -217,6 +217,17 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
     if device not in ("cpu", "cuda", "torch"):
         raise InvalidInputError("device", device, "choose 'cpu' (numpy), 'cuda' (torch on GPU) or "
                                 "'torch' (torch on CPU)")
+    if device == "cuda":
+        # decided from the machine (public), before any estimate or draw: a refused solve
+        # spends nothing, whichever backend would have run it
+        try:
+            import torch
+        except ImportError:
+            raise InvalidInputError("device", device, "device='cuda' needs torch "
+                                    "(pip install 'privfair[gpu]'); use device='cpu'") from None
+        if not torch.cuda.is_available():
+            raise InvalidInputError("device", device, "CUDA is not available on this machine; "
+                                    "use device='cpu'")
     progress = check_progress(progress)
     options = dict(options)
     holdout = HoldoutOptions.from_options(options)     # typed refusals before anything is drawn

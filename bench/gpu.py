@@ -1,0 +1,117 @@
+"""GPU against CPU: the torch backends on one synthetic problem, both devices in the same run.
+
+Usage::
+
+    python bench/gpu.py                      # 10⁶ rows × 50 features, 1 epoch
+    python bench/gpu.py --rows 200000 --epochs 2
+
+For each (backend, model) it solves the same private problem (demographic parity ≤ 0.02, ε = 1,
+δ = 1/n²; ``lagrangian_sgda`` under ``protect="row"`` and ``"sensitive"``, ``sgda`` under
+``"sensitive"``) with ``device="cpu"`` and ``device="cuda"`` and prints the wall time of
+``problem.solve`` (median of ``--repeats``, after one untimed warm-up solve per device), the
+CPU / GPU ratio, and the test error and violation of both releases on a fresh sample (the two
+devices run the same algorithm on the same Poisson batches, so they should agree to noise).
+The CPU side uses every core torch sees (``torch.get_num_threads()`` is printed).  Without a
+CUDA device it prints the CPU times and says that the ratio was not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+import privfair as pf
+
+
+def synthetic(rows, d, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, rows)
+    X = rng.normal(size=(rows, d)) + 0.5 * a[:, None] * (np.arange(d) < 5)
+    y = (X[:, :10].sum(axis=1) + rng.normal(size=rows) > 1.0).astype(int)
+    return pf.Dataset(X, y, sensitive=np.where(a == 1, "b", "a"), group_names=["a", "b"])
+
+
+def models(d):
+    import torch
+
+    def linear():
+        torch.manual_seed(0)
+        return torch.nn.Linear(d, 2)
+
+    def mlp():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(d, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+
+    return {"TorchModel linear": pf.TorchModel(linear, n_features=d, n_classes=2),
+            "TorchModel MLP 64": pf.TorchModel(mlp, n_features=d, n_classes=2),
+            "LinearClassifier": pf.LinearClassifier(d, radius=100.0)}
+
+
+CASES = [("lagrangian_sgda", "TorchModel linear", "row"),
+         ("lagrangian_sgda", "TorchModel MLP 64", "row"),
+         ("lagrangian_sgda", "TorchModel linear", "sensitive"),
+         ("sgda", "LinearClassifier", "sensitive")]
+
+
+def timed(prob, privacy, backend, device, epochs, repeats):
+    import torch
+
+    with warnings.catch_warnings():           # status warnings of the held-out check
+        warnings.simplefilter("ignore")
+        prob.solve(privacy, backend=backend, seed=0, device=device, epochs=min(epochs, 0.2),
+                   progress=False)            # warm-up: CUDA context, kernels, calibration cache
+        times, res = [], None
+        for rep in range(repeats):
+            t0 = time.perf_counter()
+            res = prob.solve(privacy, backend=backend, seed=rep, device=device, epochs=epochs,
+                             progress=False)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times), res
+
+
+def main(argv=None):
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--features", type=int, default=50)
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--cases", default="all", help="comma-separated indices into CASES, or all")
+    args = ap.parse_args(argv)
+    cuda = torch.cuda.is_available()
+    print(f"rows={args.rows} features={args.features} epochs={args.epochs} "
+          f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
+          f"GPU: {torch.cuda.get_device_name(0) if cuda else 'none'}")
+    train, test = synthetic(args.rows, args.features, 0), synthetic(200_000, args.features, 1)
+    sets = models(args.features)
+    cases = CASES if args.cases == "all" else [CASES[int(i)] for i in args.cases.split(",")]
+    print("| backend | model | unit | CPU s | GPU s | CPU/GPU | CPU error / DP | GPU error / DP |")
+    print("|---|---|---|---|---|---|---|---|")
+    for backend, name, unit in cases:
+        r = pf.rates(sets[name], train)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.02])
+        privacy = pf.DP(1.0, 1.0 / args.rows ** 2, protect=unit)
+        out = {}
+        for dev in ["cpu"] + (["cuda"] if cuda else []):
+            t, res = timed(prob, privacy, backend, dev, args.epochs, args.repeats)
+            m = res.metrics(test)
+            out[dev] = (t, f"{m['error']:.4f} / {m['dp_violation']:.4f}")
+        g = out.get("cuda")
+        print(f"| {backend} | {name} | {unit} | {out['cpu'][0]:.2f} | "
+              f"{g[0] if g else float('nan'):.2f} | "
+              f"{out['cpu'][0] / g[0] if g else float('nan'):.1f}× | {out['cpu'][1]} | "
+              f"{g[1] if g else '—'} |", flush=True)
+    if not cuda:
+        print("no CUDA device here: the GPU column and the ratio were not measured")
+
+
+if __name__ == "__main__":
+    main()
