@@ -236,18 +236,20 @@ class TorchAdapter:
 
     def label_totals(self, theta, L, chunk_rows=65536) -> np.ndarray:
         """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L), ``chunk_rows`` rows at a time (no
-        n×L temporary on the device)."""
+        n×L temporary on the device).  The sums accumulate on the device in float64 and cross
+        to the host once per pass: a per-chunk copy and the labels' copy cost a device sync
+        each, which made this pass (once a step under ``protect="sensitive"``) as slow on an
+        H100 as on 16 CPU cores (bench/gpu.py)."""
         torch = self.torch
-        C = np.zeros((L, L))
-        y = self.y.cpu().numpy()
+        C = torch.zeros((L, L), dtype=torch.float64, device=self.dev)
         n = int(self.X.shape[0])
         with torch.no_grad():
+            params = self._params(theta)
             for s in range(0, n, chunk_rows):
-                z = torch.func.functional_call(self.module, self._params(theta),
-                                               (self.X[s:s + chunk_rows],))
-                p = self._probs(self.k * z, self.binary_logit).double().cpu().numpy()
-                np.add.at(C, y[s:s + chunk_rows], p)
-        return C
+                z = torch.func.functional_call(self.module, params, (self.X[s:s + chunk_rows],))
+                p = self._probs(self.k * z, self.binary_logit).double()
+                C.index_add_(0, self.y[s:s + chunk_rows], p)
+        return C.cpu().numpy()
 
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):
         torch = self.torch
