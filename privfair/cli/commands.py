@@ -41,7 +41,6 @@ of an internal error); ``130`` interrupted.
 from __future__ import annotations
 
 import argparse
-import html
 import math
 import os
 import pathlib
@@ -321,76 +320,6 @@ def full_report(problem, privacy, alpha, **options):
                       f"({type(exc).__name__}: {_one_line(exc)})")
 
 
-#: what the training row of the metrics may show, by privacy unit (issue #16): the fairness
-#: gaps read the private sensitive column, so they are never shown for the training data of a
-#: private solve; the error reads x and y only, public under protect="sensitive" (the released
-#: decision scored on public columns is post-processing); under protect="row" every column is
-#: private and the training row is omitted.  The test split is the user's held-out data, which
-#: the certificate does not cover.
-WITHHELD = "withheld"
-
-
-def _metrics_rows(result, train, test, privacy=None):
-    """[(split, metrics dict, rows)] on the training data and, if given, the test data; a
-    private solve's training metrics keep only what is public (:data:`WITHHELD` otherwise)."""
-    rows = []
-    for split, data in (("train", train), ("test", test)):
-        if data is None:
-            continue
-        if split == "train" and privacy is not None and privacy.is_private:
-            if privacy.protect == "row":
-                continue
-            m = {"error": result.metrics(data)["error"], "dp_violation": WITHHELD,
-                 "eo_violation": WITHHELD}
-        else:
-            m = result.metrics(data)
-        rows.append((split, m, data.n))
-    return rows
-
-
-def _fmt_metric(v):
-    return v if isinstance(v, str) else f"{v:.4f}"
-
-
-def _format_metrics(rows):
-    out = [f"{split:5s}: error {_fmt_metric(m['error'])}   DP violation "
-           f"{_fmt_metric(m['dp_violation'])}   EO violation {_fmt_metric(m['eo_violation'])}   "
-           f"(expected prediction, {n} rows)" for split, m, n in rows]
-    if any(WITHHELD in m.values() for _, m, _ in rows):
-        out.append("(training-set fairness gaps read the private sensitive column: withheld; "
-                   "measure them on held-out data)")
-    return "\n".join(out)
-
-
-def simple_html_report(title, sections, metrics_rows=(), raw_html=()) -> str:
-    """A self-contained HTML page: ``sections`` is a list of (heading, preformatted text),
-    ``raw_html`` a list of (heading, HTML fragment) appended as they are."""
-    esc = html.escape
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>{esc(title)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;"
-             "padding:0 1em}pre{background:#f6f8fa;padding:1em;overflow-x:auto;"
-             "white-space:pre-wrap}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-             "padding:.3em .8em;text-align:right}</style></head><body>",
-             f"<h1>{esc(title)}</h1>"]
-    if metrics_rows:
-        parts.append("<h2>Metrics</h2><table><tr><th>split</th><th>rows</th><th>error</th>"
-                     "<th>DP violation</th><th>EO violation</th></tr>")
-        for split, m, n in metrics_rows:
-            parts.append(f"<tr><td>{esc(split)}</td><td>{n}</td>"
-                         f"<td>{esc(_fmt_metric(m['error']))}</td>"
-                         f"<td>{esc(_fmt_metric(m['dp_violation']))}</td>"
-                         f"<td>{esc(_fmt_metric(m['eo_violation']))}</td></tr>")
-        parts.append("</table><p>Metrics of the expected prediction of the (randomized) "
-                     "decision.</p>")
-    for heading, text in sections:
-        parts.append(f"<h2>{esc(heading)}</h2><pre>{esc(str(text))}</pre>")
-    for heading, fragment in raw_html:
-        parts.append(f"<h2>{esc(heading)}</h2>\n<div>{fragment}</div>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
 # --------------------------------------------------------------------------- commands
 def _cmd_datasets(args) -> int:
     from ..datasets import list_datasets
@@ -517,6 +446,7 @@ def _cmd_solve(args) -> int:
     import privfair as pf
 
     from ..backends import get
+    from ..reports.metrics import format_metrics, metrics_rows
 
     if args.backend != "auto":
         get(args.backend)                 # an unknown name fails before the file is loaded
@@ -540,9 +470,9 @@ def _cmd_solve(args) -> int:
     print(status_lines(result), "\n")
     if "note" in result.info:
         print("note:", result.info["note"], "\n")
-    rows = _metrics_rows(result, train, test, privacy)
+    rows = metrics_rows(result, train, test, privacy)
     print(f"backend: {result.backend}   ({time.perf_counter() - t0:.1f} s)")
-    print(_format_metrics(rows))
+    print(format_metrics(rows))
     if args.certificate:
         _write(args.certificate, result.certificate.to_markdown() + "\n")
         print(f"certificate written to {args.certificate}")
@@ -553,39 +483,14 @@ def _cmd_solve(args) -> int:
 
 
 def _solve_page(args, problem, privacy, plans, result, test, rows) -> str:
-    """The ``--report`` page of ``privfair solve``: the sample-complexity report's page (its
-    Analysis, plan ranking and certificate as tables, per-group rates on the held-out split
-    only) with the command's metrics and the problem on top; the older page of plain sections
-    where that report cannot be built on this problem."""
-    from ..reports.render import (analysis_html, certificate_html, plans_html,
-                                 problem_html)
+    """The ``--report`` page of ``privfair solve``, rendered by
+    :func:`privfair.reports.render.solve_page` (the one HTML renderer)."""
+    from ..reports.render import solve_page
 
-    title = f"privfair solve — {pathlib.Path(args.problem).name}"
     rep, note = full_report(problem, privacy, args.alpha, measure=False, result=result,
                             test=test)
-    extra = [("Metrics", _metrics_html(rows)), ("Problem", problem_html(problem))]
-    if "note" in result.info:
-        extra.append(("Note", f"<p>{html.escape(str(result.info['note']))}</p>"))
-    if rep is not None:
-        return rep.to_html(title=title, sections=extra)
-    raw = extra + [("Analysis", analysis_html(plans.analysis)), ("Plan", plans_html(plans)),
-                   ("Privacy certificate", certificate_html(result.certificate))]
-    return simple_html_report(title, [("Sample-complexity report", note)], (), raw)
-
-
-def _metrics_html(rows) -> str:
-    """The metrics rows as an HTML table (training fairness gaps of a private solve withheld)."""
-    esc = html.escape
-    out = ["<table><tr><th>split</th><th>rows</th><th>error</th><th>DP violation</th>"
-           "<th>EO violation</th></tr>"]
-    for split, m, n in rows:
-        out.append(f"<tr><td>{esc(split)}</td><td>{n}</td><td>{esc(_fmt_metric(m['error']))}</td>"
-                   f"<td>{esc(_fmt_metric(m['dp_violation']))}</td>"
-                   f"<td>{esc(_fmt_metric(m['eo_violation']))}</td></tr>")
-    out.append("</table><p>Metrics of the expected prediction of the (randomized) decision; a "
-               "private solve's training-set fairness gaps read the private sensitive column "
-               "and are withheld.</p>")
-    return "\n".join(out)
+    return solve_page(f"privfair solve — {pathlib.Path(args.problem).name}", problem, plans,
+                      result, rows, report=rep, note=note)
 
 
 def _cmd_report(args) -> int:
@@ -612,15 +517,10 @@ def _cmd_report(args) -> int:
     print(text)
     if args.output:
         if args.output.lower().endswith((".html", ".htm")):
-            from ..reports.render import analysis_html, plans_html, problem_html
+            from ..reports.render import report_page
 
-            title = f"privfair report — {pathlib.Path(args.problem).name}"
-            if rep is not None:
-                page = rep.to_html(title=title, sections=[("Problem", problem_html(problem))])
-            else:
-                page = simple_html_report(title, [("Sample-complexity report", note)], (), [
-                    ("Problem", problem_html(problem)), ("Analysis", analysis_html(plans.analysis)),
-                    ("Plan ranking", plans_html(plans))])
+            page = report_page(f"privfair report — {pathlib.Path(args.problem).name}",
+                               problem, plans, report=rep, note=note)
         else:
             page = text + "\n"
         _write(args.output, page)

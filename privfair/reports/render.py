@@ -785,11 +785,7 @@ def to_html(rep, title=None, sections=()):
     ``title`` replaces the heading; ``sections`` — (heading, HTML fragment) pairs, e.g. a
     command's metrics table or :func:`problem_html` — go right after "At a glance"."""
     e = html.escape
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-             f"<title>{e(title or _header(rep))}</title></head><body>",
-             f"<div class='pf-report'><style>{CSS}</style>",
-             f"<h1>{e(title or 'privfair report')}</h1><p class='note'>{e(_header(rep))}</p>",
-             "<div class='glance'><b>At a glance</b><ul>"
+    parts = ["<div class='glance'><b>At a glance</b><ul>"
              + "".join(f"<li{' class=vacuous' if 'vacuous' in x else ''}>{e(x)}</li>"
                        for x in glance(rep)) + "</ul></div>"]
     for heading, fragment in sections:
@@ -833,27 +829,89 @@ def to_html(rep, title=None, sections=()):
         parts.append("<h2>Plan ranking</h2><p class='note'>Every backend's theorem bound on the "
                      "excess risk of h at this n, best first.</p>"
                      + plans_html(plans, getattr(rep, "scale", None)))
-    for title, fn, head in TABLES:
+    for heading, fn, head in TABLES:
         rows = fn(rep)
         if rows:
-            parts.append(f"<h2>{e(title)}</h2>" + html_table(head, rows))
+            parts.append(f"<h2>{e(heading)}</h2>" + html_table(head, rows))
             if fn is _bound_rows:
                 parts.append(f"<p class='note'>{e(scale_note(rep))}</p>")
     figs = figures(rep)
-    for title, b64 in figs:
-        parts.append(f"<h2>{e(title)}</h2>" + _figure(title, b64))
+    for heading, b64 in figs:
+        parts.append(f"<h2>{e(heading)}</h2>" + _figure(heading, b64))
     if rep.theorems:
         parts.append("<h2>Theorem notes</h2><ul>" + "".join(f"<li>{e(x)}</li>"
                                                           for x in _theorem_notes(rep)) + "</ul>")
     parts.append("<h2>Formulas</h2><p class='note'>Each formula once, as MathML; its LaTeX "
                  "source is embedded in the formula (an annotation) for copying.</p><dl>")
-    for title, expr, tex, vals in formulas(rep):
+    for label, expr, tex, vals in formulas(rep):
         extra = ("<div class='note'>with " + e(", ".join(
             f"{k} = {_r(v) if isinstance(v, float) else v}" for k, v in vals.items()))
             + "</div>") if vals else ""
-        parts.append(f"<dt>{e(title)}</dt><dd><div class='formula'>{formula_mathml(expr)}"
+        parts.append(f"<dt>{e(label)}</dt><dd><div class='formula'>{formula_mathml(expr)}"
                      f"</div>{extra}</dd>")
     parts.append("</dl>")
     parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in _footer(rep))
                  + "</ul>")
-    return "\n".join(parts + ["</div></body></html>"])
+    return page(title or "privfair report", parts, subtitle=_header(rep),
+                head_title=title or _header(rep))
+
+
+def page(title, body, subtitle=None, head_title=None) -> str:
+    """THE page shell every HTML page of privfair is built in (the report's, and the pages of
+    ``privfair solve --report`` and ``privfair report --output X.html``): one self-contained
+    document, its style inline, no scripts and no external assets.
+
+    ``body`` is a list of HTML fragments (already escaped), ``subtitle`` a line of text under
+    the heading, ``head_title`` the browser title (``title`` by default)."""
+    e = html.escape
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             f"<title>{e(head_title or title)}</title></head><body>",
+             f"<div class='pf-report'><style>{CSS}</style>",
+             f"<h1>{e(title)}</h1>" + (f"<p class='note'>{e(subtitle)}</p>" if subtitle else "")]
+    return "\n".join(parts + list(body) + ["</div></body></html>"])
+
+
+def metrics_html(rows) -> str:
+    """The metrics of a solve (:func:`privfair.reports.metrics.metrics_rows`) as a table; a
+    private solve's training-set fairness gaps are withheld there, and said so here."""
+    from .metrics import METRICS_HEAD, metric_cells
+
+    return (html_table(METRICS_HEAD, [metric_cells(r) for r in rows])
+            + "<p>Metrics of the expected prediction of the (randomized) decision; a "
+              "private solve's training-set fairness gaps read the private sensitive column "
+              "and are withheld.</p>")
+
+
+def command_page(title, report=None, note="", sections=(), plans=None, certificate=None) -> str:
+    """A command's page: the sample-complexity ``report``'s page with ``sections`` —
+    (heading, HTML fragment) pairs — after "At a glance"; where no report could be built on
+    this problem (``report`` None, ``note`` says why), the same page shell with the note, the
+    sections, the Analysis and plan ranking of ``plans`` and the ``certificate``."""
+    e = html.escape
+    if report is not None:
+        return to_html(report, title=title, sections=sections)
+    body = [f"<h2>Sample-complexity report</h2><p class='note'>{e(note or '—')}</p>"]
+    body += [f"<h2>{e(heading)}</h2>{fragment}" for heading, fragment in sections]
+    if plans is not None:
+        body.append("<h2>Analysis</h2>" + analysis_html(plans.analysis))
+        body.append("<h2>Plan ranking</h2>" + plans_html(plans))
+    if certificate is not None:
+        body.append("<h2>Privacy certificate</h2>" + certificate_html(certificate))
+    return page(title, body)
+
+
+def solve_page(title, problem, plans, result, metrics, report=None, note="") -> str:
+    """The page of ``privfair solve --report``: the report of the solve (its certificate,
+    per-group rates on the held-out split only, analysis, plan ranking, bounds) with the
+    command's ``metrics`` rows (:func:`privfair.reports.metrics.metrics_rows`: public ones
+    only), the problem and the result's note on top."""
+    sections = [("Metrics", metrics_html(metrics)), ("Problem", problem_html(problem))]
+    if "note" in result.info:
+        sections.append(("Note", f"<p>{html.escape(str(result.info['note']))}</p>"))
+    return command_page(title, report, note, sections, plans, result.certificate)
+
+
+def report_page(title, problem, plans, report=None, note="") -> str:
+    """The page of ``privfair report --output X.html``: the sample-complexity report with the
+    problem on top (spends nothing, releases nothing computed from the private data)."""
+    return command_page(title, report, note, [("Problem", problem_html(problem))], plans)
