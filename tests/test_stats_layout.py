@@ -97,6 +97,37 @@ def test_row_coefficients_are_the_derivative_of_the_weighted_statistics(surrogat
             assert pub[i] == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.parametrize("labels", [(0, 1), (0, 1, 2)])
+def test_layout_coefficients_are_the_exact_chain_rule_through_the_counts(labels):
+    """ℓ is linear in the counts C[g, y, ŷ] at fixed denominators, so
+    w·ℓ(C) = Σ c[g, y, ŷ]·C[g, y, ŷ]/n with c = Layout.coefficients(w, d, n=n) — for any C, any
+    number of labels; the binary contraction along (−1, 1) is c[..., 1] − c[..., 0] = n·a of
+    Rates.cell_coefficients, and the mass form (d/n, n = 1) is the same map."""
+    r = rates(Thresholds([0.0, 0.5]) if len(labels) == 2 else
+              FiniteSet([lambda X: np.zeros(len(X), int)]), _data(labels=labels),
+              group_mass_bound=0.01)
+    lay, den = r.layout, r.denominators()
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        w = rng.normal(size=r.K)
+        C = rng.random((r.G, r.L, r.L)) * 40
+        c = lay.coefficients(w, den, n=r.n)
+        assert c.shape == (r.G, r.L, r.L)
+        assert float(w @ r.from_counts(C)) == pytest.approx(float((c * C).sum() / r.n),
+                                                            rel=1e-12, abs=1e-12)
+        masses = lay.coefficients(w, (den[0] / r.n, den[1] / r.n), n=1.0)
+        np.testing.assert_allclose(masses, c, rtol=1e-12, atol=1e-12)
+        if r.L == 2:
+            a = r.cell_coefficients(w)
+            np.testing.assert_allclose(a * r.n, c[..., 1] - c[..., 0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_array_equal(r.cell_coefficients(w, times_n=True),
+                                          lay.coefficients(w, den, n=r.n, along=(-1.0, 1.0)))
+    with pytest.raises(InvalidInputError):
+        lay.coefficients(np.zeros(r.K + 1), den)
+    with pytest.raises(InvalidInputError):
+        lay.coefficients(np.zeros(r.K), den, along=np.ones(r.L + 1))
+
+
 def test_row_gradient_bound_holds_for_every_row():
     for surrogate in sorted(SURROGATE_TABLE):
         r = _linear(surrogate)

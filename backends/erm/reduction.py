@@ -23,9 +23,9 @@ convex iff a_{g,0} ≥ 0 and a_{g,1} ≤ 0; the per-row loss is |a|·φ(∓z)/φ
 is Λ/φ(B) for ``SparseLinear(l2=Λ)`` in the loss's units (the default; so that Λ means what it
 means for :func:`privfair.models.sparse.glm`), Λ for ``l2_units="scaled"`` (``ERM.l2_factor``).
 
-This module reads the private layout of :class:`privfair.statistics.stats.Rates` (``_joint``, ``_rate``,
-``_sel``, ``_bound``, ...; tests/test_layers.py allowlists those reads) until issue #17's public
-layout of ℓ lands.
+The map from r to the weights a is :meth:`privfair.statistics.stats.Rates.cell_coefficients` (its
+one home, on ℓ's public layout); this module only chooses the denominators it is read with
+(:func:`denominators_for`: public n·q, clamped, or empirical at ε = ∞).
 """
 
 from __future__ import annotations
@@ -74,9 +74,43 @@ def constraint_direction(g, K):
 DENOMINATORS = ("public", "clamped", "empirical")
 
 
+def denominators_for(rates, r, how="public"):
+    """The conditional denominators (d (G, 2), d_g (G,)) in counts that the ERM family reads r·ℓ
+    with — its policy; the map itself is :meth:`privfair.statistics.stats.Rates.cell_coefficients`.
+
+    * ``"public"``: n·q, q the (declared or privately estimated) group-mass bound.  Each row's
+      weight then depends on its own (group, label) only (*row-local*), which the perturbation
+      mechanisms' proofs need; the ERM minimizes r'·ℓ with the conditional weights scaled by
+      max(n_{g,y}, nq)/(nq) ≥ 1 (``rescaling``), not r·ℓ.  Raises ``NeedsGroupMass`` when r
+      weighs a conditional rate and q is not known yet.
+    * ``"clamped"``: max(n_{g,y}, nq) — exactly r·ℓ as :class:`privfair.statistics.stats.Rates`
+      defines it (the noisy-GD oracle; its sensitivity pays for the data-dependent denominators).
+    * ``"empirical"``: the public bound if there is one, else max(n_{g,y}, 1) — ε = ∞ only.
+
+    When r weighs no conditional rate the denominators multiply zero weights: any finite
+    positive ones do (the clamped ones are returned, and no bound is needed).
+    """
+    if how not in DENOMINATORS:
+        raise ValueError(f"denominators must be one of {DENOMINATORS}")
+    q, qg = rates.group_mass()
+    if how == "clamped" or q is None:
+        if how == "public" and uses_conditional_weights(rates, r):
+            raise NeedsGroupMass()
+        return rates.denominators()         # with no bound: max(n_{g,y}, 1), the "empirical" ones
+    return rates.n * np.asarray(q), rates.n * np.asarray(qg)
+
+
+def uses_conditional_weights(rates, r):
+    """Whether r weighs a conditional rate or a selection rate (schema only: public)."""
+    r = np.asarray(r, float)
+    return bool(np.any(r[rates.layout.rate] != 0) or np.any(r[rates.layout.selection] != 0))
+
+
 def cell_coefficients(rates, r, denominators="public"):
-    """n·a_{g,y}, shape (G, 2): the one home of "a linear objective over the rates → a weighted
-    ERM" (the row-private ERM backends, their constraint form and the LOPT oracles all use it).
+    """n·a_{g,y}, shape (G, 2): the ERM weights of "a linear objective over the rates → a
+    weighted ERM" (the row-private ERM backends, their constraint form and the LOPT oracles all
+    use it) — :meth:`privfair.statistics.stats.Rates.cell_coefficients` (the one home of the
+    map, in its sum form) at the denominators of :func:`denominators_for`.
 
     ℓ is linear in the mass s_i(θ) ∈ [0, 1] each row puts on ŷ = 1 (surrogate or 0-1), so
 
@@ -84,38 +118,9 @@ def cell_coefficients(rates, r, denominators="public"):
         n·a_{g,y} = Δr_joint(g,y) + n·Δr_rate(g,y)/den_{g,y} + n·r_sel(g)/den_g,
 
     Δr = (weight on the ŷ = 1 coordinate) − (weight on the ŷ = 0 one) of the block.
-    ``denominators`` — the den of the conditional coordinates:
-
-    * ``"public"``: n·q, q the (declared or privately estimated) group-mass bound.  Each row's
-      weight then depends on its own (group, label) only (*row-local*), which the perturbation
-      mechanisms' proofs need; the ERM minimizes r'·ℓ with the conditional weights scaled by
-      max(n_{g,y}, nq)/(nq) ≥ 1 (``rescaling``), not r·ℓ.  Raises ``NeedsGroupMass`` without q.
-    * ``"clamped"``: max(n_{g,y}, nq) — exactly r·ℓ as :class:`privfair.statistics.stats.Rates` defines it
-      (the noisy-GD oracle; its sensitivity pays for the data-dependent denominators).
-    * ``"empirical"``: the public bound if there is one, else max(n_{g,y}, 1) — ε = ∞ only.
     """
-    if denominators not in DENOMINATORS:
-        raise ValueError(f"denominators must be one of {DENOMINATORS}")
-    r = np.asarray(r, float)
-    G, n = rates.G, rates.n
-    a = np.zeros((G, 2))
-    uses_cond = bool(np.any(r[rates.layout.rate] != 0) or np.any(r[rates.layout.selection] != 0))
-    if denominators == "clamped":
-        den, den_g = rates.denominators()
-    else:
-        q, qg = rates.group_mass()
-        if uses_cond and q is None and denominators == "empirical":
-            q = np.maximum(rates.cell_counts, 1.0) / n
-            qg = np.maximum(rates.cell_counts.sum(axis=1), 1.0) / n
-        if uses_cond and q is None:
-            raise NeedsGroupMass()
-        den, den_g = (None, None) if q is None else (n * np.asarray(q), n * np.asarray(qg))
-    for y in (0, 1):
-        a[:, y] = r[rates.layout.joint[:, y, 1]] - r[rates.layout.joint[:, y, 0]]
-        if uses_cond:
-            a[:, y] += n * ((r[rates.layout.rate[:, y, 1]] - r[rates.layout.rate[:, y, 0]]) / den[:, y]
-                            + r[rates.layout.selection] / den_g)
-    return a
+    den = denominators_for(rates, r, denominators)
+    return rates.cell_coefficients(np.asarray(r, float), denominators=den, times_n=True)
 
 
 def rescaling(rates):
@@ -127,8 +132,10 @@ def rescaling(rates):
 
 
 def row_coefficients(rates, r, denominators="clamped"):
-    """a_{g_i,y_i} per row (mean form): r·ℓ(θ) = const + Σ_i coef_i·s_i(θ)."""
-    return cell_coefficients(rates, r, denominators).ravel()[rates.row_cell] / rates.n
+    """a_{g_i,y_i} per row (mean form): r·ℓ(θ) = const + Σ_i coef_i·s_i(θ)
+    (:meth:`privfair.statistics.stats.Rates.row_coefficients` at :func:`denominators_for`)."""
+    den = denominators_for(rates, r, denominators)
+    return rates.row_coefficients(np.asarray(r, float), denominators=den)
 
 
 def bad_cells(a, tol=1e-12):
@@ -186,5 +193,4 @@ def erm_from_rates(rates, r, denominators="public"):
 
 
 def uses_conditional(problem, r):
-    rates = problem.rates
-    return bool(np.any(r[rates.layout.rate] != 0) or np.any(r[rates.layout.selection] != 0))
+    return uses_conditional_weights(problem.rates, r)

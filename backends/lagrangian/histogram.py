@@ -31,14 +31,11 @@ __all__ = ["batch_counts", "centred_counts", "project_centred", "rates_from_coun
            "row_coefficients", "Layout"]
 
 
-class Layout:
-    """ℓ's layout read from a :class:`privfair.statistics.stats.Rates` (schema only: G, L, index maps)."""
-
-    def __init__(self, rates):
-        self.G, self.L, self.K = rates.G, rates.L, rates.K
-        self.joint = np.asarray(rates.layout.joint)          # (G, L, L) -> coordinate
-        self.rate = np.asarray(rates.layout.rate)            # (G, L, L) -> coordinate
-        self.sel = None if rates.layout.selection is None else np.asarray(rates.layout.selection)   # (G,) binary only
+def Layout(rates):
+    """ℓ's public layout (:class:`privfair.statistics.stats.Layout`: G, L, K, the index maps
+    ``joint``, ``rate``, ``selection``), read from a :class:`privfair.statistics.stats.Rates` —
+    ``rates.layout`` itself (kept as a function for the solver's call; the layout has one home)."""
+    return rates.layout
 
 
 def batch_counts(g, y, P, G, L) -> np.ndarray:
@@ -75,17 +72,16 @@ def rates_from_counts(C, layout, m, floor) -> tuple:
     ell[layout.joint.ravel()] = C.ravel() / m
     R = C / (m * pi[:, :, None])
     ell[layout.rate.ravel()] = R.ravel()
-    if layout.sel is not None:
+    if layout.selection is not None:
         pg = pi.sum(axis=1)
-        ell[layout.sel] = (C[:, 0, 1] + C[:, 1, 1]) / (m * pg)
+        ell[layout.selection] = (C[:, 0, 1] + C[:, 1, 1]) / (m * pg)
     return np.clip(ell, 0.0, None), pi
 
 
 def row_coefficients(w, layout, pi) -> np.ndarray:
     """c[g, y, ŷ] = n·∂(w·ℓ)/∂p_i(ŷ) for a row of group g and label y (shape (G, L, L)), at
-    group-label masses ``pi`` (G, L); ``w`` = ∂Φ/∂ℓ (K,).  See the module docstring."""
-    w = np.asarray(w, dtype=float).reshape(-1)
-    c = w[layout.joint] + w[layout.rate] / pi[:, :, None]
-    if layout.sel is not None:
-        c[:, :, 1] += (w[layout.sel] / pi.sum(axis=1))[:, None]
-    return c
+    group-label masses ``pi`` (G, L); ``w`` = ∂Φ/∂ℓ (K,).  See the module docstring: the map
+    itself is :meth:`privfair.statistics.stats.Layout.coefficients` (its one home), read with the
+    masses as denominators (n = 1)."""
+    pi = np.asarray(pi, dtype=float)
+    return layout.coefficients(w, (pi, pi.sum(axis=1)), n=1.0)

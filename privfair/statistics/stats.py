@@ -311,6 +311,65 @@ class Layout:
             return {"l1": 0.0, "l2": 0.0, "linf": 0.0}
         return {q: float(v) for q, v in self.geometry(support)["hull"].items()}
 
+    def coefficients(self, weights, denominators, *, n=1.0, along=None) -> np.ndarray:
+        """The map from weights on ℓ to per-row coefficients — the chain rule through ℓ, its one
+        home (:meth:`Rates.cell_coefficients`, the ERM reduction and lagrangian_sgda's batch
+        histogram all read it).
+
+        With the denominators held fixed (they count rows of (g, y), not predictions), w·ℓ is
+        linear in each row's prediction mass p ∈ Δ_L, and for a row of group g and label y
+
+            n·∂(w·ℓ)/∂p(ŷ) = w_J[g,y,ŷ] + n·(w_R[g,y,ŷ]/d[g,y] + [ŷ = 1]·w_S[g]/d_g[g])
+
+        (w_J, w_R, w_S: the weights on the joint, conditional and selection coordinates; the
+        selection term exists for binary labels only).
+
+        Parameters
+        ----------
+        weights : array (K,) -- w, e.g. ∇Φ(ℓ).
+        denominators : (d (G, L), d_g (G,) or None)
+            The conditional denominators, in the units of ``n``: counts (clamped n_{g,y}, or the
+            public n·q) with ``n`` the row count, or masses π with ``n = 1``.  ``d_g`` (the
+            selection denominators) is read for binary labels only.
+        n : float, default 1.0
+            The factor of the joint block's 1/n: the result is n·∂(w·ℓ)/∂p, the coefficient of
+            the *sum* over rows (divide by n for the mean form).
+        along : None or array (L,)
+            ``None``: the coefficient of every prediction ŷ, shape (G, L, L).  A vector v: the
+            derivative along v, Σ_ŷ v_ŷ·c[g, y, ŷ], shape (G, L), with v applied to the weights
+            before they are divided (binary v = (−1, 1) is the derivative in the mass s on
+            ŷ = 1 of p = (1 − s, s), the ERM's n·a).
+
+        Returns
+        -------
+        numpy.ndarray
+            (G, L, L) or, with ``along``, (G, L).
+        """
+        w = np.asarray(weights, dtype=float).reshape(-1)
+        if w.shape != (self.K,):
+            raise InvalidInputError("weights", w.shape, f"pass K={self.K} weights")
+        den = np.asarray(denominators[0], dtype=float)
+        if den.shape != (self.G, self.L):
+            raise InvalidInputError("denominators", den.shape, f"pass d of shape ({self.G}, "
+                                    f"{self.L}) and d_g of shape ({self.G},)")
+        wJ, wR = w[self.joint], w[self.rate]                        # (G, L, L)
+        binary = self.selection is not None
+        if along is None:
+            cond = wR / den[:, :, None]
+            if binary:   # the selection rate counts the mass on ŷ = 1 (0·w_S on ŷ = 0: exact)
+                cond = cond + (w[self.selection][:, None, None] * (np.arange(2) == 1)
+                               / np.asarray(denominators[1], dtype=float)[:, None, None])
+            return wJ + n * cond
+        v = np.asarray(along, dtype=float).reshape(-1)
+        if v.shape != (self.L,):
+            raise InvalidInputError("along", v.shape, f"pass a direction of length L={self.L}")
+        # the weights are contracted with v first: for v = (−1, 1) these are the differences
+        # w(ŷ=1) − w(ŷ=0), as the ERM reduction always computed them (bit for bit)
+        cond = (wR @ v) / den
+        if binary:
+            cond = cond + (v[1] * w[self.selection] / np.asarray(denominators[1], float))[:, None]
+        return wJ @ v + n * cond
+
 
 class _Accessor:
     """``r.fp["Female"]`` -> the index expression of one coordinate; ``.index(g)`` -> int."""
@@ -582,8 +641,8 @@ class Rates:
                                     f"length n_features + 1 = {self.decisions.P}")
         return self._soft(theta)
 
-    def cell_coefficients(self, weights, group_mass_bound=None, *,
-                          denominators=None) -> np.ndarray:
+    def cell_coefficients(self, weights, group_mass_bound=None, *, denominators=None,
+                          times_n=False) -> np.ndarray:
         """a (G, 2): the derivative of weights·ℓ in the mass a row of cell (g, y) puts on ŷ = 1
         (binary labels), at the clamped denominators — the map from ℓ to row coefficients:
         weights·ℓ(θ) = const + Σ_i a_{g_i, y_i}·s_i(θ), s_i the row's mass on ŷ = 1.
@@ -591,22 +650,15 @@ class Rates:
         ``a[g, y] = (w_J(g,y,1) − w_J(g,y,0))/n + (w_R(g,y,1) − w_R(g,y,0))/d_{g,y} + w_sel(g)/d_g``
         (private: the clamped denominators d are counts).  ``denominators=(d, d_g)`` uses other
         denominators instead (e.g. the public n·q, for an objective whose weights must not
-        depend on the counts)."""
+        depend on the counts).  ``times_n=True`` returns n·a (the coefficients of the sum form
+        Σ_i rather than of the mean; the ERM reduction's weights).  Computed by
+        :meth:`Layout.coefficients` along (−1, 1)."""
         if self.L != 2:
             raise InvalidInputError("labels", self.label_values, "row coefficients are defined "
                                     "for binary labels")
-        wts = np.asarray(weights, dtype=float).reshape(-1)
-        if wts.shape != (self.K,):
-            raise InvalidInputError("weights", wts.shape, f"pass K={self.K} weights")
-        den, den_g = (self._denominators(group_mass_bound) if denominators is None
-                      else denominators)
-        J, R, S = self.layout.joint, self.layout.rate, self.layout.selection
-        a = np.zeros((self.G, 2))
-        for y in (0, 1):
-            a[:, y] = ((wts[J[:, y, 1]] - wts[J[:, y, 0]]) / self.n
-                       + (wts[R[:, y, 1]] - wts[R[:, y, 0]]) / den[:, y]
-                       + wts[S] / den_g)
-        return a
+        den = self._denominators(group_mass_bound) if denominators is None else denominators
+        na = self.layout.coefficients(weights, den, n=float(self.n), along=(-1.0, 1.0))
+        return na if times_n else na / self.n
 
     def row_coefficients(self, weights, group_mass_bound=None, *,
                          denominators=None) -> np.ndarray:
