@@ -330,10 +330,10 @@ def test_the_scanner_finds_each_kind_of_underscore_read(tmp_path):
     src.write_text("from privfair.backends import _erm\n"
                    "from privfair.privacy.events import _fmt\n"
                    "def f(rates):\n"
-                   "    self_x = rates._joint\n"
+                   "    self_x = rates._cell\n"
                    "    return self_x\n")
     reads = underscore_reads(src, set(_modules()), _project_private_names(), me="tests.probe")
-    assert sorted(reads) == ["_erm", "_fmt", "_joint"]
+    assert sorted(reads) == ["_cell", "_erm", "_fmt"]
 
 
 if __name__ == "__main__":      # print the current lists (see the module docstring)

@@ -180,3 +180,17 @@ def test_the_surrogate_table_has_one_formula_for_numpy_and_torch():
         assert (d_np >= 0).all() and (np.diff(d_np) >= -1e-15).all()
         for a, b in itertools.pairwise(range(0, 161, 40)):
             assert v_np[b] >= v_np[a]
+
+
+def test_the_statistics_modules_examples_run():
+    """The docstring examples of ℓ's modules (they print the documented import paths)."""
+    import doctest
+    import importlib
+
+    attempted = 0
+    for name in ("stats", "rates", "layout", "group_mass", "sensitivity", "counts", "soft"):
+        mod = importlib.import_module(f"privfair.statistics.{name}")
+        res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert res.failed == 0, name
+        attempted += res.attempted
+    assert attempted >= 20          # rates, group_mass and block_constants carry examples

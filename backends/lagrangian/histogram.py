@@ -68,13 +68,7 @@ def rates_from_counts(C, layout, m, floor) -> tuple:
     G, L = layout.G, layout.L
     C = np.asarray(C, dtype=float).reshape(G, L, L)
     pi = np.maximum(C.sum(axis=2) / m, floor)                  # group-label masses
-    ell = np.zeros(layout.K)
-    ell[layout.joint.ravel()] = C.ravel() / m
-    R = C / (m * pi[:, :, None])
-    ell[layout.rate.ravel()] = R.ravel()
-    if layout.selection is not None:
-        pg = pi.sum(axis=1)
-        ell[layout.selection] = (C[:, 0, 1] + C[:, 1, 1]) / (m * pg)
+    ell = layout.from_counts(C, m, (m * pi, m * pi.sum(axis=1)))
     return np.clip(ell, 0.0, None), pi
 
 
