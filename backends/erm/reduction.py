@@ -36,7 +36,7 @@ import numpy as np
 
 from privfair.models import designs
 from privfair.models.erm import ERM, LOSSES
-from privfair.errors import BackendRefusedError
+from privfair.errors import BackendRefusedError, InvalidInputError
 
 
 class NeedsGroupMass(Exception):
@@ -91,7 +91,7 @@ def denominators_for(rates, r, how="public"):
     positive ones do (the clamped ones are returned, and no bound is needed).
     """
     if how not in DENOMINATORS:
-        raise ValueError(f"denominators must be one of {DENOMINATORS}")
+        raise InvalidInputError("denominators", how, f"choose one of {DENOMINATORS}")
     q, qg = rates.group_mass()
     if how == "clamped" or q is None:
         if how == "public" and uses_conditional_weights(rates, r):
@@ -102,8 +102,8 @@ def denominators_for(rates, r, how="public"):
 
 def uses_conditional_weights(rates, r):
     """Whether r weighs a conditional rate or a selection rate (schema only: public)."""
-    r = np.asarray(r, float)
-    return bool(np.any(r[rates.layout.rate] != 0) or np.any(r[rates.layout.selection] != 0))
+    r, sel = np.asarray(r, float), rates.layout.selection
+    return bool(np.any(r[rates.layout.rate] != 0) or (sel is not None and np.any(r[sel] != 0)))
 
 
 def cell_coefficients(rates, r, denominators="public"):
