@@ -13,7 +13,9 @@ import textwrap
 
 import pytest
 
-from privfair.cli.commands import audit_pair, build_parser, load_problem_file, main
+from privfair.cli.audit_cmd import audit_pair
+from privfair.cli.commands import build_parser, main
+from privfair.cli.files import load_problem_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -297,7 +299,7 @@ def test_backends_shows_each_priority_and_its_reason(capsys, monkeypatch):
     backend's registry priority and reason, in that order; a stand-in added by hand comes last."""
     from privfair.backends import BACKENDS, ENTRIES, REGISTRY, priority
     from privfair.backends.base import Backend
-    from privfair.cli.commands import options_markdown
+    from privfair.cli.listings import options_markdown
 
     class Extra(Backend):
         name, theorem = "extra_standin", "none"
@@ -532,3 +534,61 @@ def test_solve_prints_the_status_and_the_held_out_check(tmp_path, capsys):
         assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
                      "exponential", "--no-progress", "--holdout", "0"]) == 0
     assert "status: not checked: holdout=0" in capsys.readouterr().out
+
+
+# ---------------------------------------------- issue #17: one HTML renderer
+def test_pages_without_the_report_use_the_one_renderer(tiny, tmp_path, monkeypatch, capsys):
+    """#17: the command line had a second page builder for when the sample-complexity report
+    cannot be built; now both commands' pages come from privfair.reports.html (one shell, the
+    report's style) and keep every section the old page had: the note, the metrics (training
+    fairness gaps of a private solve withheld), the problem, the Analysis, the plan ranking and,
+    for a solve, the certificate."""
+    import privfair.cli.report_cmd as report_cmd
+    import privfair.cli.solve as solve
+
+    def unavailable(*args, **kwargs):
+        return None, "the sample-complexity report failed on this problem (stand-in)"
+
+    monkeypatch.setattr(solve, "full_report", unavailable)
+    monkeypatch.setattr(report_cmd, "full_report", unavailable)
+    solved, reported = tmp_path / "solve.html", tmp_path / "report.html"
+    assert main(["solve", str(tiny), "--epsilon", "1", "--seed", "0", "--backend", "exponential",
+                 "--report", str(solved), "--no-progress"]) == 0
+    assert main(["report", str(tiny), "--output", str(reported)]) == 0
+    capsys.readouterr()
+    pages = {"solve": solved.read_text(), "report": reported.read_text()}
+    want = {"solve": ("Sample-complexity report", "Metrics", "Problem", "Analysis",
+                      "Plan ranking", "Privacy certificate"),
+            "report": ("Sample-complexity report", "Problem", "Analysis", "Plan ranking")}
+    for name, page in pages.items():
+        assert page.startswith("<!DOCTYPE html>") and "<div class='pf-report'>" in page, name
+        assert "(stand-in)" in page, name
+        headings = re.findall(r"<h2>([^<]*)</h2>", page)
+        assert headings == list(want[name]), (name, headings)
+        assert "<script" not in page and "http" not in page, name
+    train = re.search(r"<tr><td>train</td>.*?</tr>", pages["solve"]).group(0)
+    assert train.count("withheld") == 2                  # DP and EO gaps: never shown
+    assert "Privacy certificate" not in pages["report"]  # report spends nothing
+
+
+def test_full_and_fallback_pages_share_the_page_shell(tiny, tmp_path, capsys):
+    """The report's own page (``privfair report --output X.html``) is built in the same shell."""
+    page = tmp_path / "r.html"
+    assert main(["report", str(tiny), "--output", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<div class='pf-report'>" in html
+    assert "<h1>privfair report — tiny_problem.py</h1>" in html
+    assert "<title>privfair report — tiny_problem.py</title>" in html
+
+
+def test_names_imported_from_commands_before_the_split_still_import():
+    """#17 split privfair/cli/commands.py by command; the names code imported from it (the
+    console script ``privfair.cli.commands:main`` first) keep working."""
+    from privfair.cli import commands
+
+    for name in ("main", "build_parser", "load_problem_file", "audit_pair", "audit_doc",
+                 "option_lines", "options_markdown", "OPTION_COLUMNS", "priority_line",
+                 "CommandError", "EXIT_OK", "EXIT_USAGE"):
+        assert hasattr(commands, name), name
+    assert commands.main(["datasets"]) == 0

@@ -168,7 +168,7 @@ def test_html_shows_each_formula_once_as_mathml(rep, cells_rep):
     """#20: each formula was shown twice (MathML, then its LaTeX source as visible text)."""
     import html as _html
 
-    from privfair.reports.render import formulas
+    from privfair.reports.mathml import formulas
 
     for r in (rep, cells_rep):
         page = r.to_html()
@@ -187,7 +187,7 @@ def test_piecewise_formulas_render_as_cases(cells_rep):
     branch always holds is that branch."""
     import sympy as sp
 
-    from privfair.reports.render import formula_mathml, simplify_piecewise
+    from privfair.reports.mathml import formula_mathml, simplify_piecewise
 
     page = cells_rep.to_html()
     assert "piecewise" not in page.lower()
@@ -316,15 +316,15 @@ def test_bounds_figure_marks_the_vacuous_region(cells_rep):
     import matplotlib
 
     matplotlib.use("Agg")
-    from privfair.reports import render as rr
+    from privfair.reports import figures as rf
 
     seen = []
-    real = rr._png
+    real = rf.png_base64
     try:
-        rr._png = lambda fig: seen.append(fig) or real(fig)
-        rr.figures(cells_rep)
+        rf.png_base64 = lambda fig: seen.append(fig) or real(fig)
+        rf.figures(cells_rep)
     finally:
-        rr._png = real
+        rf.png_base64 = real
     ax = seen[0].axes[0]
     labels = [h.get_label() for h in ax.get_legend().legend_handles]
     assert f"vacuous: ≥ {cells_rep.scale.range_h:.3g}, the range of h" in labels
@@ -484,7 +484,7 @@ def test_backends_as_a_string_is_one_name(data):
 
 
 def test_sample_sizes_are_rounded_up(rep):
-    from privfair.reports.render import format_n as _n
+    from privfair.reports.sections import format_n as _n
 
     assert (_n(24.49), _n(24.0), _n(0.3), _n(1234.2), _n(math.inf)) == (
         "25", "24", "1", "1,235", "∞ (not reached ≤ 1e12)")
@@ -564,7 +564,7 @@ def test_pareto_plot_shows_every_epsilon_and_its_starred_frontier():
 def test_a_command_can_build_its_page_on_the_report(solved):
     """For `privfair solve --report`: the command's own sections go inside the report's page
     (no second Analysis/Plan/Certificate as <pre> text); the problem is lines of code."""
-    from privfair.reports.render import problem_html
+    from privfair.reports.blocks import problem_html
 
     prob, res = solved
     rep = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res, tradeoff_plot=False)
@@ -647,7 +647,7 @@ def test_bounds_that_are_infinite_everywhere_are_not_planned_at_what_if_points(d
 def test_impractical_iteration_counts_are_labelled():
     """A theorem's T for α beyond 10⁸ (e.g. [A] Thm 5.5's 5·10¹¹ on the README problem) was
     printed as if a run would make it (#20); the Analysis already says 'impractical'."""
-    from privfair.reports.render import t_cell
+    from privfair.reports.sections import t_cell
 
     assert t_cell(518_814_802_944.0) == "518,814,802,944 [impractical: > 10⁸ iterations]"
     assert t_cell(12_000) == "12,000" and t_cell(1e8) == "100,000,000"
@@ -656,7 +656,7 @@ def test_impractical_iteration_counts_are_labelled():
 
 def test_the_theorem_table_labels_an_impractical_T(rep):
     """The report's theorem table labels every T above 10⁸ (value and T columns)."""
-    from privfair.reports.render import theorem_rows
+    from privfair.reports.sections import theorem_rows
 
     rows = theorem_rows(rep)
     assert any(e.T_needed is not None and e.T_needed > 1e8 for e in rep.theorems)

@@ -15,6 +15,9 @@ import time
 
 import privfair as pf
 
+from .args import MIN_SUBSAMPLE, epsilon_arg, seed_arg, subsample_arg
+from .errors import EXIT_OK
+
 
 def build_problem(train, constraint="equalized_odds", level=None):
     """Minimize the error subject to an equalized-odds (≤ 0.03) or DP (≤ 0.01) constraint."""
@@ -52,3 +55,23 @@ def run_demo(epsilon=1.0, constraint="equalized_odds", seed=None, subsample=None
           f"DP violation {m['dp_violation']:.4f}   EO violation {m['eo_violation']:.4f}   "
           f"(expected prediction of the randomized rule; {time.perf_counter() - t0:.1f} s)")
     return result, m
+
+
+def cmd_demo(args) -> int:
+    run_demo(epsilon=args.epsilon, constraint=args.constraint, seed=args.seed,
+             subsample=args.subsample)
+    return EXIT_OK
+
+
+def add_parser(sub) -> None:
+    """Register the command on ``sub`` (argparse's subparsers)."""
+    p = sub.add_parser("demo", help="private fair fit on bundled Adult: analysis, certificate, "
+                       "metrics", description="The main job: a private fair fit on the bundled "
+                       "UCI Adult data.")
+    p.add_argument("--epsilon", type=epsilon_arg, default=1.0, help="privacy budget ε (default 1)")
+    p.add_argument("--constraint", choices=["equalized_odds", "demographic_parity"],
+                   default="equalized_odds")
+    p.add_argument("--seed", type=seed_arg, default=None, help="seed for a reproducible run")
+    p.add_argument("--subsample", type=subsample_arg, default=None,
+                   help=f"use only this many training rows (at least {MIN_SUBSAMPLE})")
+    p.set_defaults(func=cmd_demo)

@@ -2,10 +2,11 @@
 training data and on a held-out split, with what would read the private data withheld.
 
 ``privfair solve`` prints them (:func:`format_metrics`) and its ``--report`` page shows them as a
-table (:func:`privfair.reports.render.metrics_html`); both read the rows :func:`metrics_rows` gives.
+table (:func:`privfair.reports.html.metrics_html`); both read the rows :func:`metrics_rows` gives.
 """
 
 from __future__ import annotations
+
 
 #: what the training row of the metrics may show, by privacy unit (issue #16): the fairness
 #: gaps read the private sensitive column, so they are never shown for the training data of a
@@ -14,6 +15,7 @@ from __future__ import annotations
 #: private and the training row is omitted.  The test split is the user's held-out data, which
 #: the certificate does not cover.
 WITHHELD = "withheld"
+
 
 #: the column headings of a metrics table (HTML), in the order of a row's cells
 METRICS_HEAD = ("split", "rows", "error", "DP violation", "EO violation")

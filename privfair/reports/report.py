@@ -43,6 +43,9 @@ import numpy as np
 from ..analysis import formulas as F
 from ..errors import InvalidInputError, InvalidPrivacyError
 from ..privacy.spec import DP
+from .html import to_html as render_html
+from .text import to_markdown as render_markdown
+from .text import to_text as render_text
 
 #: backends whose result is a mixture (their bounds compare with the minimum over mixtures)
 MIXTURE_BACKENDS = ("frank_wolfe", "lopt", "oracle_learner")
@@ -307,12 +310,10 @@ class Report:
     measure_note: str = ""        # why the excess risk was not measured, when asked to
 
     def __str__(self):
-        from .render import to_text
-        return to_text(self)
+        return render_text(self)
 
     def to_markdown(self) -> str:
-        from .render import to_markdown
-        return to_markdown(self)
+        return render_markdown(self)
 
     def _repr_markdown_(self):
         return self.to_markdown()
@@ -320,9 +321,8 @@ class Report:
     def to_html(self, title=None, sections=()) -> str:
         """The self-contained page; ``title`` replaces its heading and ``sections`` —
         (heading, HTML fragment) pairs — go right after "At a glance" (e.g. a command's
-        metrics; ``privfair.reports.render.problem_html(problem)`` for the problem)."""
-        from .render import to_html
-        return to_html(self, title, sections)
+        metrics; ``privfair.reports.html.problem_html(problem)`` for the problem)."""
+        return render_html(self, title, sections)
 
     def save(self, path) -> str:
         """Write the self-contained HTML page (figures as base64 PNG) to ``path``."""
