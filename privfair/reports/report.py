@@ -1,5 +1,3 @@
-# Over 500 lines: the report's measurements (bounds at n, n for α, subsample runs) share one plan
-#   cache.
 """Sample-complexity reports: what each backend's theorem promises at this n, the n it needs for
 a target α, [A]'s lower bounds, and the excess risk actually measured on subsamples.
 
@@ -9,7 +7,8 @@ a target α, [A]'s lower bounds, and the excess risk actually measured on subsam
 Where the numbers come from (one home per fact):
 
 * **Upper bounds** are the backends' own ``plan().predicted_excess_risk`` — the planner is run
-  on a *what-if* copy of the problem whose rates carry a different public n (:func:`at_n`; only
+  on a *what-if* copy of the problem whose rates carry a different public n (:func:`at_n`, in
+  :mod:`.whatif`; only
   the row count used for sensitivities changes, the group masses stay declared).  The n needed
   for α is found by bisection on log n over that function (bounds are non-increasing in n; a
   bound that plateaus above α — the iterative backends cap T — gives n = ∞).
@@ -22,19 +21,18 @@ Where the numbers come from (one home per fact):
   so a Problem cannot be rebuilt without it; with no ``build`` only the full data is measured).
   The reference min h is computed *non-privately* (a measurement, never released): the minimum
   over the finite set for single-decision backends, over its mixtures (cvxpy) for mixture
-  backends.
-* **Vacuous bounds** are labelled: :class:`Scale` holds the trivial bounds (interval ranges of
+  backends (:mod:`.measure`).
+* **Vacuous bounds** are labelled: :class:`~.scale.Scale` holds the trivial bounds (interval ranges of
   f and g over the box, public) and translates a bound on the excess of h into objective and
   violation terms ([A] Lemma 4.1/Cor 4.2).
 * **The page** (``to_html``) adds the certificate of a ``result``, its per-group rates on
-  held-out ``test`` data (never the training data), the objective/violation trade-off the
-  bounds guarantee over a grid of (ε, α) (:func:`tradeoff`), the Analysis and the plan ranking
-  as tables; see docs/report.md.
+  held-out ``test`` data (never the training data; :mod:`.held_out`), the objective/violation
+  trade-off the bounds guarantee over a grid of (ε, α) (:func:`~.tradeoff.tradeoff`), the
+  Analysis and the plan ranking as tables; see docs/report.md.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 
@@ -43,37 +41,22 @@ import numpy as np
 from ..analysis import formulas as F
 from ..errors import InvalidInputError, InvalidPrivacyError
 from ..privacy.spec import DP
+from .held_out import check_held_out, group_rates
 from .html import to_html as render_html
+from .measure import has_exact_reference, measure_curve
+from .scale import scale_of
 from .text import to_markdown as render_markdown
 from .text import to_text as render_text
+from .tradeoff import tradeoff
+from .whatif import N_MAX, bound_at, n_needed
 
-#: backends whose result is a mixture (their bounds compare with the minimum over mixtures)
-MIXTURE_BACKENDS = ("frank_wolfe", "lopt", "oracle_learner")
-N_MAX = 1e12
-
-
-# ------------------------------------------------------------------------------ what-if n
-def at_n(problem, n):
-    """A copy of ``problem`` whose rates carry the public row count ``n`` (for planning only:
-    sensitivities and the plan's bound change, the data and the group masses do not)."""
-    new = copy.copy(problem)
-    r = copy.copy(problem.rates)
-    r.n = int(n)
-    new.rates = r
-    return new
-
-
-def bound_at(problem, privacy, backend, alpha, n=None):
-    """``backend``'s predicted excess risk of h if the data had ``n`` rows (default: its own)."""
-    p = problem if n is None else at_n(problem, n)
-    chosen = p.plan(privacy, backend=backend, alpha=alpha).chosen
-    return math.inf if chosen is None else float(chosen.predicted_excess_risk)
-
-
-def n_needed(fn, alpha, n0, rel=0.02):
-    """Smallest n (to ``rel``) with fn(n) ≤ α, for a non-increasing fn; inf if none ≤ N_MAX
-    (:func:`privfair.analysis.formulas.n_for_alpha`)."""
-    return F.n_for_alpha(fn, alpha, n0, rel=rel, n_max=N_MAX)
+# re-exported: the documented privfair.report.at_n and privfair.report.Scale (docs/report.md),
+# and the records a Report holds, importable from here as before the split
+from .held_out import GroupRates  # noqa: E402,F401
+from .measure import MIXTURE_BACKENDS, Measurement  # noqa: E402,F401
+from .scale import Scale  # noqa: E402,F401
+from .tradeoff import TradeoffPoint  # noqa: E402,F401
+from .whatif import at_n  # noqa: E402,F401
 
 
 # ------------------------------------------------------------------------------ the report
@@ -95,195 +78,6 @@ class LowerBound:
     applies: bool
     formula: object
     note: str = "order Ω(·) reported with the constant 1"
-
-
-@dataclass
-class Measurement:
-    backend: str
-    n: int
-    excess: list              # per seed: h(result) − min h (non-private reference)
-    bound: float              # the backend's plan at this subsample's n
-    reference: str
-
-    @property
-    def mean(self):
-        return float(np.mean(self.excess))
-
-    @property
-    def worst(self):
-        return float(np.max(self.excess))
-
-    @property
-    def within(self):
-        return (not math.isfinite(self.bound)) or self.worst <= self.bound
-
-
-@dataclass
-class Scale:
-    """The trivial bounds a theorem's bound on the excess risk of h is compared with.
-
-    Public: interval ranges over the box ℓ ∈ [0, 1]^K (``Expression.range``), never read from
-    the data.  ``range_f`` = sup f − inf f, ``g_max`` = sup max_j g_j (None: no constraint),
-    ``G`` the penalty weight of h = f + G·max(0, g) at the report's α, and
-    ``range_h`` = range_f + G·max(0, g_max) ≥ sup h − inf h: an excess risk of h at or above it
-    says nothing (it is *vacuous*).
-
-    **In error/violation terms** ([A] Lemma 4.1 / Cor 4.2): if some decision satisfies g ≤ 0
-    and h(ĉ) ≤ min h + B, then f(ĉ) ≤ f* + B (f* the constrained optimum) and
-    max(0, g(ĉ)) ≤ (B + range_f)/G.  Each is vacuous at or above its own trivial bound
-    (range_f and max(0, g_max)).  With G = (α + range_f)/α, B = α gives f ≤ f* + α and g ≤ α.
-    """
-
-    range_f: float | None
-    g_max: float | None
-    G: float
-
-    @property
-    def range_h(self):
-        if self.range_f is None:
-            return None
-        if self.g_max is None:
-            return self.range_f
-        return self.range_f + self.G * max(0.0, self.g_max)
-
-    def vacuous(self, bound) -> bool:
-        """True when a finite ``bound`` on the excess risk of h is at least the range of h."""
-        r = self.range_h
-        return r is not None and bound is not None and math.isfinite(bound) and bound >= r
-
-    def objective(self, bound):
-        """(bound on f(ĉ) − f*, vacuous?) from a bound on the excess risk of h."""
-        if bound is None or not math.isfinite(bound):
-            return None, False
-        return float(bound), self.range_f is not None and bound >= self.range_f
-
-    def violation(self, bound):
-        """(bound on max(0, g(ĉ)), vacuous?) from a bound on the excess of h; (None, False)
-        without a constraint or a finite G."""
-        if (bound is None or not math.isfinite(bound) or self.g_max is None
-                or self.range_f is None or not (self.G > 0 and math.isfinite(self.G))):
-            return None, False
-        v = (float(bound) + self.range_f) / self.G
-        return v, v >= max(0.0, self.g_max)
-
-
-def scale_of(problem, analysis):
-    """:class:`Scale` of ``problem`` at the analysis' α (public: no data is read)."""
-    def span(e):
-        try:
-            lo, hi = e.range()
-        except Exception:   # an expression without interval bounds: no trivial bound
-            return None, None
-        return float(lo), float(hi)
-
-    lo, hi = span(problem.f)
-    range_f = hi - lo if lo is not None and math.isfinite(hi - lo) else None
-    g_max = None
-    if problem.g:
-        highs = [span(g)[1] for g in problem.g]
-        g_max = (max(highs) if all(h is not None and math.isfinite(h) for h in highs)
-                 else math.inf)
-    G = float(analysis.G) if analysis.G is not None else math.nan
-    return Scale(range_f, g_max, G)
-
-
-@dataclass
-class GroupRates:
-    """Per-group rates of a released decision's expected prediction on held-out data."""
-
-    groups: list              # names
-    n: list                   # rows of each group in the held-out data
-    selection: list           # P(ŷ = 1 | group)
-    tpr: list                 # P(ŷ = 1 | group, y = 1); nan where the group has no positive
-    fpr: list                 # P(ŷ = 1 | group, y = 0); nan where the group has no negative
-    metrics: dict             # result.metrics(test): error, dp_violation, eo_violation
-    rows: int                 # held-out rows in all
-
-
-def _same_rows(a, b):
-    """True when two Datasets hold the same rows (the training data passed as 'held-out')."""
-    if a is b:
-        return True
-    try:
-        return (a.n == b.n and np.array_equal(a.y, b.y) and np.array_equal(a.group, b.group)
-                and np.array_equal(a.X, b.X))
-    except Exception:   # pragma: no cover - shapes that do not compare
-        return False
-
-
-def group_rates(result, test):
-    """:class:`GroupRates` of ``result`` on ``test`` (binary labels), or a sentence saying why
-    there are none.  ``test`` must be held-out data: a report never shows exact statistics of
-    the private training data."""
-    if result is None:
-        return None, ("No per-group rate plot: the report was given no released decision "
-                      "(pass result=problem.solve(...) and held-out data test=...).")
-    if test is None:
-        return None, ("No per-group rate plot: no held-out data was given (pass test=...). "
-                      "The training data is private and a report never shows its exact "
-                      "statistics.")
-    if getattr(result, "n_classes", 2) > 2 or getattr(test, "n_labels", 2) != 2:
-        return None, ("No per-group rate plot: selection rate, TPR and FPR are defined for "
-                      "binary labels; this decision has more classes.")
-    p = result.predict_proba(test.X, getattr(test, "sensitive", None))
-    y, a = np.asarray(test.y), np.asarray(test.group)
-
-    def mean(mask):
-        return float(p[mask].mean()) if mask.any() else math.nan
-
-    names, ns, sel, tpr, fpr = [], [], [], [], []
-    for k, name in enumerate(test.groups):
-        m = a == k
-        names.append(str(name))
-        ns.append(int(m.sum()))
-        sel.append(mean(m))
-        tpr.append(mean(m & (y == 1)))
-        fpr.append(mean(m & (y == 0)))
-    return GroupRates(names, ns, sel, tpr, fpr, result.metrics(test), int(test.n)), ""
-
-
-@dataclass
-class TradeoffPoint:
-    """What a backend's theorem guarantees when planned at (ε, α), in error/violation terms."""
-
-    backend: str
-    epsilon: float
-    alpha: float
-    bound: float              # the plan's bound on the excess risk of h
-    G: float
-    objective: float          # f(ĉ) − f* ≤ objective
-    violation: float | None   # max(0, g(ĉ)) ≤ violation (None: no constraint)
-    objective_vacuous: bool
-    violation_vacuous: bool
-
-
-def tradeoff(problem, privacy, backend, alpha, scale, epsilons=None, alphas=None):
-    """The guaranteed objective excess against the guaranteed violation of ``backend``'s plan
-    over a grid of α (the penalty G = (α + range f)/α trades one for the other) and of ε
-    (default ε/4, ε, 4ε): [A] Cor 4.2 applied to each plan's bound (:class:`Scale`).  Public:
-    plans read the schema and n only."""
-    eps = privacy.epsilon
-    if epsilons is None:
-        epsilons = sorted({eps / 4, eps, eps * 4})
-    if alphas is None:
-        alphas = sorted({float(alpha), *np.geomspace(max(alpha / 8, 1e-3),
-                                                     min(0.9, alpha * 8), 7).tolist()})
-    out = []
-    for e in epsilons:
-        priv = DP(float(e), privacy.delta, privacy.protect)
-        for a in alphas:
-            try:
-                chosen = problem.plan(priv, backend=backend, alpha=a).chosen
-            except Exception:   # a backend that refuses at this (ε, α): no point there
-                continue
-            if chosen is None or not math.isfinite(chosen.predicted_excess_risk):
-                continue
-            B = float(chosen.predicted_excess_risk)
-            s = Scale(scale.range_f, scale.g_max, float(chosen.analysis.G))
-            obj, ov = s.objective(B)
-            vio, vv = s.violation(B)
-            out.append(TradeoffPoint(backend, float(e), float(a), B, s.G, obj, vio, ov, vv))
-    return out
 
 
 @dataclass
@@ -374,17 +168,6 @@ def _backend_names(backends):
     return names
 
 
-def _built(build, data):
-    """``build(data)``, checked to be a Problem (a builder returning None is a typed error)."""
-    from ..analysis.problem import Problem
-
-    prob = build(data)
-    if not isinstance(prob, Problem):
-        raise InvalidInputError("build", build, f"build(data) must return a pf.Problem, "
-                                f"not {type(prob).__name__}")
-    return prob
-
-
 def lower_bounds(K, privacy, alpha):
     """[A] Thm 6.1 and 6.2 as orders with the constant 1 (n ≥ K/(εα), n ≥ √K/(εα));
     the formulas are ``privfair.analysis.formulas.a61_n0`` / ``a62_n0``."""
@@ -439,62 +222,6 @@ def _formula(name, plan):
     return get(name).formula(plan)
 
 
-def _reference(problem, analysis, mixture):
-    L = problem.rates.evaluate_all()
-    vertex = float(np.min(analysis.h_value(L)))
-    if not mixture or not analysis.is_convex or len(problem.g) > 1:
-        return vertex, "min over C"
-    try:
-        import cvxpy as cp
-
-        w = cp.Variable(L.shape[0], nonneg=True)
-        x = L.T @ w
-        obj = problem.f.to_cvxpy(x)
-        if problem.g:
-            obj = obj + analysis.G * cp.pos(problem.g[0].to_cvxpy(x))
-        cp.Problem(cp.Minimize(obj), [cp.sum(w) == 1]).solve()
-        wv = np.clip(w.value, 0, None)
-        hull = float(analysis.h_value(wv / wv.sum() @ L))
-        return min(vertex, hull), "min over mixtures of C (cvxpy)"
-    except Exception:   # pragma: no cover - cvxpy missing or the atom has no cvxpy form
-        return vertex, "min over C (mixture minimum unavailable)"
-
-
-def _finite(problem) -> bool:
-    """True when the exact reference min over C exists (``Rates.evaluate_all``)."""
-    from ..models.decisions import FiniteSet, Thresholds
-
-    r = problem.rates
-    return isinstance(r.decisions, (FiniteSet, Thresholds)) and r.surrogate is None
-
-
-def measure_curve(build, data, privacy, backends, ns, seeds, alpha):
-    """Excess risk of h of each backend on ``build(data.subsample(m))``, ``seeds`` seeds each."""
-    out = []
-    for m in ns:
-        per = {b: [] for b in backends}
-        refs, bounds = {}, {}
-        for s in range(seeds):
-            sub = data if m >= data.n else data.subsample(int(m), rng=s)
-            prob = _built(build, sub)
-            an = prob.analyze(privacy, alpha=alpha)
-            for b in backends:
-                if b not in bounds:
-                    bounds[b] = bound_at(prob, privacy, b, alpha)
-                ref, src = _reference(prob, an, b in MIXTURE_BACKENDS)
-                refs[b] = src
-                res = prob.solve(privacy, backend=b, seed=1000 * s + 17, alpha=alpha,
-                                 progress=False)
-                ell = prob.rates.evaluate_mixture(res.decisions, res.weights)
-                per[b].append(float(analysis_h(an, ell)) - ref)
-        out += [Measurement(b, int(min(m, data.n)), per[b], bounds[b], refs[b]) for b in backends]
-    return out
-
-
-def analysis_h(analysis, ell):
-    return np.asarray(analysis.h_value(ell), dtype=float).reshape(-1)[0]
-
-
 def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds=3, *,
            build=None, backends=("auto",), frontier=None, result=None, test=None,
            tradeoff_plot=True):
@@ -536,7 +263,7 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
     """
     ns = _check(problem, alpha, beta, ns, seeds, privacy, build)
     backends = _backend_names(backends)
-    _check_result(result, test, problem)
+    check_held_out(result, test, problem)
     alpha, beta = float(alpha), float(beta)
     data = problem.rates.data
     n = data.n
@@ -573,7 +300,7 @@ def report(problem, privacy, alpha=0.05, beta=0.05, ns=None, measure=True, seeds
             raise InvalidInputError("backends", missing, f"these do not accept the problem; "
                                     f"accepting: {accepted}")
     measurements, measure_note = [], ""
-    if measure and privacy.is_private and not _finite(problem):
+    if measure and privacy.is_private and not has_exact_reference(problem):
         measure = False
         measure_note = ("No measured excess risk: measuring needs the exact minimum of h over a "
                         "finite decision set (pf.Thresholds or pf.FiniteSet without a surrogate) "
@@ -655,24 +382,6 @@ def _finite_at(problem, privacy, backend, alpha) -> bool:
     except Exception:   # a backend that refuses at 4ε: no point there
         return False
     return chosen is not None and math.isfinite(chosen.predicted_excess_risk)
-
-
-def _check_result(result, test, problem):
-    """``result`` a privfair.Result, ``test`` a held-out Dataset (never the training rows)."""
-    from ..data.dataset import Dataset
-    from ..results.result import Result
-
-    if result is not None and not isinstance(result, Result):
-        raise InvalidInputError("result", type(result).__name__,
-                                "pass the privfair.Result of problem.solve(...), or None")
-    if test is not None:
-        if not isinstance(test, Dataset):
-            raise InvalidInputError("test", type(test).__name__,
-                                    "pass held-out data as a privfair.Dataset, or None")
-        if _same_rows(test, problem.rates.data):
-            raise InvalidInputError("test", "the training data",
-                                    "a report never shows exact statistics of the private "
-                                    "training data: pass held-out rows (e.g. the test split)")
 
 
 def _with_backend_n(entries, bounds):
