@@ -66,9 +66,9 @@ def add_parser(sub) -> None:
     r = sub.add_parser("report", help="the analysis and the plan ranking of a PROBLEM.py "
                        "(spends nothing)",
                        description="Print what the compiler proves about PROBLEM.py, the "
-                       "planner's ranking of the backends with their theorem bounds and, when "
-                       "privfair.reports.report is installed, the sample-complexity report (n needed "
-                       "for α, lower bounds).  Spends no privacy budget and releases nothing "
+                       "planner's ranking of the backends with their theorem bounds and the "
+                       "sample-complexity report (n needed for α, lower bounds).  Spends no "
+                       "privacy budget and releases nothing "
                        "computed from the private data (unless --measure).")
     r.add_argument("problem", metavar="PROBLEM.py", help="the problem file")
     add_privacy_flags(r, epsilon_required=False)
