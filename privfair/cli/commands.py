@@ -46,6 +46,7 @@ import argparse
 import os
 import sys
 
+from .. import __version__
 from ..errors import PrivfairError
 from . import audit_cmd, demo, listings, report_cmd, solve
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, one_line
@@ -67,6 +68,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``privfair`` parser: the top-level flags here, each command's own flags registered by
+    its module (``add_parser``), in the order ``privfair --help`` lists them."""
     parser = _Parser(prog="privfair", description="Private fair optimization with proven DP. "
                      "Exit codes: 0 ok, 1 audit verdict not as expected or internal error, "
                      "2 usage or input error.")
@@ -82,8 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version():
-    from .. import __version__
-
     return f"privfair {__version__}"
 
 
