@@ -12,6 +12,7 @@ Backends never re-derive constants: they read them from the Analysis.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from privfair.errors import BackendRefusedError, InvalidInputError
@@ -30,6 +31,65 @@ class Verdict:
         return self.ok
 
 
+class PlanParams(Mapping):
+    """A plan's hyper-parameters: read-only once the plan is made, by key or by attribute.
+
+    A plan is final (#17): ``run`` reads what ``plan`` chose and cannot change it, so what
+    ``explain()`` printed before the run is what ran.  A missing name is an error that lists
+    the names there are (a typo must not read as "absent, use a default").
+
+    Examples
+    --------
+    >>> p = PlanParams({"T": 100, "lr": 0.5})
+    >>> p.T, p["lr"], dict(p)
+    (100, 0.5, {'T': 100, 'lr': 0.5})
+    >>> p["T"] = 3
+    Traceback (most recent call last):
+    ...
+    TypeError: 'PlanParams' object does not support item assignment
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values=()):
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getitem__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"plan parameter {name!r} is not set; this plan has "
+                           f"{sorted(self._values)}") from None
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"plan parameter {name!r} is not set; this plan has "
+                                 f"{sorted(self._values)}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a plan's parameters are final (made by Backend.plan)")
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __repr__(self):
+        return f"PlanParams({self._values!r})"
+
+    def __reduce__(self):
+        return (PlanParams, (self._values,))
+
+    def with_defaults(self, **values) -> "PlanParams":
+        """A copy with ``values`` added where the name is not set (the planner's own entries)."""
+        return PlanParams({**values, **self._values})
+
+
 @dataclass
 class Plan:
     """A backend's plan for one problem: hyper-parameters, budget split, predicted risk.
@@ -39,8 +99,9 @@ class Plan:
     backend : str
     privacy : privfair.DP
         The budget this plan spends (the part left after any group-mass estimate).
-    params : dict
-        Hyper-parameters (T, G, τ, step sizes, grid sizes, ...), each chosen from n, ε, δ, α.
+    params : PlanParams
+        Hyper-parameters (T, G, τ, step sizes, grid sizes, ...), each chosen from n, ε, δ, α;
+        given as a dict, read-only once the plan is made (``plan.params.T`` or ``["T"]``).
     budget : list of (str, float, float)
         The planned releases: (what, ε, δ) — for the explanation; the accountant is the
         authority on the total.
@@ -72,6 +133,9 @@ class Plan:
     #: drawn in ``run`` through ``schedule.open(accountant, rng)``; None for a plan without
     #: noise (ε = ∞) or a backend that keeps several schedules in ``params``
     schedule: object = None
+
+    def __post_init__(self):
+        self.params = PlanParams(self.params)
 
     def explain(self) -> str:
         """The plan in a few lines, each wrapped to ``privfair.util.text.WIDTH`` characters."""

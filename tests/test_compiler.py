@@ -46,6 +46,9 @@ def test_smax_is_not_convex_and_the_reason_names_it(adult_rates):
     assert a.curvature["g[0]"] == "unknown"
     assert not a.is_convex
     assert "smax" in a.reason("convexity of g[0]")
+    # [A] Thm 5.5 and Cor B.5 are convergence results for a convex h: no count is printed
+    assert "lopt_T" not in a.iterations and "frank_wolfe_T" not in a.iterations
+    assert "convex" in a.reason("iterations") and "lopt_T" not in str(a)
 
 
 def test_penalty_weight_follows_the_range_of_f():

@@ -201,3 +201,18 @@ def test_markdown_flag_prints_the_tables(capsys):
     for name in TABLED:
         for row in rows(get(name).option_table):
             assert f"| `{row[0]}` | {row[1]} |" in out
+
+
+
+def test_a_plans_parameters_are_final():
+    """run() reads what plan() chose and cannot change it (#17: plans are final); a typo in a
+    name is an error listing the names there are, not a silent default."""
+    plan = cells_problem().plan(pf.DP(1.0, 1e-6), backend="cells").chosen
+    with pytest.raises(TypeError):
+        plan.params["T"] = 1
+    with pytest.raises(AttributeError, match="final"):
+        plan.params.T = 1
+    name = next(iter(plan.params))
+    assert plan.params[name] is getattr(plan.params, name)
+    with pytest.raises(KeyError, match="not set; this plan has"):
+        plan.params["no_such_parameter"]

@@ -4,9 +4,8 @@ sensitivities (:func:`lagrange_setup`), the plan-time budget split and schedule
 (:func:`lagrange_budget`, :func:`lagrange_releases`) and the run (:func:`lagrange_run`: probe,
 interpolated multiplier, final ERM, repair mixture).
 
-Reads the private layout of :class:`privfair.statistics.stats.Rates` (``_joint``, ``_rate``, ``_q``,
-``_n_gy``, ``_from_counts``; tests/test_layers.py allowlists those reads) until issue #17's
-public layout of ℓ lands.
+Reads ℓ's layout through the public :class:`privfair.statistics.layout.Layout` of the rates
+(``rates.layout``; no private attribute of another module).
 """
 
 from __future__ import annotations

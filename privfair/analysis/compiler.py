@@ -500,10 +500,17 @@ def analyze(problem, privacy, alpha: float = 0.05, group_mass_bound=None) -> Ana
     # [A]'s prescriptions for the target α (K = size of the support: h reads nothing else).
     Ks = max(len(support), 1)
     iterations = {}
-    if gs and math.isfinite(G):
+    # both prescriptions are convergence results for a convex h (Thm 5.5 via Kakade et al.'s
+    # online-learning argument, Cor B.5 via Frank–Wolfe's): no count is printed for a problem
+    # they do not cover
+    convex = all(c in ("constant", "affine", "convex") for c in curvature.values())
+    if not convex:
+        reasons["iterations"] = ("[A] Thm 5.5 and Cor B.5 prescribe iteration counts for convex "
+                                 "f and g only; this problem is not convex")
+    if convex and gs and math.isfinite(G):
         iterations["lopt_tau"] = formulas.a55_tau(Ks, G, alpha)
         iterations["lopt_T"] = math.ceil(formulas.a55_T(Ks, G, alpha))
-    bh = smoothness["h_smooth"].get("l2")
+    bh = smoothness["h_smooth"].get("l2") if convex else None
     if bh is not None and bh > 0:
         c = 2 * Ks * bh / alpha
         # below c = e the formula's log < 1; one more step costs nothing and keeps T ≥ c

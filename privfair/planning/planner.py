@@ -196,7 +196,7 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
             refused[name] = err.fix or str(err)
             continue
         _note_unused(p, b, options)
-        p.params.setdefault("group_mass_share", share)
+        p.params = p.params.with_defaults(group_mass_share=share)
         ranked.append(p)
     # ties of rank and predicted risk go to the registry's declared priority
     # (privfair.backends.REGISTRY: each backend's priority with its reason)
