@@ -170,8 +170,11 @@ def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
     chunk = 512
     monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: chunk)
     seen = []
+    # the backend builds the proxy's rows with passes.ProxyDesign / passes.proxy_clip_into
+    # (ProxyFeatures' arithmetic, #19); the model's own methods are watched too
     real_design, real_clip, real_terms = ProxyFeatures.design, ProxyFeatures._clip_into, \
         passes.logistic_terms
+    real_pdesign, real_pclip = passes.ProxyDesign.__call__, passes.proxy_clip_into
     real_hstack = np.hstack
 
     def design(self, X, *a, **k):
@@ -181,6 +184,14 @@ def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
     def clip_into(self, X, Z):
         seen.append(("clipped", X.shape[0]))
         return real_clip(self, X, Z)
+
+    def pdesign(self, chunk):
+        seen.append(("design", len(chunk)))
+        return real_pdesign(self, chunk)
+
+    def pclip(features, X, Z, *a):
+        seen.append(("clipped", X.shape[0]))
+        return real_pclip(features, X, Z, *a)
 
     def terms(chunk, design, *a):
         seen.append(("newton", design.matrix(chunk).shape[0]))
@@ -193,6 +204,8 @@ def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
 
     monkeypatch.setattr(ProxyFeatures, "design", design)
     monkeypatch.setattr(ProxyFeatures, "_clip_into", clip_into)
+    monkeypatch.setattr(passes.ProxyDesign, "__call__", pdesign)
+    monkeypatch.setattr(passes, "proxy_clip_into", pclip)
     monkeypatch.setattr(passes, "logistic_terms", terms)
     monkeypatch.setattr(np, "hstack", hstack)
     res = problem(data).solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False,
@@ -262,3 +275,32 @@ def test_poisson_pass_is_a_poisson_sample_from_the_seed():
     assert len(set(s)) == 3 and all(len(v) == 4 for v in s)
     with pytest.raises(pf.errors.InvalidInputError, match="rate"):
         passes.poisson_rows(10, 1.5, seed)
+
+
+@pytest.mark.parametrize("inter", [False, True])
+@pytest.mark.parametrize("groups", [None, [[0, 1], [2], [4, 3]]])
+def test_the_backend_proxy_rows_and_scores_are_the_model_methods_numbers(inter, groups):
+    # #19: the backend builds u_i (passes.ProxyDesign) and the per-row proxies (per_row_scores)
+    # with its own copy of ProxyFeatures' arithmetic, skipping the one-column blocks' search
+    # for entries beyond the clip when the default map says there are none: the same bits
+    from privfair.backends.cells.cells import per_row_scores, singles_within_clip
+
+    X, y, a = rows(n=3000, seed=4)
+    X[:7, 2] = 5.0                   # a one-column block (user groups) with entries beyond clip
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    ds = pf.ProxyCells(feature_groups=groups, clip=1.5)
+    f = ds.features_for(data)
+    check = not singles_within_clip(ds, f)
+    assert check == (groups is not None)
+    ref = f.design(X, y, inter)
+    for c in (True, check):
+        got = np.vstack([passes.ProxyDesign(f, inter, c)(ch)
+                         for ch in data.rows(chunk_rows=700).chunks()])
+        assert np.array_equal(got, ref)
+    rng = np.random.default_rng(1)
+    rule = ds.rule(rng.normal(size=X.shape[1] + 1), rng.normal(size=ref.shape[1]), f, inter,
+                   [], [], np.zeros(ds.n_cells))
+    s, p_xy, p = per_row_scores(data, rule, check)
+    assert np.array_equal(s, rule.score(X))
+    assert np.array_equal(p_xy, rule.group_given_label(X, y))
+    assert np.array_equal(p, rule.proxy(X, s))

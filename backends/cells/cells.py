@@ -388,7 +388,8 @@ class CellsBackend(Backend):
         inter = pp["interactions"]
         # the design rows u_i are read one chunk at a time (never the n×dim matrix U): T and
         # every Newton step of the proxy's fit are passes over the rows (#19)
-        rows, design = data.rows(), proxy_design(features, inter)
+        check = not singles_within_clip(ds, features)
+        rows, design = data.rows(), proxy_design(features, inter, check)
         # T = Σ a_i u_i and, in the same pass, the proxy fit's Newton terms at θ = 0 (they
         # read u_i only, public under the relation; the fit's first step, not a release)
         T_exact, start = rows.map_sum(passes.sum_and_logistic_terms, design, ("group", 0),
@@ -410,7 +411,7 @@ class CellsBackend(Backend):
                                                     start=start, start_single=True)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
         # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
-        s, p_xy, p = per_row_scores(data, rule)
+        s, p_xy, p = per_row_scores(data, rule, check)
         # (3) public cells: quantile edges of s and of the released proxy
         s_edges, p_edges = quantile_edges(s, ds.score_bins), quantile_edges(p, ds.proxy_bins)
         C = ds.n_cells
@@ -503,7 +504,8 @@ def _schedule(rates, privacy, split, proxy_share, interactions, n_counts, spent=
     from .._draws import whole_epsilon
 
     ds, data = rates.decisions, rates.data
-    U = extreme_design_rows(data, ds.features_for(data), interactions)
+    features = ds.features_for(data)
+    U = extreme_design_rows(data, features, interactions, not singles_within_clip(ds, features))
 
     def releases(e):
         e1, e2 = budget_split(e, split, proxy_share)
@@ -513,32 +515,61 @@ def _schedule(rates, privacy, split, proxy_share, interactions, n_counts, spent=
     return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps
 
 
-def proxy_design(features, interactions):
-    """The proxy's design rows u_i as a :mod:`privfair.data.passes` design (built per chunk)."""
-    inner = passes.ProxyDesign(features, interactions)
+def proxy_design(features, interactions, check_single=True):
+    """The proxy's design rows u_i as a :mod:`privfair.data.passes` design (built per chunk);
+    ``check_single=False`` when no one-column block has an entry beyond the clip
+    (:func:`singles_within_clip`): the same rows without two column reductions per chunk."""
+    inner = passes.ProxyDesign(features, interactions, check_single)
     return passes.Mapped(inner, inner.dim)
 
 
-def per_row_scores(data, rule):
+def singles_within_clip(decisions, features) -> bool:
+    """Whether every one-column block of ``features`` has all its entries within the clip,
+    known without reading the rows: the default feature map (``feature_groups=None``) makes a
+    one-column block of exactly the columns whose values are all 0 or 1 on the rows it was
+    found on (:meth:`privfair.models.cells.ProxyCells.features_for`), and |x| ≤ 1 ≤ clip.  The
+    backend reads the same rows the map was found on, so the per-chunk search for entries
+    beyond the clip would find none (#19: ~0.9 s of 6 s of a 10⁶-row fit)."""
+    return decisions.feature_groups is None and features.clip >= 1.0
+
+
+def per_row_scores(data, rule, check_single=True):
     """(s, P(first group | x, y), p) of every row of ``data`` under ``rule`` — the public
     score, the proxy given the label, the proxy — in one pass over the rows (a chunk at a time:
     n-vectors only).  The chunks are the row spans :class:`privfair.models.cells.ProxyFeatures` uses
-    on a whole X, so every number is the one the whole-X methods give."""
+    on a whole X, and every number is computed by the float operations of the whole-X methods
+    (``rule.score``, ``rule.group_given_label``, ``rule.proxy``), so it is the number they
+    give; the clipped rows and u·θ are computed once per chunk for both proxies (#19: the
+    methods each clip the chunk and multiply it again)."""
     from privfair.models.cells import sigmoid
 
     n = data.n
     s, p_xy, p = np.empty(n), np.empty(n), np.empty(n)
-    k = passes.chunk_rows_for(max(rule.features.n_features, rule.features.dim))
+    feat, theta, m = rule.features, np.asarray(rule.proxy_coef, dtype=float), rule.features.dim
+    k = passes.chunk_rows_for(max(feat.n_features, feat.dim))
     c0, c1 = rule.score_coef[0], rule.score_coef[1:]
+    # ProxyFeatures.dot's coefficients: θ[:m] ([z, y] design) or θ as an (m, 2) matrix
+    coef = theta.reshape(2, m).T if rule.interactions else theta[:m]
+    Z = None
     for c in data.rows(chunk_rows=k).chunks():
         sl = slice(c.start, c.start + len(c))
-        s[sl] = sigmoid(c0 + c.X @ c1)
-        p_xy[sl] = rule.group_given_label(c.X, c.y)
-        p[sl] = rule.proxy(c.X, s[sl])
+        X = np.asarray(c.X, dtype=float)
+        s[sl] = sigmoid(c0 + X @ c1)
+        if Z is None or Z.shape[0] != X.shape[0]:
+            Z = np.empty((X.shape[0], m - 1))
+        passes.proxy_clip_into(feat, X, Z, check_single)
+        zt = Z @ coef[1:] + coef[0]                 # ProxyFeatures.dot on this chunk
+        y = np.asarray(c.y, dtype=float).reshape(-1)
+        if rule.interactions:
+            lin, lin0, lin1 = zt[:, 0] + y * zt[:, 1], zt[:, 0], zt[:, 0] + zt[:, 1]
+        else:
+            lin, lin0, lin1 = zt + y * theta[m], zt, zt + theta[m]
+        p_xy[sl] = sigmoid(lin)
+        p[sl] = s[sl] * sigmoid(lin1) + (1.0 - s[sl]) * sigmoid(lin0)
     return s, p_xy, p
 
 
-def extreme_design_rows(data, features, interactions) -> np.ndarray:
+def extreme_design_rows(data, features, interactions, check_single=True) -> np.ndarray:
     """The design rows of largest ‖u_i‖₂ and of largest ‖u_i‖₁: a (2, dim) array on which
     :func:`_proxy.proxy_sensitivity` — a maximum over rows — takes the value it takes on the
     whole U, found without the n×dim matrix by the pass :func:`privfair.data.passes.max_norm_rows`
@@ -555,7 +586,7 @@ def extreme_design_rows(data, features, interactions) -> np.ndarray:
             pass
     key = (features, bool(interactions))
     if key not in known:
-        U = _extreme_design_rows(data, features, interactions)
+        U = _extreme_design_rows(data, features, interactions, check_single)
         U.setflags(write=False)
         known[key] = U
     return known[key]
@@ -565,14 +596,14 @@ def extreme_design_rows(data, features, interactions) -> np.ndarray:
 _EXTREME_OF = weakref.WeakKeyDictionary()
 
 
-def _extreme_design_rows(data, features, interactions) -> np.ndarray:
+def _extreme_design_rows(data, features, interactions, check_single=True) -> np.ndarray:
     if data.n == 0:
         return features.design(np.zeros((0, data.n_features)), data.y, interactions)
     # a maximum over rows as a pass (merged by maximum; on Dask workers too): the design rows
     # of largest ‖u‖₂² and ‖u‖₁, computed on the design rows themselves — the numbers
     # proxy_sensitivity takes its maximum of
-    l2, l1 = passes.rows_of(data).map_sum(passes.max_norm_rows, proxy_design(features,
-                                                                             interactions))
+    l2, l1 = passes.rows_of(data).map_sum(passes.max_norm_rows, proxy_design(
+        features, interactions, check_single))
     return np.stack([np.asarray(l2.item, dtype=float), np.asarray(l1.item, dtype=float)])
 
 
