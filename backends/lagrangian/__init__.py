@@ -34,7 +34,9 @@ numbers in docs/lagrangian.md (bench/raco.py), which it says in ``rank_reason``.
 Defaults (public rule from n, ε, δ; docs/lagrangian.md "Defaults"): expected batch
 m = max(256, n/50) (q = m/n rounded up to the grid 2^(k/4)), ``epochs`` passes (T = ⌈epochs/q⌉), clip C = 1, histogram
 share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, ‖λ‖₁ ≤ λ_max = 100 (all J multipliers together), EMA rate 0.9 on the
-released histograms, output the uniform mixture of 20 checkpoints of the second half.
+released histograms, output the uniform mixture of 20 checkpoints of the second half; the
+constraints' soft prediction σ(κ_i·z_i), κ_i = min(5, 10·√P/(‖θ‖·‖x̃_i‖)) (``soft_scale="capped"``,
+``models``: never sharper than an angular band of θ's direction, #18).
 """
 
 from __future__ import annotations
@@ -75,6 +77,14 @@ def _table():
                doc="'log' (cross-entropy for the error), 'linear', or 'cost_log' (binary "
                    "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
+        Option("soft_scale", "str", "capped", choices=("capped", "fixed", "angle"),
+               doc="how the constraints' soft prediction σ(κ_i·z_i) reads the margin "
+                   "(pf.LinearClassifier without a surrogate; pf.TorchModel: 'fixed'): "
+                   "'capped' κ_i = min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — never sharper than an "
+                   "angular band of θ's direction; 'fixed' κ_i = κ (before #18); 'angle' "
+                   "κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖)"),
+        Option("angle_sharpness", default=10.0, doc="κ_a, the angular band of "
+               "soft_scale='capped'", **pos),
         Option("randomize", "int", 0, low=0, doc="k > 0: each released linear rule becomes the "
                "mixture of k intercept shifts matching the trained soft rule (0: hard rules)"),
         Option("dual_ball", "str", "l1", choices=("l1", "box"),
@@ -162,10 +172,11 @@ def randomized(decisions, weights, kappa, k):
     ``sharpness``), so the released rates are the trained ones.  Post-processing of the
     trained θ; run() then scales every component into the ball (the same rule)."""
     u = (np.arange(k) + 0.5) / k
-    shifts = np.log(u / (1 - u)) / kappa
+    base = np.log(u / (1 - u))
+    kappas = np.broadcast_to(np.asarray(kappa, dtype=float), (len(decisions),))
     out_d, out_w = [], []
-    for d, w in zip(decisions, weights):
-        for s_ in shifts:
+    for d, w, kap in zip(decisions, weights, kappas):
+        for s_ in base / kap:
             th = np.array(d, dtype=float)      # the trained (unscaled) θ
             th[-1] += s_
             out_d.append(th)
@@ -250,6 +261,11 @@ class LagrangianSGDA(Backend):
                   "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
+                  # the direction-based bands exist for a LinearClassifier's logit only
+                  "soft_scale": (o["soft_scale"] if type(r.decisions).__name__ ==
+                                 "LinearClassifier" and getattr(r, "surrogate", None) is None
+                                 else "fixed"),
+                  "angle_sharpness": o["angle_sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
                   "dual_scale": o["dual_scale"], "lr_schedule": o["lr_schedule"],
                   "dual_schedule": o["dual_schedule"], "private": private}
@@ -295,7 +311,9 @@ class LagrangianSGDA(Backend):
                                    sharpness=P["sharpness"])
         else:
             adapter = LinearAdapter(r, log_objective=log_obj, sharpness=P["sharpness"],
-                                    cost_sensitive=P["objective_surrogate"] == "cost_log")
+                                    cost_sensitive=P["objective_surrogate"] == "cost_log",
+                                    soft_scale=P.get("soft_scale", "fixed"),
+                                    angle_sharpness=P.get("angle_sharpness", 10.0))
         draws = plan.schedule.open(accountant, rng) if plan.schedule is not None else None
         gen = float_generator(draws.source if draws is not None else as_source(rng))
         ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress)
@@ -306,6 +324,8 @@ class LagrangianSGDA(Backend):
         else:
             decisions, weights = ckpts, [1.0 / len(ckpts)] * len(ckpts)
         if isinstance(adapter, LinearAdapter) and r.surrogate is None and P["randomize"]:
+            # the intercept shifts of the fixed-κ soft rule (under "capped" the rows whose band
+            # is angular read a softer one: the shifts are then an approximation)
             decisions, weights = randomized(decisions, weights, P["sharpness"], P["randomize"])
         decisions = [adapter.release(d) for d in decisions]
         z, C, a2 = P["noise_multiplier"], P["clip"], P["hist_share"]

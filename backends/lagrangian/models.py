@@ -8,7 +8,8 @@ primal term is
     ψ_i(θ) = (u_f + u_g)·p_i(θ)                                            ("linear")
     ψ_i(θ) = |d_i|·CE(σ(z_i), 1[d_i < 0]),  d_i = (u_f + u_g)[1] − (u_f + u_g)[0]   ("cost_log")
 
-(sg: no gradient through it; "cost_log": binary ``LinearClassifier`` only, z_i = x̃_i·θ).  The "log" form rescales the objective's row gradient by the
+(sg: no gradient through it; "cost_log": binary ``LinearClassifier`` only, z_i = x̃_i·θ;
+p_i(θ) is the constraints' sharpened soft prediction, below).  The "log" form rescales the objective's row gradient by the
 public positive weight 1/p_i(y_i); for the error (u_f = 1 − e_{y_i}) it is exactly the
 cross-entropy gradient ∇(−log p_i(y_i)) — the usual trainable surrogate of the 0-1 loss, whose
 gradient does not vanish on confidently wrong rows — and for any f it is a positive per-row
@@ -22,8 +23,31 @@ but not vanishing on confidently predicted rows.  For the error alone (d_i = 1 �
 the "log" form.  It reads x_i, y_i, θ and the coefficients (functions of earlier releases)
 only, and is clipped like the others: the privacy proof is unchanged.
 
+The constraints' soft prediction (``soft_scale``; ``LinearClassifier`` without a surrogate).
+p_i(1) = σ(κ_i·z_i) with
+
+    "capped" (default)  κ_i = min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖))      (κ = ``sharpness`` 5, κ_a = ``angle_sharpness`` 10)
+    "fixed"             κ_i = κ                                  (before #18)
+    "angle"             κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖)
+
+√P·z_i/(‖θ‖·‖x̃_i‖) = √P·cos(θ, x̃_i) depends on θ's direction only, as the released rule
+1[z > 0] does: σ(κ_a·√P·cos) is (up to the logistic-for-probit swap) the chance that the rule
+of a randomly perturbed θ + (‖θ‖/κ_a)·ξ, ξ ~ N(0, I/P), predicts 1 on x_i.  Why the cap (#18,
+docs/lagrangian.md "The constraints' soft prediction"): with a fixed κ the band of rows where
+σ'(κz) is not negligible narrows as ‖θ‖ grows; under per-row clipping each row brings at most C,
+so once the cross-entropy of the misclassified rows outnumbers the constraint's band rows, θ
+grows further, the band narrows more, and λ climbs to λ_max without effect (bench/gpu.py's
+synthetic problem: parity gap 0.21 asked 0.02, at ε = 1 and ε = 8 alike).  "capped" keeps the
+fixed κ where it is the softer of the two and the angular band where the fixed one would be
+narrower, so the band never collapses with ‖θ‖.  Where a row reads θ's direction the gradient
+has the radial part of ∂(z/‖θ‖)/∂θ = (x̃ − (z/‖θ‖)·θ/‖θ‖)/‖θ‖ (``grad_sum``).  ``TorchModel``
+and surrogate rates read the fixed κ.
+
 Precondition (privacy).  Each adapter returns Σ_i clip_C(∇ψ_i), each term of ℓ2 norm ≤ C
-(plain per-example clipping, min(1, C/‖∇ψ_i‖)); the scale 1/p_i(y_i) reads x_i, y_i, θ only.
+(plain per-example clipping, min(1, C/‖∇ψ_i‖), the norm of the whole row vector, radial part
+included); the scale 1/p_i(y_i) and every κ_i read x_i, y_i, θ (‖θ‖ included: a function of
+earlier releases) and public constants only — the row term is still a function of the row
+alone given the past, which is all the proof in ``solver`` uses.
 Under ``protect="sensitive"`` the solver passes coefficient *differences* u − u_ref(y) for the
 private part (their per-row term still clipped to C) and the group-free u_ref(y) for the public
 part, which reads x, y, θ only and is computed on an independent batch (``solver``).
@@ -61,7 +85,8 @@ class LinearAdapter:
     rows of the old full [X̃, 1], so every product is the same arithmetic (same results, bit for
     bit)."""
 
-    def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False):
+    def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False,
+                 soft_scale="fixed", angle_sharpness=10.0):
         from privfair.data.passes import rows_of
 
         ds = rates.decisions
@@ -71,6 +96,13 @@ class LinearAdapter:
         self.surrogate = rates.surrogate
         self.log_objective = log_objective and self.surrogate is None
         self.cost_sensitive = cost_sensitive and self.surrogate is None
+        # how the sharpened prediction reads the margin (module docstring): "capped"
+        # min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖))·z, "fixed" κ·z, "angle" κ·√P·z/(n(θ)·‖x̃_i‖); a
+        # surrogate's masses are its own
+        self.angle_k = float(angle_sharpness)
+        if soft_scale not in ("capped", "fixed", "angle"):
+            raise ValueError(f"unknown soft_scale {soft_scale!r}")   # the option table refuses first
+        self.scale_mode = soft_scale if self.surrogate is None else "fixed"
         self.rows = rows_of(rates.data)
         self.d = self.rows.n_features
         # a surrogate's rows are x̃_i = x_i·s_i (s_i = min(1, R/‖x_i‖), rates.clip_scale): the
@@ -101,13 +133,44 @@ class LinearAdapter:
         self._batch = (idx, Z)          # holding idx keeps its identity unique
         return Z
 
+    def norm_scale(self, theta) -> float:
+        """n(θ): ‖θ‖₂ for ``soft_scale`` "capped" (floored at 1e-12), max(1, ‖θ‖₂) for
+        "angle", 1 for "fixed" — a function of θ, so of earlier releases only."""
+        if self.scale_mode == "fixed":
+            return 1.0
+        nt = float(np.linalg.norm(theta))
+        return max(1e-12, nt) if self.scale_mode == "capped" else max(1.0, nt)
+
+    def _kappa(self, theta, Z):
+        """(effective sharpness, mask of the rows where it reads θ's direction, or None) at θ
+        for the design rows ``Z``: κ ("fixed"), min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) ("capped"), or
+        κ·√P/(n(θ)·‖x̃_i‖) ("angle"); the module docstring says why."""
+        mode = self.scale_mode
+        if mode == "fixed":
+            return self.k, None
+        n = self.norm_scale(theta)
+        ka = self.angle_k if mode == "capped" else self.k
+        k = ka * np.sqrt(self.P) / (n * np.linalg.norm(Z, axis=1))
+        if mode == "angle":
+            return k, (np.ones(Z.shape[0], bool) if n > 1.0 else None)
+        act = k < self.k
+        return np.where(act, k, self.k), (act if act.any() else None)
+
+    def kappa(self, theta, Z=None):
+        """The effective sharpness at θ: κ for "fixed", else a vector over the rows of
+        ``Z``."""
+        return self._kappa(theta, Z)[0]
+
     def _mass(self, theta, idx, k=None, Z=None, y=None):
-        """(mass on ŷ = 1, its derivative in the margin z) of the rows ``idx`` (or of the
-        design rows ``Z`` with labels ``y``): σ(k·z) (k the sharpness; the objective's
-        cross-entropy reads k = 1), or the surrogate's."""
-        z = (self.design(idx) if Z is None else Z) @ theta
+        """(mass on ŷ = 1, its derivative in the margin z at a fixed n(θ)) of the rows ``idx``
+        (or of the design rows ``Z`` with labels ``y``): σ(k·z) (k the effective sharpness
+        :meth:`kappa` by default; the objective's cross-entropy reads k = 1), or the
+        surrogate's."""
+        if Z is None:
+            Z = self.design(idx)
+        z = Z @ theta
         if self.surrogate is None:
-            k = self.k if k is None else k
+            k = self.kappa(theta, Z) if k is None else k
             s = sigmoid(k * z)
             return s, k * s * (1.0 - s)
         from privfair.statistics.stats import SURROGATES
@@ -158,25 +221,47 @@ class LinearAdapter:
         s, der = self._mass(theta, idx)
         df = Uf[:, 1] - Uf[:, 0]
         dg = Ug[:, 1] - Ug[:, 0]
+        # the row's gradient is dz_i·x̃_i − r_i·θ/‖θ‖: r_i = c_i·z_i/‖θ‖ is the radial part of
+        # the sharpened term c_i·x̃_i on the rows whose κ_i reads θ's direction (soft_scale
+        # "capped" / "angle"), c_i = ∂ψ_i/∂z_i at a fixed ‖θ‖
         if self.cost_sensitive:
             # the whole row term as a cost-sensitive cross-entropy: label 1[d < 0], weight |d|,
             # d = ∂ψ/∂p(1) — the reductions approach's best response, made a gradient step
             s1, _ = self._mass(theta, idx, 1.0)
             d = df + dg
             dz = d * np.where(d > 0, s1, 1.0 - s1)
+            c = None
         elif self.log_objective:
             s1, der1 = self._mass(theta, idx, 1.0)
             py = np.where(self.y[idx] == 1, s1, 1.0 - s1)
-            dz = df * der1 / np.maximum(py, P_MIN) + dg * der
+            c = dg * der
+            dz = df * der1 / np.maximum(py, P_MIN) + c
         else:
-            dz = (df + dg) * der
-        norms = np.abs(dz) * np.linalg.norm(Z, axis=1)
+            c = (df + dg) * der
+            dz = c
+        nrm = self.norm_scale(theta)
+        xn = np.linalg.norm(Z, axis=1)
+        act = self._kappa(theta, Z)[1] if c is not None else None
+        if act is not None:
+            u = (Z @ theta) / nrm                 # z/‖θ‖ = x̃·θ̂
+            rad = np.where(act, c * u, 0.0)
+            # ‖dz·x̃ − rad·θ̂‖² = dz²‖x̃‖² − 2·dz·rad·(x̃·θ̂) + rad²
+            norms = np.sqrt(np.maximum(dz * dz * xn * xn - 2.0 * dz * rad * u + rad * rad,
+                                       0.0))
+        else:
+            rad = None
+            norms = np.abs(dz) * xn
         clipped = 0
         if clip is not None:
             f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
             clipped = int(np.sum(norms > clip))
             dz = dz * f
-        return Z.T @ dz, clipped
+            if rad is not None:
+                rad = rad * f
+        out = Z.T @ dz
+        if rad is not None:
+            out = out - (np.sum(rad) / nrm) * theta
+        return out, clipped
 
     def project(self, theta):
         """Every step: the ball for surrogate rates (ℓ depends on the scale), else nothing."""

@@ -23,7 +23,9 @@ group-free parts — Σ_g C[g, y, ŷ] and the gradient of c_ref(y_i)·p_i — re
 computed on an independent Poisson batch B'_t, so they are public given θ and carry no
 information about B_t (amplification stays valid).  In both units every v_i has ‖v_i‖₂ ≤
 √(a² + b²) = 1 whatever the row, its coefficients being functions of *earlier* releases (ℓ̂, λ,
-θ are computed before S_t), so step t is the Poisson-subsampled Gaussian mechanism with per-row
+θ are computed before S_t; the row's soft prediction p_i — under ``soft_scale="capped"`` its
+sharpness min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — reads x_i and θ only, so h_i still sums to 1 and ∇ψ_i
+is still a function of row i given the past), so step t is the Poisson-subsampled Gaussian mechanism with per-row
 norm 1 and noise multiplier z under substitution, and T steps adaptively composed are exactly
 the event ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``: the
 accountant (PLD, dominating pair qN(−1) + (1 − q)N(0) vs qN(1) + (1 − q)N(0)) proves

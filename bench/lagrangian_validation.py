@@ -1,0 +1,148 @@
+"""Validation-split comparison of ``lagrangian_sgda`` option sets (issue #18: the constraints'
+soft prediction).  No test split is read: every setting splits its *training* part.
+
+Usage::
+
+    python bench/lagrangian_validation.py --seeds 3
+    python bench/lagrangian_validation.py --only gpu,compas --candidates \
+        '{"old": {"soft_scale": "fixed"}, "theta": {"soft_scale": "theta"}}'
+
+Settings (ε = 1, ``backend="lagrangian_sgda"`` named, the held-out check on as for users):
+
+* ``adult-dp-row``: adult.data split 80/20 (``Dataset.split(0.2, rng=0)``), DP ≤ 0.005, row, δ = 1e-5
+* ``adult-eo-row``: the same split, EO ≤ 0.02, row, δ = 1e-5
+* ``adult-dp-sens``: the same split, DP ≤ 0.01, sensitive, δ = 1/n²
+* ``compas-row`` / ``compas-sens``: COMPAS (six races), the seed's 70% training part
+  (``split(0.3, rng=1000 + s)``, as bench/raco.py) split again 80/20; DP ≤ 0.02 over all pairs
+* ``raco-row``: bench/raco.py's 8-group synthetic (1% group), the 80% part of
+  ``synthetic(20000, 2s)`` to train, a fresh ``synthetic(100000, 10007 + s)`` to validate
+  (bench/raco.py tests on ``synthetic(20000, 2s + 1)``), DP ≤ 0.02 over all pairs, row,
+  δ = 1/n²
+* ``gpu-row``: bench/gpu.py's 2-group 50-feature synthetic, ``synthetic(rows, 50, 2s)`` split
+  80/20, ``LinearClassifier(50, radius=100)``, DP ≤ 0.02, row, δ = 1e-10
+
+Prints mean ± sd over seeds of the validation error and violation, the best constant rule's
+validation error, and the statuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import privfair as pf
+
+sys.path.insert(0, os.path.dirname(__file__))
+import gpu  # noqa: E402
+import raco  # noqa: E402
+
+
+def _problem(train, notion, level, radius=1.0):
+    r = pf.rates(pf.LinearClassifier(train.n_features, radius=radius), train)
+    G = train.groups
+    if notion == "dp":
+        gaps = [pf.abs(r.selection[a] - r.selection[b]) for a, b in itertools.combinations(G, 2)]
+    else:
+        gaps = [pf.abs(getattr(r, k)[a] - getattr(r, k)[b])
+                for a, b in itertools.combinations(G, 2) for k in ("fpr", "tpr")]
+    con = gaps[0] if len(gaps) == 1 else pf.maximum(*gaps)
+    return pf.Problem(pf.Minimize(r.error()), [con <= level])
+
+
+def settings(rows):
+    _adult = {}
+
+    def adult(s):
+        if "v" not in _adult:
+            _adult["v"] = pf.datasets.load_adult("train").split(0.2, rng=0)
+        return _adult["v"]
+
+    _compas = {}
+
+    def compas(s):
+        if "c" not in _compas:
+            _compas["c"] = pf.datasets.load_compas("all")
+        tr, _ = _compas["c"].split(test_size=0.3, rng=1000 + s)
+        return tr.split(0.2, rng=s)
+
+    def racos(s):
+        # the validation rows are a fresh sample (100,000 rows, ~1,000 in the 1% group): a
+        # 20% split holds ~40 rows of group 0, whose selection rate alone has s.e. ~0.07
+        return raco.synthetic(20000, 2 * s).split(0.2, rng=s)[0], raco.synthetic(100000,
+                                                                                 10007 + s)
+
+    def gpus(s):
+        return gpu.synthetic(rows, 50, 2 * s).split(0.2, rng=s)
+
+    row5 = lambda n: 1e-5          # noqa: E731
+    inv2 = lambda n: 1.0 / n ** 2   # noqa: E731
+    return {
+        "adult-dp-row": (adult, "dp", 0.005, "row", row5, 1.0),
+        "adult-eo-row": (adult, "eo", 0.02, "row", row5, 1.0),
+        "adult-dp-sens": (adult, "dp", 0.01, "sensitive", inv2, 1.0),
+        "compas-row": (compas, "dp", 0.02, "row", inv2, 1.0),
+        "compas-sens": (compas, "dp", 0.02, "sensitive", inv2, 1.0),
+        "raco-row": (racos, "dp", 0.02, "row", inv2, 1.0),
+        "gpu-row": (gpus, "dp", 0.02, "row", lambda n: 1e-10, 100.0),
+        "raco-sens": (racos, "dp", 0.02, "sensitive", inv2, 1.0),
+        "gpu-sens": (gpus, "dp", 0.02, "sensitive", lambda n: 1e-10, 100.0),
+    }
+
+
+def run(name, spec, seeds, opts, epsilon=1.0):
+    make, notion, level, unit, delta_of, radius = spec
+    key = "dp_violation" if notion == "dp" else "eo_violation"
+    E, V, C, st, secs = [], [], [], [], []
+    for s in seeds:
+        tr, va = make(s)
+        prob = _problem(tr, notion, level, radius)
+        priv = pf.DP(epsilon, delta_of(tr.n), protect=unit) if epsilon != float("inf") \
+            else pf.NoPrivacy() if hasattr(pf, "NoPrivacy") else None
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = prob.solve(priv, backend="lagrangian_sgda", seed=s, progress=False, **opts)
+        secs.append(time.perf_counter() - t0)
+        m = res.metrics(va)
+        E.append(m["error"])
+        V.append(m[key])
+        major = int(np.mean(tr.y) >= 0.5)
+        C.append(float(np.mean(va.y != major)))
+        st.append(str(getattr(res, "status", "—")).split(":")[0][:16])
+    E, V = np.array(E), np.array(V)
+    return (f"{E.mean():.4f} ± {E.std():.4f}", f"{V.mean():.4f} ± {V.std():.4f}",
+            f"{np.mean(C):.4f}", ",".join(st), f"{np.mean(secs):.1f}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--only", default=None, help="comma-separated setting names (prefixes)")
+    ap.add_argument("--rows", type=int, default=100_000, help="rows of the gpu.py synthetic")
+    ap.add_argument("--candidates", default='{"fixed": {"soft_scale": "fixed"}, '
+                                            '"theta": {"soft_scale": "theta"}}')
+    ap.add_argument("--extra", default="{}", help="JSON options added to every candidate")
+    args = ap.parse_args(argv)
+    cands = json.loads(args.candidates)
+    extra = json.loads(args.extra)
+    sets = settings(args.rows)
+    names = list(sets) if not args.only else [
+        k for k in sets if any(k.startswith(p) for p in args.only.split(","))]
+    print("| setting | candidate | val error | val violation | constant | status | fit s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    for nm in names:
+        for cn, co in cands.items():
+            out = run(nm, sets[nm], list(range(args.seeds)), {**extra, **co})
+            print(f"| {nm} | {cn} | " + " | ".join(out) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
