@@ -5,9 +5,10 @@ Usage::
 
     python bench/lagrangian_validation.py --seeds 3
     python bench/lagrangian_validation.py --only gpu,compas --candidates \
-        '{"old": {"soft_scale": "fixed"}, "theta": {"soft_scale": "theta"}}'
+        '{"old": {"soft_scale": "fixed"}, "angle": {"soft_scale": "angle", "sharpness": 10}}'
 
-Settings (ε = 1, ``backend="lagrangian_sgda"`` named, the held-out check on as for users):
+Settings (ε = 1 unless ``--epsilon``, ``backend="lagrangian_sgda"`` named, the held-out check on
+as for users):
 
 * ``adult-dp-row``: adult.data split 80/20 (``Dataset.split(0.2, rng=0)``), DP ≤ 0.005, row, δ = 1e-5
 * ``adult-eo-row``: the same split, EO ≤ 0.02, row, δ = 1e-5
@@ -20,6 +21,7 @@ Settings (ε = 1, ``backend="lagrangian_sgda"`` named, the held-out check on as 
   δ = 1/n²
 * ``gpu-row``: bench/gpu.py's 2-group 50-feature synthetic, ``synthetic(rows, 50, 2s)`` split
   80/20, ``LinearClassifier(50, radius=100)``, DP ≤ 0.02, row, δ = 1e-10
+* ``raco-sens``, ``gpu-sens``: the two synthetic settings under ``protect="sensitive"``
 
 Prints mean ± sd over seeds of the validation error and violation, the best constant rule's
 validation error, and the statuses.
@@ -103,8 +105,7 @@ def run(name, spec, seeds, opts, epsilon=1.0):
     for s in seeds:
         tr, va = make(s)
         prob = _problem(tr, notion, level, radius)
-        priv = pf.DP(epsilon, delta_of(tr.n), protect=unit) if epsilon != float("inf") \
-            else pf.NoPrivacy() if hasattr(pf, "NoPrivacy") else None
+        priv = pf.DP(epsilon, delta_of(tr.n), protect=unit)     # ε = inf: non-private
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -127,8 +128,10 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma-separated setting names (prefixes)")
     ap.add_argument("--rows", type=int, default=100_000, help="rows of the gpu.py synthetic")
     ap.add_argument("--candidates", default='{"fixed": {"soft_scale": "fixed"}, '
-                                            '"theta": {"soft_scale": "theta"}}')
+                                            '"capped": {"soft_scale": "capped"}}',
+                    help="JSON {name: lagrangian_sgda options}")
     ap.add_argument("--extra", default="{}", help="JSON options added to every candidate")
+    ap.add_argument("--epsilon", type=float, default=1.0, help="ε (inf: non-private)")
     args = ap.parse_args(argv)
     cands = json.loads(args.candidates)
     extra = json.loads(args.extra)
@@ -139,7 +142,7 @@ def main(argv=None):
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for nm in names:
         for cn, co in cands.items():
-            out = run(nm, sets[nm], list(range(args.seeds)), {**extra, **co})
+            out = run(nm, sets[nm], list(range(args.seeds)), {**extra, **co}, args.epsilon)
             print(f"| {nm} | {cn} | " + " | ".join(out) + " |", flush=True)
     return 0
 
