@@ -379,21 +379,25 @@ class CellsBackend(Backend):
         split = pp["label_split"]
         info = {"label_split": split, "epsilon_M1": pp["epsilon_M1"], "epsilon_M2": pp["epsilon_M2"]}
 
-        # (1) public score — X and y are identical in neighbours under protect="sensitive"
+        # (1) public score — X and y are identical in neighbours under protect="sensitive" —
+        # and (2) M1: the proxy's sufficient statistic, then Newton from it (post-processing).
         # X is read only through passes over data.rows() (#19): the training part of the
-        # held-out split is an index view of the data, never copied
-        score_coef = _proxy.fit_score(data, ridge=ds.ridge)
-        # (2) M1: the proxy's sufficient statistic, then Newton from it (post-processing)
+        # held-out split is an index view of the data, never copied; the design rows u_i are
+        # read one chunk at a time (never the n×dim matrix U)
         features = ds.features_for(data)
         inter = pp["interactions"]
-        # the design rows u_i are read one chunk at a time (never the n×dim matrix U): T and
-        # every Newton step of the proxy's fit are passes over the rows (#19)
         check = not singles_within_clip(ds, features)
         rows, design = data.rows(), proxy_design(features, inter, check)
-        # T = Σ a_i u_i and, in the same pass, the proxy fit's Newton terms at θ = 0 (they
-        # read u_i only, public under the relation; the fit's first step, not a release)
-        T_exact, start = rows.map_sum(passes.sum_and_logistic_terms, design, ("group", 0),
-                                      np.zeros(design.dim(rows.n_features)), passes.SINGLE)
+        # one pass for the first steps of both fits (#19): the score's Zᵀy and its Newton terms
+        # at θ = 0 (what fit_score's first pass sums), T = Σ a_i u_i and the proxy fit's Newton
+        # terms at θ = 0 (they read u_i only, public under the relation; not a release)
+        d_score = passes.INTERCEPT.dim(rows.n_features)
+        (Ty, score_start), (T_exact, start) = rows.map_sum(passes.several, (
+            (passes.sum_and_logistic_terms, (passes.INTERCEPT, "y", np.zeros(d_score),
+                                             passes.SINGLE)),
+            (passes.sum_and_logistic_terms, (design, ("group", 0),
+                                             np.zeros(design.dim(rows.n_features)),
+                                             passes.SINGLE))))
         draws = None
         if private:
             schedule = getattr(plan, "schedule", None)
@@ -407,8 +411,11 @@ class CellsBackend(Backend):
         else:
             T = T_exact
         del T_exact
-        proxy_coef = _proxy.logistic_from_statistic(rows, T, ds.ridge, design=design,
-                                                    start=start, start_single=True)
+        # the two Newton fits in lockstep: one read of the rows per round serves both; each
+        # returns the θ it returns alone (fit_score(data), logistic_from_statistic), bit for bit
+        score_coef, proxy_coef = _proxy.logistic_fits(rows, [
+            dict(T=Ty, design=passes.INTERCEPT, start=score_start, start_single=True),
+            dict(T=T, design=design, start=start, start_single=True)], ds.ridge)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
         # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
         s, p_xy, p = per_row_scores(data, rule, check)

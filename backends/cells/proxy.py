@@ -24,11 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 
-__all__ = ["blas_single_thread", "logistic_from_statistic", "fit_score", "proxy_statistic",
+__all__ = ["blas_single_thread", "logistic_from_statistic", "logistic_fits", "fit_score", "proxy_statistic",
            "proxy_sensitivity", "proxy_event", "group_counts", "counts_event", "shrink"]
 
 
-from privfair.statistics.scores import fit_score, logistic_from_statistic  # noqa: E402,F401
+from privfair.statistics.scores import (fit_score, logistic_fits,  # noqa: E402,F401
+                                       logistic_from_statistic)
 
 
 def blas_single_thread():

@@ -56,7 +56,7 @@ from ..errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
            "Mapped", "ProxyDesign", "proxy_clip_into", "group_label_counts", "weighted_sum", "logistic_terms",
-           "sum_and_logistic_terms", "logistic_terms_shift", "sigmoid",
+           "sum_and_logistic_terms", "logistic_terms_shift", "several", "sigmoid",
            "max_norm_rows", "non_binary_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram",
            "SINGLE"]
 
@@ -572,6 +572,14 @@ def non_binary_counts(chunk) -> np.ndarray:
     iff its sum over all rows is 0): which columns are binary, as a pass."""
     X = chunk.X
     return np.count_nonzero((X != 0) & (X != 1), axis=0).astype(np.int64)
+
+
+def several(chunk, tasks) -> tuple:
+    """The partials of several passes over the same chunk, ``tasks`` = ((fn, params), ...):
+    ``(fn₁(chunk, *params₁), fn₂(chunk, *params₂), ...)`` — merged entrywise, so each is the
+    sum it would be alone (the same chunks, the same merge order: the same numbers), from one
+    read of the rows (an index view's chunk gathered once, #19)."""
+    return tuple(fn(chunk, *params) for fn, params in tasks)
 
 
 def logistic_value(chunk, design, theta) -> float:

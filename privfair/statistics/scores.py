@@ -58,38 +58,98 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
     """
     rows = passes.rows_of(Z, chunk_rows)
     design = passes.PLAIN if design is None else design
-    T = np.asarray(T, dtype=float).reshape(-1)
-    d = design.dim(rows.n_features)
-    if d is None:
-        d = T.size
-    if T.size != d:
-        raise InvalidInputError("T", f"{T.size} entries", f"pass one entry per column of the "
-                                f"design ({d})")
-    ridge = float(ridge)
+    return logistic_fits(rows, [dict(T=T, design=design, start=start,
+                                     start_single=start_single)], ridge, iters, tol)[0]
 
-    def evaluate(theta, hessian, sums=None):
-        """(f, ∇f, ∇²f) at θ in one pass (∇²f None when not asked; ``hessian``: True or
-        passes.SINGLE); ``sums``: that pass's result, already computed."""
-        f, g, H = rows.map_sum(passes.logistic_terms, design, theta, hessian) if sums is None \
-            else (sums[0], np.array(sums[1], dtype=float), np.array(sums[2], dtype=float))
+
+def logistic_fits(rows, fits, ridge=1.0, iters=50, tol=1e-10) -> list:
+    """Several :func:`logistic_from_statistic` fits over the same rows **in lockstep** (#19):
+    every round is one pass whose chunks each serve every fit still running
+    (:func:`privfair.data.passes.several`), so a fit's pass costs no read of the rows of its
+    own — an index view's rows are gathered once per round, not once per fit.  Each fit makes
+    the same passes and the same float operations on the same chunks as alone, merged in the
+    same order: it returns the same θ, bit for bit.
+
+    Parameters
+    ----------
+    rows : a row source (:func:`privfair.data.passes.rows_of`)
+    fits : list of dicts with ``T`` and optionally ``design``, ``start``, ``start_single``
+        (as :func:`logistic_from_statistic` takes them)
+    ridge, iters, tol : shared by the fits
+
+    Returns
+    -------
+    list of θ, one per fit, in order.
+    """
+    gens = []
+    for spec in fits:
+        design = spec.get("design")
+        design = passes.PLAIN if design is None else design
+        T = np.asarray(spec["T"], dtype=float).reshape(-1)
+        d = design.dim(rows.n_features)
+        if d is None:
+            d = T.size
+        if T.size != d:
+            raise InvalidInputError("T", f"{T.size} entries", f"pass one entry per column of "
+                                    f"the design ({d})")
+        start = spec.get("start")
+        if start is not None and (len(start) != 3 or start[2] is None
+                                  or np.shape(start[2]) != (d, d) or np.shape(start[1]) != (d,)):
+            raise InvalidInputError("start", "a partial of another shape", "pass the (f, g, H) "
+                                    "of passes.logistic_terms at θ = 0 with the Hessian")
+        gens.append(_newton(design, d, T, float(ridge), iters, tol, start,
+                            bool(spec.get("start_single", False))))
+    out, asked = [None] * len(gens), {}
+    for i, gen in enumerate(gens):
+        try:
+            asked[i] = next(gen)
+        except StopIteration as stop:
+            out[i] = stop.value
+    while asked:
+        keys = list(asked)
+        if len(keys) == 1:
+            fn, params = asked[keys[0]]
+            sums = [rows.map_sum(fn, *params)]
+        else:
+            sums = rows.map_sum(passes.several, tuple(asked[k] for k in keys))
+        for k, got in zip(keys, sums):
+            try:
+                asked[k] = gens[k].send(got)
+            except StopIteration as stop:
+                out[k] = stop.value
+                del asked[k]
+    return out
+
+
+def _newton(design, d, T, ridge, iters, tol, start, start_single):
+    """The damped Newton iteration of :func:`logistic_from_statistic` as a generator: it yields
+    each pass it needs as ``(fn, params)`` (``rows.map_sum(fn, *params)``), is sent the merged
+    sums, and returns θ (so several fits can share the passes: :func:`logistic_fits`)."""
+
+    def finish(theta, sums, copy=False):
+        """(f, ∇f, ∇²f) at θ from one pass's sums (∇²f None when not asked)."""
+        f, g, H = (sums[0], np.array(sums[1], dtype=float), np.array(sums[2], dtype=float)) \
+            if copy else sums
         f = f - theta @ T + 0.5 * ridge * theta @ theta
         g = g - T + ridge * theta
         if H is not None:
             H[np.diag_indices(d)] += ridge
         return f, g, H
 
+    def evaluate(theta, hessian):            # the pass's request for (f, ∇f, ∇²f) at θ
+        return passes.logistic_terms, (design, theta, hessian)
+
     theta = np.zeros(d)
-    if start is not None and (len(start) != 3 or start[2] is None
-                              or np.shape(start[2]) != (d, d) or np.shape(start[1]) != (d,)):
-        raise InvalidInputError("start", "a partial of another shape", "pass the (f, g, H) "
-                                "of passes.logistic_terms at θ = 0 with the Hessian")
     # θ = 0 is far from the optimum but for a T near its value there: single precision (the
     # stopping test below recomputes it in float64 if the fit would stop or probe at once)
-    f, g, H = evaluate(theta, passes.SINGLE, start)
+    if start is None:
+        f, g, H = finish(theta, (yield evaluate(theta, passes.SINGLE)))
+    else:
+        f, g, H = finish(theta, start, copy=True)
     single = start is None or bool(start_single)          # whether H is a float32 sum
     for _ in range(iters):
         if H is None:        # the last step was a halved one, or a probe (below) that did not
-            _, g, H = evaluate(theta, True)            # certify: the same numbers as before
+            _, g, H = finish(theta, (yield evaluate(theta, True)))   # certify: as before
             single = False
         step = np.linalg.solve(H, g)
         decrement = float(g @ step)
@@ -97,7 +157,7 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
         if single and probe:
             # the stopping test and a certified stop read float64 Hessians only (rare: the
             # decrement fell from above _SINGLE_ABOVE to below the probe level in one step)
-            _, g, H = evaluate(theta, True)
+            _, g, H = finish(theta, (yield evaluate(theta, True)))
             single = False
             step = np.linalg.solve(H, g)
             decrement = float(g @ step)
@@ -112,14 +172,14 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
         while True:   # backtracking (Armijo) line search
             cand = theta - t * step
             if t == 1.0 and probe:
-                f_new, g_new, moved = rows.map_sum(passes.logistic_terms_shift, design, cand,
-                                                   cand - theta)
+                f_new, g_new, moved = yield (passes.logistic_terms_shift,
+                                             (design, cand, cand - theta))
                 f_new = f_new - cand @ T + 0.5 * ridge * cand @ cand
                 g_new, H_new, shift = g_new - T + ridge * cand, None, moved.value
             elif t == 1.0:    # usually accepted: its gradient and Hessian come in the same pass
-                f_new, g_new, H_new = evaluate(cand, hessian)
+                f_new, g_new, H_new = finish(cand, (yield evaluate(cand, hessian)))
             else:
-                f_new = (rows.map_sum(passes.logistic_value, design, cand) - cand @ T
+                f_new = ((yield (passes.logistic_value, (design, cand))) - cand @ T
                          + 0.5 * ridge * cand @ cand)
                 g_new = H_new = None
             if f_new <= f - 0.25 * t * decrement or t < 1e-10:
