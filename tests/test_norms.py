@@ -287,3 +287,25 @@ def test_doctests_of_the_new_modules():
     for mod in (privfair.models.norms, privfair.models.sparse):
         res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert res.failed == 0 and res.attempted > 0
+
+
+def test_disjoint_group_projection_at_a_radius_equal_to_the_norm_up_to_one_ulp():
+    """Regression (bench/group_sparsity.py, Adult, radius 3): Ω(x) was computed twice — once
+    for the "already inside" test, once (a strided column, another summation order) as f(0) of
+    the breakpoint search — and when the two disagreed by an ulp around the radius the search
+    found no breakpoint above it and raised IndexError.  Radii at Ω(x) ± a few ulps must give a
+    point of the ball."""
+    from privfair.models.projections import GroupLayout, project_disjoint_group_ball
+
+    rng = np.random.default_rng(0)
+    p = 101
+    groups = [list(range(k, min(k + 9, p))) for k in range(0, p, 9)]
+    for _ in range(300):
+        w = rng.uniform(0.5, 2.0, len(groups))
+        layout = GroupLayout(groups, w, p)
+        x = rng.normal(size=p) * rng.uniform(0.01, 0.2)
+        omega = sum(wg * np.abs(x[g]).max() for wg, g in zip(w, groups))
+        for r in (omega, np.nextafter(omega, 0), np.nextafter(np.nextafter(omega, 0), 0),
+                  np.nextafter(omega, np.inf)):
+            z = project_disjoint_group_ball(x, layout, r)
+            assert sum(wg * np.abs(z[g]).max() for wg, g in zip(w, groups)) <= r * (1 + 1e-12)

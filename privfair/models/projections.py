@@ -80,7 +80,10 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     a = np.abs(x)
     d = layout.weights
     A = np.where(layout.mask, a[np.maximum(layout.index, 0)], 0.0)
-    if float(d @ A.max(axis=1)) <= radius:
+    # Ω(x), computed once: the "inside" test and f(0) of the search below must be the same
+    # float (two summation orders can disagree by an ulp, and then no breakpoint lies above r)
+    omega0 = float(d @ A.max(axis=1))
+    if omega0 <= radius:
         return x.copy()
     if radius <= 0:
         return np.zeros_like(x)
@@ -98,13 +101,13 @@ def project_disjoint_group_ball(x, layout: GroupLayout, radius: float) -> np.nda
     bps = np.unique(np.concatenate([[0.0], ((css - k * nxt) / d[:, None]).ravel()]))
     if len(bps) * u.size <= BATCH_MAX:          # every breakpoint at once (one numpy pass)
         f = group_thresholds(u, css, k, bps[:, None] * d) @ d
-        f[0] = float(d @ u[:, 0])                              # f(0) = Ω(x), exactly
+        f[0] = omega0                                          # f(0) = Ω(x) > radius
         lo = int(np.nonzero(f > radius)[0][-1])                # f is non-increasing
         hi = lo + 1
         f_lo, f_hi = float(f[lo]), float(f[hi])
     else:                                       # binary search: ⌈log₂ p⌉ evaluations
         lo, hi = 0, len(bps) - 1                               # f(bps[lo]) > r ≥ f(bps[hi])
-        f_lo, f_hi = float(d @ omega(bps[lo])), float(d @ omega(bps[hi]))
+        f_lo, f_hi = omega0, float(d @ omega(bps[hi]))
         while hi - lo > 1:
             mid = (lo + hi) // 2
             f_mid = float(d @ omega(bps[mid]))
