@@ -10,7 +10,8 @@ Usage::
 Settings (ε = 1 unless ``--epsilon``, ``backend="lagrangian_sgda"`` named, the held-out check on
 as for users):
 
-* ``adult-dp-row``: adult.data split 80/20 (``Dataset.split(0.2, rng=0)``), DP ≤ 0.005, row, δ = 1e-5
+* ``adult-dp-row``: adult.data split 80/20 (``Dataset.split(0.2, rng=0)``), DP ≤ 0.005, row,
+  δ = 1e-5
 * ``adult-eo-row``: the same split, EO ≤ 0.02, row, δ = 1e-5
 * ``adult-dp-sens``: the same split, DP ≤ 0.01, sensitive, δ = 1/n²
 * ``compas-row`` / ``compas-sens``: COMPAS (six races), the seed's 70% training part

@@ -26,7 +26,8 @@ only, and is clipped like the others: the privacy proof is unchanged.
 The constraints' soft prediction (``soft_scale``; ``LinearClassifier`` without a surrogate).
 p_i(1) = σ(κ_i·z_i) with
 
-    "capped" (default)  κ_i = min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖))      (κ = ``sharpness`` 5, κ_a = ``angle_sharpness`` 10)
+    "capped" (default)  κ_i = min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖))
+                        (κ = ``sharpness``, 5; κ_a = ``angle_sharpness``, 10)
     "fixed"             κ_i = κ                                  (before #18)
     "angle"             κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖)
 
@@ -101,7 +102,9 @@ class LinearAdapter:
         # surrogate's masses are its own
         self.angle_k = float(angle_sharpness)
         if soft_scale not in ("capped", "fixed", "angle"):
-            raise ValueError(f"unknown soft_scale {soft_scale!r}")   # the option table refuses first
+            from privfair.errors import InvalidInputError
+
+            raise InvalidInputError("soft_scale", soft_scale, "pass 'capped', 'fixed' or 'angle'")
         self.scale_mode = soft_scale if self.surrogate is None else "fixed"
         self.rows = rows_of(rates.data)
         self.d = self.rows.n_features

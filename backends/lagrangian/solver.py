@@ -25,9 +25,9 @@ information about B_t (amplification stays valid).  In both units every v_i has 
 √(a² + b²) = 1 whatever the row, its coefficients being functions of *earlier* releases (ℓ̂, λ,
 θ are computed before S_t; the row's soft prediction p_i — under ``soft_scale="capped"`` its
 sharpness min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — reads x_i and θ only, so h_i still sums to 1 and ∇ψ_i
-is still a function of row i given the past), so step t is the Poisson-subsampled Gaussian mechanism with per-row
-norm 1 and noise multiplier z under substitution, and T steps adaptively composed are exactly
-the event ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``: the
+is still a function of row i given the past), so step t is the Poisson-subsampled Gaussian
+mechanism with per-row norm 1 and noise multiplier z under substitution, and T steps
+adaptively composed are exactly the event ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``: the
 accountant (PLD, dominating pair qN(−1) + (1 − q)N(0) vs qN(1) + (1 − q)N(0)) proves
 (ε, δ), with z fitted at plan time by :func:`privfair.privacy.release.calibrate`.  Everything
 else — ℓ̂, λ, θ, the checkpoints, the mixture — is post-processing.  The histogram is thus
