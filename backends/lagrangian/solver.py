@@ -27,9 +27,9 @@ information about B_t (amplification stays valid).  In both units every v_i has 
 sharpness min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — reads x_i and θ only, so h_i still sums to 1 and ∇ψ_i
 is still a function of row i given the past), so step t is the Poisson-subsampled Gaussian
 mechanism with per-row norm 1 and noise multiplier z under substitution, and T steps
-adaptively composed are exactly the event ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``: the
-accountant (PLD, dominating pair qN(−1) + (1 − q)N(0) vs qN(1) + (1 − q)N(0)) proves
-(ε, δ), with z fitted at plan time by :func:`privfair.privacy.release.calibrate`.  Everything
+adaptively composed are exactly the event
+``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")``: the accountant (PLD,
+dominating pair qN(−1) + (1 − q)N(0) vs qN(1) + (1 − q)N(0)) proves (ε, δ), with z fitted at plan time by :func:`privfair.privacy.release.calibrate`.  Everything
 else — ℓ̂, λ, θ, the checkpoints, the mixture — is post-processing.  The histogram is thus
 released with Gaussian noise inside the same subsampled release (not RaCO-DP's Laplace): the
 accountant has no subsampled-Laplace event, and a per-step unsubsampled Laplace would forfeit
