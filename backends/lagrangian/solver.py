@@ -33,8 +33,9 @@ dominating pair qN(−1) + (1 − q)N(0) vs qN(1) + (1 − q)N(0)) proves (ε, �
 at plan time by :func:`privfair.privacy.release.calibrate`.  Everything else — ℓ̂, λ, θ, the
 checkpoints, the mixture — is post-processing.  The histogram is thus released with Gaussian
 noise inside the same subsampled release (not RaCO-DP's Laplace): the accountant has no
-subsampled-Laplace event, and a per-step unsubsampled Laplace would forfeit amplification.  Under "sensitive" the histogram's noise is further projected on the centred
-subspace (post-processing).
+subsampled-Laplace event, and a per-step unsubsampled Laplace would forfeit amplification.
+Under "sensitive" the histogram's noise is further projected on the centred subspace
+(post-processing).
 
 Preconditions.  δ > 0; f and every g_j have (sub)gradients (every expression of the language
 does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.statistics.stats`).
