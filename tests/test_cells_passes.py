@@ -194,7 +194,8 @@ def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
         return real_pclip(features, X, Z, *a)
 
     def terms(chunk, design, *a):
-        seen.append(("newton", design.matrix(chunk).shape[0]))
+        M = design.matrix(chunk)          # a matrix, or ProxyBlocks' (X, y, block scales)
+        seen.append(("newton", (M[0] if isinstance(M, tuple) else M).shape[0]))
         return real_terms(chunk, design, *a)
 
     def hstack(arrays, *a, **k):
@@ -304,3 +305,44 @@ def test_the_backend_proxy_rows_and_scores_are_the_model_methods_numbers(inter, 
     assert np.array_equal(s, rule.score(X))
     assert np.array_equal(p_xy, rule.group_given_label(X, y))
     assert np.array_equal(p, rule.proxy(X, s))
+
+
+@pytest.mark.parametrize("order", [None, [0, 1, 2, 8, 9, 3, 4, 5, 6, 7]])
+def test_the_blockwise_proxy_rows_give_the_materialized_sums(order):
+    # #19: passes.ProxyBlocks reads u_i = [1, clip(x)[perm], y] without copying a chunk into a
+    # design matrix; its value, gradient, float64 Hessian and T are the materialized rows'
+    # up to rounding, its float32 Hessian to single precision, and the fits agree on u·θ
+    rng = np.random.default_rng(3)
+    n = 4000
+    X = np.hstack([rng.normal(size=(n, 3)) * 2, (rng.random((n, 5)) < 0.3).astype(float),
+                   rng.normal(size=(n, 2))])
+    X = X if order is None else X[:, order]
+    y = (rng.random(n) < 0.4).astype(int)
+    a = (rng.random(n) < 0.3 + 0.3 * y).astype(int)
+    data = pf.Dataset(X, y, a, group_names=[0, 1])
+    ds = pf.ProxyCells(clip=1.5)
+    f = ds.features_for(data)
+    from privfair.backends.cells.cells import fit_design, singles_within_clip
+
+    assert singles_within_clip(ds, f)
+    blk, mat = fit_design(f, False, False), proxy_design(f, False, False)
+    assert isinstance(blk, passes.ProxyBlocks)
+    rows_ = data.rows(chunk_rows=700)
+    th = rng.normal(size=f.dim + 1) * 0.3
+    for hess, tol in ((True, 1e-13), (passes.SINGLE, 1e-6)):
+        A = rows_.map_sum(passes.logistic_terms, mat, th, hess)
+        B = rows_.map_sum(passes.logistic_terms, blk, th, hess)
+        assert B[0] == pytest.approx(A[0], rel=1e-13)
+        np.testing.assert_allclose(B[1], A[1], rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(B[2], A[2], rtol=tol, atol=tol * np.abs(A[2]).max())
+    TA = rows_.map_sum(passes.weighted_sum, mat, ("group", 0))
+    TB = rows_.map_sum(passes.weighted_sum, blk, ("group", 0))
+    np.testing.assert_allclose(TB, TA, rtol=1e-13, atol=1e-12)
+    ta = logistic_from_statistic(rows_, TA, design=mat)
+    tb = logistic_from_statistic(rows_, TA, design=blk)
+    U = dense_design(f, X, y, False)
+    np.testing.assert_allclose(U @ tb, U @ ta, rtol=0, atol=1e-6)
+    # and the scale factors: a block with rows beyond the clip is scaled, the others are not
+    M = blk.matrix(next(rows_.chunks()))
+    (cols, s), = M[2]
+    assert (s < 1).any() and (s == 1).any()

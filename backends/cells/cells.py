@@ -58,6 +58,7 @@ import weakref
 import numpy as np
 
 from privfair.data import passes
+from privfair.errors import InvalidInputError
 from privfair.analysis.theorems import NUMERIC
 
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
@@ -387,7 +388,7 @@ class CellsBackend(Backend):
         features = ds.features_for(data)
         inter = pp["interactions"]
         check = not singles_within_clip(ds, features)
-        rows, design = data.rows(), proxy_design(features, inter, check)
+        rows, design = data.rows(), fit_design(features, inter, check)
         # one pass for the first steps of both fits (#19): the score's Zᵀy and its Newton terms
         # at θ = 0 (what fit_score's first pass sums), T = Σ a_i u_i and the proxy fit's Newton
         # terms at θ = 0 (they read u_i only, public under the relation; not a release)
@@ -528,6 +529,19 @@ def proxy_design(features, interactions, check_single=True):
     (:func:`singles_within_clip`): the same rows without two column reductions per chunk."""
     inner = passes.ProxyDesign(features, interactions, check_single)
     return passes.Mapped(inner, inner.dim)
+
+
+def fit_design(features, interactions, check_single=True):
+    """The design through which T and the proxy's Newton fit read u_i: the blockwise
+    :class:`passes.ProxyBlocks` (no copy of a chunk into a design matrix, #19) when it applies —
+    no interactions, every column in one block, no one-column block beyond the clip — else
+    :func:`proxy_design`.  The two give the same sums up to float rounding."""
+    if not interactions and not check_single:
+        try:
+            return passes.ProxyBlocks(features)
+        except InvalidInputError:          # blocks that skip a column: the materialized rows
+            pass
+    return proxy_design(features, interactions, check_single)
 
 
 def singles_within_clip(decisions, features) -> bool:
