@@ -152,6 +152,10 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
 
         gram = passes.weighted_gram
         passes.weighted_gram = lambda Z, w, float32=False: gram(Z, w)
+        blocks = getattr(passes, "ProxyBlocks", None)     # the proxy's blockwise rows (#19)
+        if blocks is not None:
+            bgram = blocks.gram
+            blocks.gram = lambda self, M, w, float32=False: bgram(self, M, w)
         out["hessian"] = "float64"
     try:
         data = pf.Dataset(X, y, sex, group_names=[0, 1], labels=[0, 1], copy=False)

@@ -34,7 +34,17 @@ Designs
 Linear models read rows through a *design* z(x): :data:`INTERCEPT` is z = [1, x] — handled
 blockwise (Zθ = θ₀ + Xθ₁, Zᵀv = [Σv, Xᵀv], ZᵀWZ = [[Σw, (Xᵀw)ᵀ], [Xᵀw, XᵀWX]]), so X is never
 copied to add a column —, :data:`PLAIN` is z = x, and :class:`Mapped` applies a public row map
-(e.g. the proxy's clipped features) to one chunk at a time.
+(e.g. the proxy's clipped features) to one chunk at a time.  :class:`ProxyBlocks` is the proxy's
+rows [1, clip(x), y] read blockwise like INTERCEPT (only the clipped blocks' per-row scales are
+computed; #19).
+
+Precision: values, gradients and weighted sums (T, Zᵀy) are float64.  A Newton Hessian may be
+summed in float32 (``hessian=SINGLE``; :func:`weighted_gram`, ``ProxyBlocks.gram`` with its
+borders): it only chooses the direction of a step far from the optimum, which the line search
+then checks on the float64 value, and the stopping test reads float64 Hessians only, so the
+fit converges to the zero of the float64 gradient by the same test
+(:func:`privfair.statistics.scores.logistic_from_statistic`).  No released quantity, noise scale
+or sensitivity is computed from a float32 sum.
 
 Examples
 --------
