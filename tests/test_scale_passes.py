@@ -170,3 +170,32 @@ def test_the_feature_map_is_cached_for_a_dataset_only():
     X[0, 0] = 0.5
     assert cells.features_for(rows).blocks[0] == (0,)                      # now a clipped block
     assert cells.features_for(rows).norm_bound > 0
+
+
+def test_fits_in_lockstep_are_the_fits_alone():
+    # #19: scores.logistic_fits runs several Newton fits with one read of the rows per round
+    # (passes.several); each returns the θ it returns alone, bit for bit, over in-memory
+    # chunks and through an index view (gathered chunks)
+    from privfair.backends.cells.cells import fit_design
+    from privfair.statistics.scores import logistic_fits
+
+    data = _data(n=3000)
+    for src in (data.rows(chunk_rows=400),
+                passes.IndexedRows(data.X, np.arange(0, 3000, 2)[::-1], data.y[::2][::-1],
+                                   data.group[::2][::-1], chunk_rows=250)):
+        f = pf.ProxyCells().features_for(src)
+        design = fit_design(f, False, False)
+        d = passes.INTERCEPT.dim(src.n_features)
+        (Ty, s0), (Tp, p0) = src.map_sum(passes.several, (
+            (passes.sum_and_logistic_terms, (passes.INTERCEPT, "y", np.zeros(d), passes.SINGLE)),
+            (passes.sum_and_logistic_terms, (design, ("group", 0),
+                                             np.zeros(design.dim(src.n_features)),
+                                             passes.SINGLE))))
+        Tp = Tp + np.random.default_rng(0).normal(size=Tp.size) * 3.0     # a noisy T
+        both = logistic_fits(src, [dict(T=Ty, design=passes.INTERCEPT, start=s0,
+                                        start_single=True),
+                                   dict(T=Tp, design=design, start=p0, start_single=True)])
+        assert np.array_equal(both[0], fit_score(src))
+        assert np.array_equal(both[1], logistic_from_statistic(src, Tp, design=design,
+                                                               start=p0, start_single=True))
+        assert np.array_equal(both[1], logistic_from_statistic(src, Tp, design=design))
