@@ -47,8 +47,24 @@ import gpu  # noqa: E402
 import raco  # noqa: E402
 
 
+#: "linear" (pf.LinearClassifier) or "torch" (pf.TorchModel of torch.nn.Linear(d, 2)): --model
+MODEL = "linear"
+
+
+def _decisions(d, radius):
+    if MODEL == "torch":
+        import torch
+
+        def linear():
+            torch.manual_seed(0)
+            return torch.nn.Linear(d, 2)
+
+        return pf.TorchModel(linear, n_features=d, n_classes=2)
+    return pf.LinearClassifier(d, radius=radius)
+
+
 def _problem(train, notion, level, radius=1.0):
-    r = pf.rates(pf.LinearClassifier(train.n_features, radius=radius), train)
+    r = pf.rates(_decisions(train.n_features, radius), train)
     G = train.groups
     if notion == "dp":
         gaps = [pf.abs(r.selection[a] - r.selection[b]) for a, b in itertools.combinations(G, 2)]
@@ -133,7 +149,11 @@ def main(argv=None):
                     help="JSON {name: lagrangian_sgda options}")
     ap.add_argument("--extra", default="{}", help="JSON options added to every candidate")
     ap.add_argument("--epsilon", type=float, default=1.0, help="ε (inf: non-private)")
+    ap.add_argument("--model", choices=["linear", "torch"], default="linear",
+                    help="pf.LinearClassifier, or pf.TorchModel(torch.nn.Linear(d, 2))")
     args = ap.parse_args(argv)
+    global MODEL
+    MODEL = args.model
     cands = json.loads(args.candidates)
     extra = json.loads(args.extra)
     sets = settings(args.rows)

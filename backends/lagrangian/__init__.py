@@ -77,12 +77,13 @@ def _table():
                doc="'log' (cross-entropy for the error), 'linear', or 'cost_log' (binary "
                    "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
-        Option("soft_scale", "str", "capped", choices=("capped", "fixed", "angle"),
-               doc="how the constraints' soft prediction σ(κ_i·z_i) reads the margin "
-                   "(pf.LinearClassifier without a surrogate; pf.TorchModel: 'fixed'): "
+        Option("soft_scale", "str", "auto", choices=("auto", "capped", "fixed", "angle"),
+               doc="how the constraints' soft prediction σ(κ_i·z_i) reads the logit: "
                    "'capped' κ_i = min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — never sharper than an "
                    "angular band of θ's direction; 'fixed' κ_i = κ (before #18); 'angle' "
-                   "κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖)"),
+                   "κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖) (pf.LinearClassifier only); 'auto': "
+                   "'capped' for a pf.LinearClassifier, 'fixed' for a pf.TorchModel; "
+                   "surrogate rates read their own masses"),
         Option("angle_sharpness", default=10.0, doc="κ_a, the angular band of "
                "soft_scale='capped'", **pos),
         Option("randomize", "int", 0, low=0, doc="k > 0: each released linear rule becomes the "
@@ -155,6 +156,20 @@ def _event(z, q, T, unit="row"):
     return subsampled_gaussian_event(
         z, 1.0, q, count=T, neighbouring="replace", sensitivity_source=src,
         label="lagrangian_sgda steps (histogram + gradient, one Poisson batch each)")
+
+
+def _soft_scale(asked, rates):
+    """The ``soft_scale`` a run reads (docs/lagrangian.md, *The constraints' soft prediction*):
+    for a ``LinearClassifier`` without a surrogate as asked, "auto" being "capped"; for a
+    ``TorchModel`` "capped" if asked, else "fixed" ("auto": the validation did not favour
+    "capped" on every setting there; "angle" is for the linear rule only); "fixed" for
+    surrogate rates (their masses are the surrogate's)."""
+    kind = type(rates.decisions).__name__
+    if kind == "LinearClassifier" and getattr(rates, "surrogate", None) is None:
+        return "capped" if asked == "auto" else asked
+    if kind == "TorchModel" and asked == "capped":
+        return "capped"
+    return "fixed"
 
 
 def _options(options):
@@ -262,9 +277,7 @@ class LagrangianSGDA(Backend):
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
                   # the direction-based bands exist for a LinearClassifier's logit only
-                  "soft_scale": (o["soft_scale"] if type(r.decisions).__name__ ==
-                                 "LinearClassifier" and getattr(r, "surrogate", None) is None
-                                 else "fixed"),
+                  "soft_scale": _soft_scale(o["soft_scale"], r),
                   "angle_sharpness": o["angle_sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
                   "dual_scale": o["dual_scale"], "lr_schedule": o["lr_schedule"],
@@ -308,7 +321,9 @@ class LagrangianSGDA(Backend):
         if type(r.decisions).__name__ == "TorchModel":
             dev = "cuda" if device == "cuda" else "cpu"
             adapter = TorchAdapter(r, device=dev, log_objective=log_obj,
-                                   sharpness=P["sharpness"])
+                                   sharpness=P["sharpness"],
+                                   soft_scale=P.get("soft_scale", "fixed"),
+                                   angle_sharpness=P.get("angle_sharpness", 10.0))
         else:
             adapter = LinearAdapter(r, log_objective=log_obj, sharpness=P["sharpness"],
                                     cost_sensitive=P["objective_surrogate"] == "cost_log",

@@ -278,16 +278,24 @@ class LinearAdapter:
 class TorchAdapter:
     """``pf.TorchModel`` with per-example gradients (torch.func); see the module docstring."""
 
-    def __init__(self, rates, device="cpu", log_objective=True, sharpness=1.0):
+    def __init__(self, rates, device="cpu", log_objective=True, sharpness=1.0,
+                 soft_scale="fixed", angle_sharpness=10.0):
         import torch
 
         self.k = float(sharpness)
+        # "capped": κ_i = min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)), ‖θ‖ over every parameter, x̃_i = (x_i, 1)
+        # (the module docstring); any other value reads the fixed κ
+        self.capped = soft_scale == "capped"
+        self.angle_k = float(angle_sharpness)
         from privfair.models.torch_model import probs_from_logits
 
         self.torch, self.dev = torch, torch.device(device)
         ds = rates.decisions
         self.ds, self.P = ds, ds.P
         self.binary_logit = ds.binary_logit
+        # √(P per logit): a linear module's L logit rows share ‖θ‖ (√P for one logit, as the
+        # LinearClassifier's √(d + 1))
+        self._root_p = (self.P / (1 if ds.binary_logit else ds.n_classes)) ** 0.5
         self._probs = probs_from_logits
         self.log_objective = log_objective
         self.module = ds.build().to(self.dev)
@@ -315,12 +323,25 @@ class TorchAdapter:
             k += sz
         return out
 
+    def _kappa(self, params, X):
+        """The constraints' sharpness for the rows X (n, d): κ, or under "capped" the (n, 1)
+        tensor min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — differentiable in θ (the radial part of the
+        row gradient comes from autograd)."""
+        if not self.capped:
+            return self.k
+        torch = self.torch
+        nt = torch.sqrt(sum((v * v).sum() for v in params.values())).clamp(min=1e-12)
+        xn = torch.sqrt((X * X).sum(dim=1, keepdim=True) + 1.0)
+        return torch.clamp(self.angle_k * self._root_p / (nt * xn), max=self.k)
+
     def probs(self, theta, idx) -> np.ndarray:
         torch = self.torch
         X = self.X if idx is None else self.X[torch.as_tensor(idx, device=self.dev)]
         with torch.no_grad():
-            z = torch.func.functional_call(self.module, self._params(theta), (X,))
-            return self._probs(self.k * z, self.binary_logit).double().cpu().numpy()
+            params = self._params(theta)
+            z = torch.func.functional_call(self.module, params, (X,))
+            return self._probs(self._kappa(params, X) * z,
+                               self.binary_logit).double().cpu().numpy()
 
     def label_totals(self, theta, L, chunk_rows=65536) -> np.ndarray:
         """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L), ``chunk_rows`` rows at a time (no
@@ -334,8 +355,9 @@ class TorchAdapter:
         with torch.no_grad():
             params = self._params(theta)
             for s in range(0, n, chunk_rows):
-                z = torch.func.functional_call(self.module, params, (self.X[s:s + chunk_rows],))
-                p = self._probs(self.k * z, self.binary_logit).double()
+                Xc = self.X[s:s + chunk_rows]
+                z = torch.func.functional_call(self.module, params, (Xc,))
+                p = self._probs(self._kappa(params, Xc) * z, self.binary_logit).double()
                 C.index_add_(0, self.y[s:s + chunk_rows], p)
         return C.cpu().numpy()
 
@@ -348,12 +370,12 @@ class TorchAdapter:
         X, y = self.X[ii], self.y[ii]
         uf = torch.as_tensor(Uf, dtype=torch.float32, device=self.dev)
         ug = torch.as_tensor(Ug, dtype=torch.float32, device=self.dev)
-        mod, binary, probs, log_obj, k = self.module, self.binary_logit, self._probs, \
-            self.log_objective, self.k
+        mod, binary, probs, log_obj, kappa = self.module, self.binary_logit, self._probs, \
+            self.log_objective, self._kappa
 
         def row_term(p_, x, yy, a, b):
             z = torch.func.functional_call(mod, p_, (x[None, :],))
-            pk = probs(k * z, binary)[0]
+            pk = probs(kappa(p_, x[None, :]) * z, binary)[0]
             if log_obj:     # the objective's cross-entropy reads the unsharpened p
                 p1 = probs(z, binary)[0]
                 py = (p1 * yy).sum()          # yy one-hot: no data-dependent indexing in vmap
