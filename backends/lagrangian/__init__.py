@@ -35,8 +35,9 @@ Defaults (public rule from n, ε, δ; docs/lagrangian.md "Defaults"): expected b
 m = max(256, n/50) (q = m/n rounded up to the grid 2^(k/4)), ``epochs`` passes (T = ⌈epochs/q⌉), clip C = 1, histogram
 share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, ‖λ‖₁ ≤ λ_max = 100 (all J multipliers together), EMA rate 0.9 on the
 released histograms, output the uniform mixture of 20 checkpoints of the second half; the
-constraints' soft prediction σ(κ_i·z_i), κ_i = min(5, 10·√P/(‖θ‖·‖x̃_i‖)) (``soft_scale="capped"``,
-``models``: never sharper than an angular band of θ's direction, #18).
+constraints' soft prediction of a ``LinearClassifier`` σ(κ_i·z_i), κ_i = min(5, 10·√P/(‖θ‖·‖x̃_i‖))
+(``soft_scale="capped"``, ``models``: never sharper than an angular band of θ's direction, #18;
+a ``TorchModel`` reads κ = 5 unless "capped" is asked).
 """
 
 from __future__ import annotations

@@ -41,8 +41,12 @@ grows further, the band narrows more, and λ climbs to λ_max without effect (be
 synthetic problem: parity gap 0.21 asked 0.02, at ε = 1 and ε = 8 alike).  "capped" keeps the
 fixed κ where it is the softer of the two and the angular band where the fixed one would be
 narrower, so the band never collapses with ‖θ‖.  Where a row reads θ's direction the gradient
-has the radial part of ∂(z/‖θ‖)/∂θ = (x̃ − (z/‖θ‖)·θ/‖θ‖)/‖θ‖ (``grad_sum``).  ``TorchModel``
-and surrogate rates read the fixed κ.
+has the radial part of ∂(z/‖θ‖)/∂θ = (x̃ − (z/‖θ‖)·θ/‖θ‖)/‖θ‖ (``grad_sum``).  Surrogate rates
+read their own masses.  ``TorchModel`` reads the fixed κ unless "capped" is asked; then ‖θ‖ is
+the norm of every parameter, √P is √(P per logit) and autograd supplies the radial part (for a
+linear module the band of the linear rule; for a deeper network only "never sharper than κ").
+The backend's default ``soft_scale="auto"`` is "capped" for a ``LinearClassifier`` and "fixed"
+for a ``TorchModel`` (docs/lagrangian.md).
 
 Precondition (privacy).  Each adapter returns Σ_i clip_C(∇ψ_i), each term of ℓ2 norm ≤ C
 (plain per-example clipping, min(1, C/‖∇ψ_i‖), the norm of the whole row vector, radial part
