@@ -95,7 +95,10 @@ def run_privfair(train, test, kind, backend, seeds, **kw):
         m = metrics(res.predict_proba(test.X), test)
         cert = res.certificate
         assert cert.epsilon <= 1.0 + 1e-9 and cert.delta <= privacy.delta * (1 + 1e-9)
-        m["seconds"], m["nnz"] = time.time() - t, int(np.sum(np.abs(res.decision[:-1]) > 1e-9))
+        dec = np.asarray(res.decision, dtype=float)     # a scalar: the constant-rule fallback
+        m["seconds"] = time.time() - t
+        m["nnz"] = int(np.sum(np.abs(dec[:-1]) > 1e-9)) if dec.ndim else 0
+        m["fallback"] = str(getattr(res, "status", "")).startswith("fallback")
         rows.append(m)
     return rows
 
@@ -203,10 +206,14 @@ def main(argv=None):
         run_privfair(train, test, "constraint", "objective_perturbation", seeds), "ε=1 row")
     add("privfair lopt (row oracle: objective perturbation), max group fpr + fnr, T=5",
         run_privfair(train, test, "minimax", "lopt", seeds), "ε=1 row")
-    add("diffprivlib LogisticRegression (data_norm = max‖x‖)", run_diffprivlib(train, test, seeds),
-        "ε=1 row")
-    add("diffprivlib LogisticRegression (rows clipped to 3)",
-        run_diffprivlib(train, test, seeds, clip=R), "ε=1 row")
+    try:
+        add("diffprivlib LogisticRegression (data_norm = max‖x‖)",
+            run_diffprivlib(train, test, seeds), "ε=1 row")
+        add("diffprivlib LogisticRegression (rows clipped to 3)",
+            run_diffprivlib(train, test, seeds, clip=R), "ε=1 row")
+    except ImportError:     # a peer of the bench extra: the table says it is missing
+        print("  diffprivlib is not installed (pip install -e '.[bench]'): its rows are skipped",
+              file=sys.stderr, flush=True)
     add("privfair ε = ∞ reference, error", run_reference(train, test, "plain"), "none")
     add(f"privfair ε = ∞ reference, error + {MU}·DP gap", run_reference(train, test, "penalty"),
         "none")
@@ -216,6 +223,9 @@ def main(argv=None):
     print("| system | privacy | test error | DP violation | EO violation | seconds |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, priv, rows in results:
+        fb = sum(bool(r.get("fallback")) for r in rows)
+        if fb:              # the held-out check returned the constant rule on these seeds
+            name = f"{name} [constant-rule fallback on {fb}/{len(rows)} seeds]"
         print(f"| {name} | {priv} | {fmt(rows, 'error')} | {fmt(rows, 'dp_violation')} | "
               f"{fmt(rows, 'eo_violation')} | {fmt(rows, 'seconds')} |")
     err1 = np.mean([r["error"] for r in results[0][2]])
