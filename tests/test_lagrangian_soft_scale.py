@@ -57,13 +57,21 @@ def test_capped_soft_prediction_enforces_parity_where_the_fixed_one_did_not():
                              "this test no longer shows the failure it guards against")
 
 
-def test_the_default_is_capped_for_a_linear_classifier():
+def test_the_default_is_capped_for_a_linear_classifier_under_row_privacy():
+    """"auto": "capped" under protect="row" (where clipping the objective's row gradient made
+    the constraint run away), "fixed" under "sensitive" (the objective's group-free part is
+    public and unclipped there; "capped" did not validate better)."""
     data = _synthetic(500, 3, 2)
     r = pf.rates(pf.LinearClassifier(3, radius=1.0), data)
     prob = pf.Problem(pf.Minimize(r.error()),
                       [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
-    plan = prob.plan(pf.DP(1.0, 1e-5), backend="lagrangian_sgda").chosen
+    plan = prob.plan(pf.DP(1.0, 1e-5, protect="row"), backend="lagrangian_sgda").chosen
     assert plan.params["soft_scale"] == "capped" and plan.params["angle_sharpness"] == 10.0
+    plan = prob.plan(pf.DP(1.0, 1e-5, protect="sensitive"), backend="lagrangian_sgda").chosen
+    assert plan.params["soft_scale"] == "fixed"
+    plan = prob.plan(pf.DP(1.0, 1e-5, protect="sensitive"), backend="lagrangian_sgda",
+                     soft_scale="capped").chosen
+    assert plan.params["soft_scale"] == "capped"
     # surrogate rates read their own masses
     rs = pf.rates(pf.LinearClassifier(3, radius=1.0), data, surrogate="logistic",
                   group_mass_bound=0.05)

@@ -42,11 +42,8 @@ class _FullDesign(models.LinearAdapter):
         return self.Xt[idx]
 
     def label_totals(self, theta, L):
-        z = self.Xt @ theta
-        if self.surrogate is None:
-            s = models.sigmoid(self.k * z)
-        else:
-            s = self._mass(theta, None, Z=self.Xt, y=self.y)[0]
+        # the adapter's own soft prediction on the whole design (its soft_scale included)
+        s = self._mass(theta, None, Z=self.Xt, y=self.y)[0]
         P = np.stack([1.0 - s, s], axis=1)
         return H.batch_counts(np.zeros(self.rates.n, np.int64), self.y, P, 1, L)[0]
 

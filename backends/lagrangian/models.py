@@ -45,8 +45,8 @@ has the radial part of ∂(z/‖θ‖)/∂θ = (x̃ − (z/‖θ‖)·θ/‖θ�
 read their own masses.  ``TorchModel`` reads the fixed κ unless "capped" is asked; then ‖θ‖ is
 the norm of every parameter, √P is √(P per logit) and autograd supplies the radial part (for a
 linear module the band of the linear rule; for a deeper network only "never sharper than κ").
-The backend's default ``soft_scale="auto"`` is "capped" for a ``LinearClassifier`` and "fixed"
-for a ``TorchModel`` (docs/lagrangian.md).
+The backend's default ``soft_scale="auto"`` is "capped" for a ``LinearClassifier`` under
+``protect="row"`` and "fixed" otherwise (docs/lagrangian.md).
 
 Precondition (privacy).  Each adapter returns Σ_i clip_C(∇ψ_i), each term of ℓ2 norm ≤ C
 (plain per-example clipping, min(1, C/‖∇ψ_i‖), the norm of the whole row vector, radial part
