@@ -43,6 +43,14 @@ the tightening (default 1.645, one-sided 95%), M1's share of ε, and the interac
 The defaults (1.645; no interactions) were chosen among a few values (z ∈ {1, 1.28, 1.645, 2})
 after looking at Adult test results — see bench/README.md; no validation split was used.
 
+Reading the rows (#19): every read is a pass over chunks (:mod:`privfair.data.passes`) — the
+feature map and the extreme rows once per dataset, one pass for Zᵀy, T and both fits' first
+Newton terms, then the score's and the proxy's Newton fits in lockstep (one pass per round for
+both, :func:`privfair.statistics.scores.logistic_fits`), then the per-row scores.  T and the
+fits read the proxy's rows blockwise (:class:`passes.ProxyBlocks`) when the default feature map
+applies; T is summed in float64, and only Newton Hessians far from the optimum are float32
+(post-processing; see :mod:`privfair.statistics.scores`).
+
 Releases: M1 and M2 are scheduled at plan time (``plan.schedule``; M1's sensitivity max_i ‖u_i‖
 reads X and y, public under this relation) and drawn in ``run`` through
 ``schedule.open(accountant, rng)`` with the exact samplers.  The audit's negative control is

@@ -4,6 +4,14 @@ Under ``protect="sensitive"`` only the sensitive attribute is protected, so a mo
 the features and labels is *public*: it can define a decision set (``pf.Thresholds(grid,
 score=public_score(data))``) or the score axis of :class:`privfair.ProxyCells` at no privacy cost.
 Under ``protect="row"`` it is not — such a score must then come from public data.
+
+The fits are damped Newton iterations over chunked passes (:func:`logistic_from_statistic`;
+several fits over the same rows can share their passes, :func:`logistic_fits`).  Precision: the
+objective, its gradient and the statistic T are float64; a Hessian far from the optimum may be
+summed in float32 — it only picks a step direction, which the line search checks on the float64
+objective, and the stopping test reads float64 Hessians only — so a fit stops by the same test
+at the float64 Newton iterate up to the tolerance.  No noise scale or sensitivity reads a fitted
+θ: the fits are post-processing.
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ def logistic_fits(rows, fits, ridge=1.0, iters=50, tol=1e-10) -> list:
     -------
     list of θ, one per fit, in order.
     """
+    rows = passes.rows_of(rows)
     gens = []
     for spec in fits:
         design = spec.get("design")
