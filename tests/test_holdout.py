@@ -73,6 +73,8 @@ def test_options_are_checked_before_anything_is_spent():
             _problem(data).solve(pf.DP(1.0, 1e-6), holdout=bad, budget=budget)
     with pytest.raises(InvalidInputError, match="holdout_tolerance"):
         _problem(data).solve(pf.DP(1.0, 1e-6), holdout_tolerance=-1, budget=budget)
+    with pytest.raises(InvalidInputError, match="holdout_on_violation"):
+        _problem(data).solve(pf.DP(1.0, 1e-6), holdout_on_violation="ignore", budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
@@ -110,6 +112,43 @@ def test_a_violated_constraint_is_not_certified_and_warns():
     assert res.status == "constraint not certified at level 0"
     (c,) = res.holdout.constraints
     assert c.upper >= c.estimate > 0.0 and not c.certified
+
+
+def _unfair_problem(n=4000):
+    """One rule, 1[x₀ > 0], on data where group b's x₀ is shifted by 1.5: its selection gap is
+    ~0.5 whatever is trained, against an asked 0.02 — a rule that breaks its promise."""
+    rng = np.random.default_rng(5)
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 2)) + 1.5 * (a == "b")[:, None] * np.array([1.0, 0.0])
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0.7).astype(int)
+    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
+    return pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.02])
+
+
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_a_confidently_violated_constraint_falls_back_to_a_constant_that_keeps_it(epsilon):
+    """A fairness constraint is a promise about new data: when the held-out rows show it broken
+    (its lower confidence bound above level + tolerance), the best constant rule that keeps the
+    constraints replaces the trained one — which stays in result.holdout.trained, and comes
+    back with holdout_on_violation="warn" (status "not certified", the warning says violated)."""
+    prob = _unfair_problem()
+    privacy = pf.DP(epsilon, 1e-6) if math.isfinite(epsilon) else pf.DP(epsilon)
+    with pytest.warns(FallbackWarning, match="violates its constraint"):
+        res = prob.solve(privacy, seed=0, progress=False)
+    assert res.status == "fallback: constant rule"
+    assert res.holdout.fallback and res.holdout.fallback_reason == "violation"
+    (c,) = res.holdout.constraints
+    assert c.violated and c.lower > c.level + res.holdout.tolerance and c.lower <= c.estimate
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    assert len(set(np.asarray(res.predict(X, random_state=0)).tolist())) == 1
+    assert res.holdout.trained is not None
+    assert res.holdout.trained.certificate == res.certificate
+    with pytest.warns(UncertifiedConstraintWarning, match="violated"):
+        kept = prob.solve(privacy, seed=0, progress=False, holdout_on_violation="warn")
+    assert kept.status == "constraint not certified at level 0.02"
+    assert kept.holdout.constraints[0].violated and not kept.holdout.fallback
 
 
 @pytest.mark.parametrize("epsilon", [1.0, math.inf])

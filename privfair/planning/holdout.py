@@ -71,6 +71,10 @@ class HoldoutOptions:
     tolerance: float = TOLERANCE
     confidence: float = CONFIDENCE
     min_rows: int = MIN_HELD_OUT_ROWS
+    #: "fallback": a rule whose constraint is violated on the held-out rows at the check's
+    #: confidence is replaced by the best constant rule that keeps the constraints; "warn":
+    #: it is returned, status "constraint not certified" (the warning says it is violated)
+    on_violation: str = "fallback"
 
     @classmethod
     def from_options(cls, options: dict) -> "HoldoutOptions":
@@ -96,7 +100,13 @@ class HoldoutOptions:
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise InvalidInputError("holdout_min_rows", m, "pass a positive number of rows, "
                                     f"e.g. {MIN_HELD_OUT_ROWS}")
-        return cls(float(frac), float(tol), float(conf), int(m))
+        viol = options.pop("holdout_on_violation", "fallback")
+        if viol not in ("fallback", "warn"):
+            raise InvalidInputError("holdout_on_violation", viol, "pass 'fallback' (return the "
+                                    "best constant rule that keeps the constraints when the "
+                                    "trained rule confidently violates one on held-out rows) or "
+                                    "'warn' (return the trained rule with a warning)")
+        return cls(float(frac), float(tol), float(conf), int(m), viol)
 
     def held_out_rows(self, n: int) -> tuple:
         """(rows to hold out, why none) — from n and the options only (public)."""
@@ -188,6 +198,10 @@ class ConstraintCheck:
     estimate: float
     upper: float
     certified: bool
+    #: lower confidence bound (same joint confidence as ``upper``); ``violated`` when it is
+    #: above level + tolerance: the rule breaks the constraint on new data, confidently
+    lower: float = -math.inf
+    violated: bool = False
 
 
 @dataclass
@@ -206,6 +220,9 @@ class HoldoutCheck:
     constant_label: object         # that constant's label
     constraints: list = field(default_factory=list)
     fallback: bool = False
+    #: why the constant replaced the trained rule: "error" (worse than the constant) or
+    #: "violation" (a constraint confidently violated; ``HoldoutOptions.on_violation``)
+    fallback_reason: str = ""
     certificate: object = None     # the check's own Certificate (None at ε = ∞)
     counts: object = None          # the released (noisy) soft confusion counts C̃[g, y, ŷ]
     trained: object = None         # the trained rule, when a constant replaced it
@@ -217,9 +234,10 @@ class HoldoutCheck:
                  f"{self.error_interval[1]:.4f}]; best constant rule ({self.constant_label!r}) "
                  f"{self.constant_error:.4f}"]
         for c in self.constraints:
-            lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, upper bound "
-                         f"{c.upper:.4f} vs level {c.level:g} "
-                         f"({'certified' if c.certified else 'NOT certified'})")
+            verdict = ("certified" if c.certified else
+                       "VIOLATED: lower bound above it" if c.violated else "NOT certified")
+            lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, bounds "
+                         f"[{c.lower:.4f}, {c.upper:.4f}] vs level {c.level:g} ({verdict})")
         return "\n".join(lines)
 
 
@@ -454,8 +472,13 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         dev = np.maximum(ell - lo, hi - ell)
         upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
         upper = min(upper, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
+        # the mirror bound g(ℓ*) ≥ g(ℓ̂) − Σ_k U_k|ℓ*_k − ℓ̂_k| on the same intervals (the same
+        # joint confidence: one event covers both sides)
+        lower = est - float(np.sum(u * dev)) if np.all(np.isfinite(u)) else -math.inf
+        lower = max(lower, float(g.range()[0]))
         checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
-                                      upper <= options.tolerance))
+                                      upper <= options.tolerance, lower + level,
+                                      lower > options.tolerance))
 
     # the best constant rule: noisy label counts; among constants whose (point) constraint
     # values are within the tolerance
@@ -477,7 +500,10 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constant_error=float(min(max(best_err, 0.0), 1.0)),
                        constant_label=None if best_k is None else labels[best_k],
                        constraints=checks, certificate=cert, counts=C)
-    out.fallback = best_k is not None and error > best_err
+    worse = error > best_err
+    violated = options.on_violation == "fallback" and any(c.violated for c in checks)
+    out.fallback = best_k is not None and (worse or violated)
+    out.fallback_reason = ("error" if worse else "violation") if out.fallback else ""
     out._constant_code = best_k
     return out
 

@@ -249,7 +249,17 @@ def warn_status(result, stacklevel: int = 2) -> None:
     status = getattr(result, "status", "certified")
     if status == "certified":
         return
-    if status.startswith("fallback"):
+    if status.startswith("fallback") and result.holdout.fallback_reason == "violation":
+        chk = result.holdout
+        bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, lower bound {c.lower:.3f}"
+                        for c in chk.constraints if c.violated)
+        cls, msg = FallbackWarning, (
+            f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule violates "
+            f"its constraint at {chk.confidence:.0%} confidence ({bad}; tolerance "
+            f"{chk.tolerance:g}), so the best constant rule that keeps the constraints is "
+            f"returned (always {chk.constant_label!r}, error {chk.constant_error:.3f}); the "
+            "trained rule is result.holdout.trained (holdout_on_violation='warn' returns it)")
+    elif status.startswith("fallback"):
         chk = result.holdout
         cls, msg = FallbackWarning, (
             f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's error "
@@ -264,7 +274,9 @@ def warn_status(result, stacklevel: int = 2) -> None:
         bad = [c for c in result.holdout.constraints if not c.certified]
         detail = "; ".join(f"{c.constraint}: held-out estimate {c.estimate:.4f}, "
                            f"{result.holdout.confidence:.0%} upper bound {c.upper:.4f} > "
-                           f"{c.level:g} + tolerance {result.holdout.tolerance:g}" for c in bad)
+                           f"{c.level:g} + tolerance {result.holdout.tolerance:g}"
+                           + (f", and its lower bound {c.lower:.4f} is above it too: violated"
+                              if c.violated else "") for c in bad)
         cls, msg = UncertifiedConstraintWarning, f"privfair: {status} ({detail})"
     warnings.warn(msg, cls, stacklevel=stacklevel + 1)
 
