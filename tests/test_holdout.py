@@ -343,3 +343,26 @@ def test_a_constant_is_feasible_when_a_held_out_group_label_cell_is_empty():
     # constant, not 0/1); the old floor only allowed always 0, of error mean(y) ≈ 0.8
     assert out.constant_label == 1 and out.fallback
     assert out.constant_error == pytest.approx(1 - np.mean(held.y))
+
+
+def test_the_supporting_hyperplane_bound_is_below_a_convex_constraint_on_its_box():
+    """The held-out lower bound of a convex constraint through a subgradient at ℓ̂ never
+    exceeds the constraint anywhere in the box (sampled points and every vertex); for a max
+    over group pairs it reads the active pair only."""
+    import itertools
+
+    from privfair.planning.holdout import support_lower_bound
+
+    rng = np.random.default_rng(0)
+    v = pf.Variable(6)
+    g = pf.maximum(*[pf.abs(v[i] - v[j]) for i, j in itertools.combinations(range(6), 2)]) - 0.02
+    signs = 2 * ((np.arange(64)[:, None] >> np.arange(6)) & 1) - 1
+    for _ in range(100):
+        ell, dev = rng.uniform(0, 1, 6), rng.uniform(0, 0.3, 6)
+        bound = support_lower_bound(g, ell, dev)
+        pts = np.vstack([ell + dev * rng.uniform(-1, 1, (500, 6)), ell + dev * signs])
+        assert bound <= float(np.min(g.value(pts))) + 1e-12
+    # a 1% group's wide interval does not enter when its pair is not the active one
+    ell = np.array([0.30, 0.60, 0.45, 0.45, 0.45, 0.45])
+    dev = np.array([0.01, 0.01, 0.01, 0.01, 0.01, 0.4])
+    assert support_lower_bound(g, ell, dev) == pytest.approx(0.30 - 0.02 - 0.02)

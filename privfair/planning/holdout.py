@@ -373,6 +373,20 @@ def _intervals(C, n, num, den, noise, z, which) -> tuple:
 MAX_VERTEX_SUPPORT = 14
 
 
+def support_lower_bound(g, ell, dev) -> float:
+    """A lower bound of a *convex* g over the box {|ℓ − ℓ̂| ≤ dev}: its supporting hyperplane at
+    ℓ̂, g(ℓ) ≥ g(ℓ̂) + s·(ℓ − ℓ̂) ≥ g(ℓ̂) − Σ_k |s_k|·dev_k for a subgradient s (``g.grad``).
+    For a max over group pairs it reads the active pair's two coordinates only — where the
+    Lipschitz bound pays every group's width, a 1% group's included.  −inf when g is not
+    proven convex or the subgradient is not finite."""
+    if not g.is_convex():
+        return -math.inf
+    s = np.asarray(g.grad(ell), dtype=float)
+    if not np.all(np.isfinite(s)):
+        return -math.inf
+    return float(g.value(ell)) - float(np.sum(np.abs(s) * dev))
+
+
 def _vertex_bound(g, ell, lo, hi) -> float:
     """max of a *convex* g over the box {ℓ: lo ≤ ℓ ≤ hi on g's support, ℓ̂ elsewhere}: a convex
     function attains its maximum over a box at a vertex, so enumerating the 2^s vertices is
@@ -475,7 +489,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         # the mirror bound g(ℓ*) ≥ g(ℓ̂) − Σ_k U_k|ℓ*_k − ℓ̂_k| on the same intervals (the same
         # joint confidence: one event covers both sides)
         lower = est - float(np.sum(u * dev)) if np.all(np.isfinite(u)) else -math.inf
-        lower = max(lower, float(g.range()[0]))
+        lower = max(lower, float(g.range()[0]), support_lower_bound(g, ell, dev))
         checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
                                       upper <= options.tolerance, lower + level,
                                       lower > options.tolerance))
