@@ -376,9 +376,22 @@ MAX_VERTEX_SUPPORT = 14
 def support_lower_bound(g, ell, dev) -> float:
     """A lower bound of a *convex* g over the box {|ℓ − ℓ̂| ≤ dev}: its supporting hyperplane at
     ℓ̂, g(ℓ) ≥ g(ℓ̂) + s·(ℓ − ℓ̂) ≥ g(ℓ̂) − Σ_k |s_k|·dev_k for a subgradient s (``g.grad``).
-    For a max over group pairs it reads the active pair's two coordinates only — where the
-    Lipschitz bound pays every group's width, a 1% group's included.  −inf when g is not
-    proven convex or the subgradient is not finite."""
+    A max (and a max plus a constant) is bounded piece by piece, each pair of groups by its own
+    two coordinates — where the Lipschitz bound pays every group's width, a 1% group's
+    included.  −inf when g is not proven convex or the subgradient is not finite."""
+    from ..expr.affine import Add
+    from ..expr.maximum import Maximum
+
+    # lower(max_j a_j) = max_j lower(a_j) and lower(a + c) = lower(a) + c: each group pair of a
+    # many-group parity constraint is bounded by its own two widths (a pair through a tiny group
+    # has a useless bound, a pair of two large groups a tight one)
+    if isinstance(g, Maximum) and all(not a.shape for a in g.args):
+        return max(support_lower_bound(a, ell, dev) for a in g.args)
+    if isinstance(g, Add) and not g.shape:
+        free = [a for a in g.args if a.support()]
+        if len(free) == 1 and not free[0].shape:
+            const = sum(float(a.value(ell)) for a in g.args if not a.support())
+            return support_lower_bound(free[0], ell, dev) + const
     if not g.is_convex():
         return -math.inf
     s = np.asarray(g.grad(ell), dtype=float)
