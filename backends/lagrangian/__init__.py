@@ -86,6 +86,10 @@ def _table():
                    "κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖) (pf.LinearClassifier only); 'auto': "
                    "'capped' for a pf.LinearClassifier under protect='row', else 'fixed'; "
                    "surrogate rates read their own masses"),
+        Option("group_free_totals", "str", "exact", choices=("exact", "batch"),
+               doc="protect='sensitive': the group-free totals Σ_g C[g, y, ŷ] (public: x, y, θ "
+                   "only) from every row each step ('exact') or from the public batch B'_t "
+                   "('batch', one batch instead of n rows a step)"),
         Option("angle_sharpness", default=10.0, doc="κ_a, the angular band of "
                "soft_scale='capped'", **pos),
         Option("randomize", "int", 0, low=0, doc="k > 0: each released linear rule becomes the "
@@ -289,6 +293,7 @@ class LagrangianSGDA(Backend):
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
                   # the direction-based bands exist for a LinearClassifier's logit only
                   "soft_scale": _soft_scale(o["soft_scale"], r, privacy.protect),
+                  "group_free_totals": o["group_free_totals"],
                   "angle_sharpness": o["angle_sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
                   "dual_scale": o["dual_scale"], "lr_schedule": o["lr_schedule"],

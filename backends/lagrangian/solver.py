@@ -117,6 +117,7 @@ def train(problem, adapter, P, draws, gen, progress=False):
     J = len(gs)
     lam = np.zeros(J)
     beta = P["ema"]
+    totals_batch = P.get("group_free_totals", "exact") == "batch"
     Dh = G * L * L
     prior = np.full((G, L, L), m / (G * L * L))
     acc, wsum = np.zeros((G, L, L)), 0.0
@@ -166,10 +167,16 @@ def train(problem, adapter, P, draws, gen, progress=False):
             y2 = y_all[idx2]
             pub, _ = adapter.grad_sum(theta, idx2, cf_ref[y2], cg_ref[y2], clip=None)
             hist = H.centred_counts(gi, yi, Pb, G, L)
-            # the group-free totals Σ_g C[g, y, ŷ] read x, y, θ only: exact on all rows,
-            # scaled to a batch (public; no sampling noise on top of the centred release);
-            # a pass over the rows chunk by chunk (no n-sized temporaries, #19)
-            pub_tot = adapter.label_totals(theta, L) * q
+            # the group-free totals Σ_g C[g, y, ŷ] read x, y, θ only (public under this unit):
+            # "exact" — on all rows, scaled to a batch (a pass over the rows chunk by chunk,
+            # every step); "batch" — on the public batch B'_t already read for the group-free
+            # gradient (unbiased for the same scaled totals; sampling noise only, which the EMA
+            # averages; one batch instead of n rows a step, #19)
+            if totals_batch:
+                pub_tot = H.batch_counts(np.zeros(len(idx2), np.int64), y2,
+                                         adapter.probs(theta, idx2), 1, L)[0]
+            else:
+                pub_tot = adapter.label_totals(theta, L) * q
         if draws is not None:
             noise = np.asarray(draws.gaussian_noise("steps", (Dh + adapter.P,)), dtype=float)
             hist = hist + noise[:Dh].reshape(G, L, L) * (Hb / a)
