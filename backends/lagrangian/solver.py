@@ -19,9 +19,10 @@ with H = 1 (‖h_i‖₂ ≤ ‖p_i‖₁ = 1) and ∇ψ_i the row's full Lagran
 ``protect="sensitive"`` (one row's group changes, x, y fixed) h_i = p_i ⊗ (e_{g_i} − 1/G) at
 label y_i with H = √(1 − 1/G) (``histogram.centred_counts``), and ∇ψ_i is the gradient of the
 row's *group-dependent* part (coefficients c − c_ref(y), c_ref(y) the π̂-weighted mean of c[·, y] over groups); the
-group-free parts — Σ_g C[g, y, ŷ] and the gradient of c_ref(y_i)·p_i — read x, y, θ only and are
-computed on an independent Poisson batch B'_t, so they are public given θ and carry no
-information about B_t (amplification stays valid).  In both units every v_i has ‖v_i‖₂ ≤
+group-free parts — Σ_g C[g, y, ŷ] (on every row, or on B'_t with ``group_free_totals="batch"``)
+and the gradient of c_ref(y_i)·p_i (on B'_t) — read x, y, θ only, B'_t being an independent
+Poisson batch, so they are public given θ and carry no information about B_t (amplification
+stays valid).  In both units every v_i has ‖v_i‖₂ ≤
 √(a² + b²) = 1 whatever the row, its coefficients being functions of *earlier* releases (ℓ̂, λ,
 θ are computed before S_t; the row's soft prediction p_i — under ``soft_scale="capped"`` its
 sharpness min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — reads x_i and θ only, so h_i still sums to 1 and ∇ψ_i
