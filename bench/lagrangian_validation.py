@@ -31,7 +31,6 @@ validation error, and the statuses.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -64,15 +63,7 @@ def _decisions(d, radius):
 
 
 def _problem(train, notion, level, radius=1.0):
-    r = pf.rates(_decisions(train.n_features, radius), train)
-    G = train.groups
-    if notion == "dp":
-        gaps = [pf.abs(r.selection[a] - r.selection[b]) for a, b in itertools.combinations(G, 2)]
-    else:
-        gaps = [pf.abs(getattr(r, k)[a] - getattr(r, k)[b])
-                for a, b in itertools.combinations(G, 2) for k in ("fpr", "tpr")]
-    con = gaps[0] if len(gaps) == 1 else pf.maximum(*gaps)
-    return pf.Problem(pf.Minimize(r.error()), [con <= level])
+    return raco.problem(train, notion, level, _decisions(train.n_features, radius))
 
 
 def settings(rows):

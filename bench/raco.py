@@ -66,8 +66,12 @@ def synthetic(n, seed):
     return pf.Dataset(X, y, sensitive=np.array(names)[g], group_names=names)
 
 
-def problem(train, notion, level):
-    r = pf.rates(pf.LinearClassifier(train.n_features, radius=1.0), train)
+def problem(train, notion, level, decisions=None):
+    """The natural problem: min error s.t. the max over group pairs of the DP (or EO) gap ≤
+    level, over ``decisions`` (default ``pf.LinearClassifier(d, radius=1)``)."""
+    if decisions is None:
+        decisions = pf.LinearClassifier(train.n_features, radius=1.0)
+    r = pf.rates(decisions, train)
     G = train.groups
     if notion == "dp":
         gaps = [pf.abs(r.selection[a] - r.selection[b]) for a, b in itertools.combinations(G, 2)]
