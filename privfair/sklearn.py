@@ -287,6 +287,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     holdout : float, default 0.2
         The fraction of rows held out of training for the out-of-sample check
         (:mod:`privfair.planning.holdout`; 0 turns it off; fewer than 200 held-out rows: no check).
+    holdout_on_violation : {"fallback", "warn"}, default "fallback"
+        When the held-out rows show the constraint confidently violated: ``"fallback"`` fits the
+        best constant rule that keeps it (``status_`` "fallback: constant rule"), ``"warn"``
+        keeps the trained rule with a warning (docs/trust.md).
     budget : privfair.BudgetFilter or None, default None
         The running budget of the training rows, shared by every fit on them: each private fit
         reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
@@ -318,8 +322,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                  protect="sensitive", backend="auto", decision_set="cells", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
                  seed=None, groups=None, classes=None, budget=None, pos_label=None,
-                 holdout=0.2):
+                 holdout=0.2, holdout_on_violation="fallback"):
         self.groups = groups
+        self.holdout_on_violation = holdout_on_violation
         self.classes = classes
         self.pos_label = pos_label
         self.holdout = holdout
@@ -374,6 +379,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 or not 0 <= self.holdout < 1):
             raise InvalidInputError("holdout", self.holdout, "pass the fraction of rows held out "
                                     "for the out-of-sample check, in [0, 1), e.g. 0.2")
+        if self.holdout_on_violation not in ("fallback", "warn"):
+            raise InvalidInputError("holdout_on_violation", self.holdout_on_violation,
+                                    "pass 'fallback' (a constant rule that keeps the constraint "
+                                    "when the held-out rows show it violated) or 'warn'")
         if self.budget is not None and not callable(getattr(self.budget, "reserve", None)):
             raise InvalidInputError("budget", self.budget, "pass a pf.BudgetFilter(total_epsilon, "
                                     "total_delta) shared by every fit on these rows, or None")
@@ -613,7 +622,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 "used the rest)")
         result = problem.solve(privacy, backend=self.backend, seed=self.seed, progress=False,
                                alpha=float(self.alpha), budget=budget,
-                               holdout=float(self.holdout), _warn_status=False)
+                               holdout=float(self.holdout),
+                               holdout_on_violation=self.holdout_on_violation,
+                               _warn_status=False)
         # the status warning points at the caller's fit (the solve's own would point here,
         # and Python's default filter would show it once per process)
         from privfair.planning.planner import warn_status

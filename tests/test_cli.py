@@ -143,6 +143,7 @@ def test_audit_needs_a_named_backend(capsys):
     ["solve", "p.py", "--epsilon", "1", "--protect", "everything"],
     ["solve", "p.py", "--epsilon", "1", "--seed", "-3"],
     ["solve", "p.py", "--epsilon", "1", "--alpha", "0"],
+    ["solve", "p.py", "--epsilon", "1", "--on-violation", "ignore"],
     ["audit"],                                              # --backend is required
     ["audit", "--backend", "exponential", "--runs", "0"],
     ["audit", "--backend", "exponential", "--bogus"],
@@ -534,6 +535,10 @@ def test_solve_prints_the_status_and_the_held_out_check(tmp_path, capsys):
         assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
                      "exponential", "--no-progress", "--holdout", "0"]) == 0
     assert "status: not checked: holdout=0" in capsys.readouterr().out
+    with pytest.warns(ResultStatusWarning):     # --on-violation reaches the check
+        assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
+                     "exponential", "--no-progress", "--on-violation", "warn"]) == 0
+    assert "held-out check on 300 rows" in capsys.readouterr().out
 
 
 # ---------------------------------------------- issue #17: one HTML renderer

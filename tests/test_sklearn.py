@@ -2,6 +2,7 @@
 sensitive features, pandas inputs, typed validation errors."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -411,3 +412,28 @@ def test_fit_sets_status_and_warns_at_the_callers_line(data):
     assert clf.result_.holdout.n_held_out == 300                 # 20% of 1,500 rows
     with pytest.raises(InvalidInputError, match="holdout"):
         _fast(holdout=1.5).fit(X, y, sensitive_features=a)
+
+
+def test_holdout_on_violation_reaches_the_solve_and_is_checked(data, monkeypatch):
+    """The estimator passes ``holdout_on_violation`` to the solve (a clone keeps it), and a bad
+    value is refused before anything is fitted."""
+    import privfair.analysis.problem as problem_module
+
+    X, y, a = data
+    seen = []
+    original = problem_module.Problem.solve
+
+    def spy(self, *args, **kw):
+        seen.append(kw.get("holdout_on_violation"))
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(problem_module.Problem, "solve", spy)
+    clf = clone(_fast(holdout_on_violation="warn"))
+    assert clf.get_params()["holdout_on_violation"] == "warn"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y, sensitive_features=a)
+    assert seen == ["warn"]
+    with pytest.raises(InvalidInputError, match="holdout_on_violation"):
+        _fast(holdout_on_violation="ignore").fit(X, y, sensitive_features=a)
+    assert seen == ["warn"]

@@ -46,7 +46,7 @@ def cmd_solve(args) -> int:
     print(plans.explain(), "\n")
     result = problem.solve(privacy, backend=args.backend, seed=args.seed,
                            progress=show_progress(args), alpha=args.alpha,
-                           holdout=args.holdout)
+                           holdout=args.holdout, holdout_on_violation=args.on_violation)
     print(result.certificate, "\n")
     print(status_lines(result), "\n")
     if "note" in result.info:
@@ -93,5 +93,9 @@ def add_parser(sub) -> None:
     s.add_argument("--holdout", type=fraction, default=0.2, metavar="F",
                    help="fraction of the rows held out of training for the out-of-sample check "
                         "(default 0.2; 0: none; see docs/trust.md)")
+    s.add_argument("--on-violation", choices=("fallback", "warn"), default="fallback",
+                   help="when the held-out rows show a constraint confidently violated: return "
+                        "the best constant rule that keeps it (default) or the trained rule "
+                        "with a warning (docs/trust.md)")
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_solve)
