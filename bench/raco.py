@@ -17,7 +17,9 @@ at ε = 1:
 
 * Adult (train adult.data, test adult.test; sex), ``protect="row"``, δ = 1e-5 (RaCO-DP's
   setting): demographic parity ≤ 0.005 and equalized odds ≤ 0.02 (targets: DP ≤ 0.005 at error
-  ≤ 0.172; EO ≤ 0.02 at error ≤ 0.168); ``protect="sensitive"``, δ = 1/n²: DP ≤ 0.01, EO ≤ 0.03.
+  ≤ 0.172; EO ≤ 0.02 at error ≤ 0.168), and DP ≤ 0.01 — the γ RaCO-DP asked for its published
+  point (test DP 0.0042 at error 0.1720); ``protect="sensitive"``, δ = 1/n²: DP ≤ 0.01,
+  EO ≤ 0.03.
 * COMPAS (race as six groups; a public random 70/30 split per seed), DP ≤ 0.02, both units.
 * A synthetic 8-group problem with a 1% group (``synthetic`` below), DP ≤ 0.02, both units.
 
@@ -165,6 +167,10 @@ def main(argv=None):
         row_delta = lambda n: 1e-5  # noqa: E731
         sens_delta = lambda n: 1.0 / n ** 2  # noqa: E731
         _, adult_secs = run_setting("Adult", mk, "dp", 0.005, "row", row_delta, seeds, opts)
+        # RaCO-DP's own setting: their 0.0042 was measured with γ = 0.01 asked (ALGORITHMS.md
+        # §10), so the anchor's point is compared here at the same γ; the row above asks the
+        # issue's 0.005 itself
+        run_setting("Adult (RaCO-DP's γ)", mk, "dp", 0.01, "row", row_delta, seeds, opts)
         run_setting("Adult", mk, "eo", 0.02, "row", row_delta, seeds, opts)
         run_setting("Adult", mk, "dp", 0.01, "sensitive", sens_delta, seeds, opts)
         run_setting("Adult", mk, "eo", 0.03, "sensitive", sens_delta, seeds, opts)
