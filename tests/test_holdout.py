@@ -366,3 +366,109 @@ def test_the_supporting_hyperplane_bound_is_below_a_convex_constraint_on_its_box
     ell = np.array([0.30, 0.60, 0.45, 0.45, 0.45, 0.45])
     dev = np.array([0.01, 0.01, 0.01, 0.01, 0.01, 0.4])
     assert support_lower_bound(g, ell, dev) == pytest.approx(0.30 - 0.02 - 0.02)
+
+
+# ------------------------------------------------- the floor: a constant rule's data-free rates
+class _Rule:
+    """A fixed rule as the check reads it (``predict_proba`` and ``labels``): no solve needed."""
+
+    def __init__(self, proba, labels):
+        self.proba, self.labels = proba, labels
+
+    def predict_proba(self, X, sensitive=None):
+        return self.proba(X)
+
+
+def _tiny_group_three_labels(n, seed):
+    """8 groups, g0 ~1% of the rows and all of its rows labelled 0; 3 labels."""
+    rng = np.random.default_rng(seed)
+    a = np.asarray([f"g{i}" for i in rng.choice(8, n, p=np.r_[0.01, np.full(7, 0.99 / 7)])])
+    X = rng.normal(size=(n, 3))
+    y = np.argmax(X + 0.8 * rng.normal(size=(n, 3)) + np.array([0.8, 0.0, 0.0]), axis=1)
+    y[a == "g0"] = 0
+    return pf.Dataset(X, y, a, group_names=[f"g{i}" for i in range(8)], labels=[0, 1, 2])
+
+
+def test_the_floor_admits_a_constant_when_a_tiny_groups_noisy_counts_clip_to_0():
+    """8 groups with a 1% one, 3 labels, ε = 1: the tiny group's held-out (group, label) counts
+    are 0–8 rows under Laplace(2) noise, and clip to 0.  A constant rule's conditional rates are
+    1[ŷ = c] in every group whatever the counts, so always predicting 0 keeps multi-class
+    equalized odds exactly and the floor replaces the rule worse than it.  (Before
+    0921ec7 the floor read the constant's rates from the noisy counts: a clipped cell read
+    rate 0 against 1 elsewhere, no constant was admitted, and the rule came back, #18.)"""
+    import itertools
+
+    from privfair.planning.holdout import constant_coordinates
+    from privfair.privacy.randomness import as_source
+
+    train, held = _tiny_group_three_labels(3000, 0), _tiny_group_three_labels(800, 1)
+    r = pf.rates(pf.FiniteSet([lambda X: (np.argmax(X, axis=1) + 1) % 3]), train)
+    # multi-class equalized odds: every conditional rate P(ŷ = j | g, y) equal across groups
+    gaps = [pf.abs(r.rate(g, y, j) - r.rate(h, y, j))
+            for g, h in itertools.combinations(train.groups, 2) for y in range(3)
+            for j in range(3)]
+    prob = pf.Problem(pf.minimize(r.error()), [pf.maximum(*gaps) <= 0.05])
+    bad = _Rule(lambda X: np.eye(3)[(np.argmax(X, axis=1) + 1) % 3], [0, 1, 2])   # error ~0.8
+    clipped = 0
+    for s in range(4):
+        out = check(prob, bad, held, epsilon=1.0, options=HoldoutOptions(), rng=as_source(s),
+                    n_train=train.n)
+        clipped += int(out.counts[0, 1:].sum(axis=1).min() < 1)  # g0's labels 1, 2: none
+        assert out.constant_label == 0 and out.constant_exact
+        assert out.fallback and out.fallback_reason == "error"
+        assert out.constant_error < 0.6 < out.error
+    assert clipped >= 2                  # the case is exercised, not only possible
+    # the constant's coordinates with g0's counts at 0: every conditional rate exact, 1[ŷ = 0]
+    n_gy = np.full((8, 3), 30.0)
+    n_gy[0] = 0.0
+    ell, exact = constant_coordinates(0, n_gy, 800)
+    K_joint = 8 * 9
+    assert exact[K_joint:].all()
+    np.testing.assert_array_equal(ell[K_joint:].reshape(8, 3, 3),
+                                  np.broadcast_to(np.eye(3)[[0, 0, 0]], (8, 3, 3)))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_the_floor_does_not_take_a_constants_label_dependent_values_as_exact(epsilon):
+    """Negative controls: the shortcut reads exactly only what a constant has on every dataset.
+    Its error and its joint masses (fp[g] = n_g0/n for always 1) depend on the label
+    frequencies: a constraint a constant breaks there admits no constant (no fallback, however
+    bad the rule); an exactly broken rate constraint excludes that constant only."""
+    from privfair.planning.holdout import constant_coordinates
+    from privfair.privacy.randomness import as_source
+
+    train, held = _data(), _data(800, seed=1)
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] < 0).astype(int)]), train)
+    bad = _Rule(lambda X: (X[:, 0] < 0).astype(float), [0, 1])      # error ~0.8
+
+    def run(*cons):
+        return check(pf.Problem(pf.minimize(r.error()), list(cons)), bad, held,
+                     epsilon=epsilon, options=HoldoutOptions(), rng=as_source(2),
+                     n_train=train.n)
+
+    # error ≤ 0.1: every constant errs on ≥ 0.4 of the rows
+    out = run(r.error() <= 0.1)
+    assert out.constant_label is None and not out.fallback and not out.constant_exact
+    # joint-mass parity: always 1 has tp[g] = n_g1/n, always 0 fn[g] = n_g1/n, ~0.2 against
+    # ~0.37 (groups of 40% and 60%) — while the same parity of the conditional rates (tpr, fnr)
+    # is exactly 0 for a constant, which is admitted exactly
+    out = run(pf.abs(r.tp["a"] - r.tp["b"]) + pf.abs(r.fn["a"] - r.fn["b"]) <= 0.01)
+    assert out.constant_label is None and not out.fallback
+    out = run(pf.abs(r.tpr["a"] - r.tpr["b"]) + pf.abs(r.fnr["a"] - r.fnr["b"]) <= 0.01)
+    assert out.constant_label == 1 and out.constant_exact and out.fallback
+    # selection["a"] ≤ 0.5: always 1 breaks it exactly, always 0 keeps it exactly — the floor
+    # returns always 0 though 1 is the majority label
+    out = run(r.selection["a"] <= 0.5)
+    assert out.constant_label == 0 and out.constant_exact and out.fallback
+    assert np.mean(held.y) > 0.5 and out.constant_error == pytest.approx(np.mean(held.y),
+                                                                         abs=0.02)
+    # the coordinates themselves (binary layout: joint fp, fn, tp, tn; then fpr, tnr, tpr,
+    # fnr, selection per group): always 1 moves each block's mass n_gy/n to ŷ = 1
+    n_gy = np.array([[300.0, 100.0], [0.0, 400.0]])                   # a, b; labels 0, 1
+    ell, exact = constant_coordinates(1, n_gy, 800)
+    joint = ell[:8].reshape(2, 2, 2)
+    np.testing.assert_allclose(joint[:, :, 1], n_gy / 800)            # fp, tp: estimated
+    assert not exact[:8].reshape(2, 2, 2)[:, :, 1].any()
+    assert exact[:8].reshape(2, 2, 2)[:, :, 0].all() and not joint[:, :, 0].any()
+    assert exact[8:].all()                                            # b's empty y = 0 too
+    np.testing.assert_array_equal(ell[8:].reshape(2, 5), [[1, 0, 1, 0, 1]] * 2)

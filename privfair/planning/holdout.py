@@ -226,13 +226,21 @@ class HoldoutCheck:
     certificate: object = None     # the check's own Certificate (None at ε = ∞)
     counts: object = None          # the released (noisy) soft confusion counts C̃[g, y, ŷ]
     trained: object = None         # the trained rule, when a constant replaced it
+    #: whether every constraint of the best constant rule was evaluated exactly (it reads only
+    #: rates a constant has whatever the data: conditional and selection rates, and the zero
+    #: joint masses of the labels it never predicts) — then the constant keeps the constraints
+    #: on any data, not only as estimated (:func:`constant_coordinates`)
+    constant_exact: bool = False
 
     def summary(self) -> str:
         lines = [f"held-out check on {self.n_held_out} rows ({self.n_train} trained on), "
                  f"{self.confidence:.0%} confidence, tolerance {self.tolerance:g}:",
                  f"  error {self.error:.4f} [{self.error_interval[0]:.4f}, "
                  f"{self.error_interval[1]:.4f}]; best constant rule ({self.constant_label!r}) "
-                 f"{self.constant_error:.4f}"]
+                 f"{self.constant_error:.4f}" + ("" if self.constant_label is None else
+                                                 " (its constraint values exact)"
+                                                 if self.constant_exact else
+                                                 " (its constraint values estimated)")]
         for c in self.constraints:
             verdict = ("certified" if c.certified else
                        "VIOLATED: lower bound above it" if c.violated else "NOT certified")
@@ -327,6 +335,67 @@ def _point(C, n, num, den) -> np.ndarray:
         d = n if b is None else max(flat[b].sum(), 1.0)
         out[k] = flat[a].sum() / d
     return np.clip(out, 0.0, 1.0)
+
+
+def constant_coordinates(code: int, n_gy, n, *, cells=None) -> tuple:
+    """(ℓ, exact): the coordinates of the constant rule predicting label code ``code``, and which
+    of them are **data-free** — the same on every dataset, so known without reading any count.
+
+    The constant puts each (g, y) block's whole mass n_gy on its cell (g, y, ``code``).  A
+    coordinate Σ_{cells a} / Σ_{cells b} (its numerator and denominator cells) is then
+    Σ_{gy} n_gy α_gy / Σ_{gy} n_gy β_gy with α_gy (β_gy) the cells of a (of b) in block gy that
+    predict ``code``; it does not depend on the n_gy exactly when α_gy/β_gy is the same r for
+    every block with β_gy > 0 (and α_gy = 0 where β_gy = 0) — its value is r.  In
+    ℓ's layout: every conditional rate P(ŷ = j | g, y) is 1[j = code] and
+    every selection rate 1[code = 1], whatever the counts (a group with no held-out row, or
+    whose noisy count clipped to 0, included: the rate is that of the rule on the group's rows
+    wherever they come from).  A joint mass (denominator n) is exactly 0 when its cell predicts
+    another label; the mass of a cell (g, y, ``code``) is n_gy/n, which depends on the label
+    frequencies — read from ``n_gy`` (the released noisy counts, clipped at 0: an estimate,
+    not exact).  So a constant's DP, EO, TPR/FPR gaps are exact; its error, and constraints on
+    joint masses such as fp or tp, are estimated.
+
+    Parameters
+    ----------
+    code : int -- the constant's label code.
+    n_gy : array (G, L) -- the (noisy, clipped) label counts of the held-out rows.
+    n : int -- the number of held-out rows (public).
+    cells : (num, den), optional -- the coordinates' numerator and denominator cells, as the
+        check lays them out (computed from n_gy's shape when not given).
+
+    Returns
+    -------
+    ell : array (K,) -- the constant's coordinates.
+    exact : bool array (K,) -- True where the value holds on every dataset.
+    """
+    n_gy = np.asarray(n_gy, dtype=float)
+    G, L = n_gy.shape
+    num, den = _coordinates(G, L) if cells is None else cells
+    w = n_gy.ravel()                                           # one mass per (g, y) block
+    B = w.size
+    K = len(num)
+    ell, exact = np.zeros(K), np.zeros(K, dtype=bool)
+
+    def blocks(cells):
+        """How many of ``cells`` predicting ``code`` lie in each (g, y) block."""
+        hit = np.asarray([int(c) // L for c in cells if int(c) % L == code], dtype=np.int64)
+        return np.bincount(hit, minlength=B).astype(float)
+
+    for k, (a, b) in enumerate(zip(num, den)):
+        # cell c = (g·L + y)·L + ŷ: its block is c // L, its prediction c % L
+        alpha = blocks(a)
+        if b is None:                                          # a joint mass: Σ n_gy α / n
+            exact[k] = not alpha.any()
+            ell[k] = float(alpha @ w) / n
+            continue
+        beta = blocks(b)
+        on = beta > 0
+        r = alpha[on] / beta[on]
+        if on.any() and not alpha[~on].any() and np.all(r == r[0]):
+            exact[k], ell[k] = True, float(r[0])
+        else:                                                  # not a layout of ℓ today
+            ell[k] = float(alpha @ w) / max(float(beta @ w), 1.0)
+    return np.clip(ell, 0.0, 1.0), exact
 
 
 def laplace_sum_bound(k: int, scale: float, beta: float) -> float:
@@ -507,26 +576,26 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                                       upper <= options.tolerance, lower + level,
                                       lower > options.tolerance))
 
-    # the best constant rule: noisy label counts; among constants whose (point) constraint
-    # values are within the tolerance
+    # the best constant rule (the floor): its error from the noisy label counts; among the
+    # constants that keep every constraint, evaluated on the constant's own ℓ — exact where a
+    # constant's rate does not depend on the data (:func:`constant_coordinates`), from the
+    # noisy label counts where it does
     n_gy = np.clip(C.sum(axis=2), 0.0, None)                   # (G, L)
-    best_k, best_err = None, math.inf
+    sups = [sorted(g.support()) for g in gs]
+    best_k, best_err, best_exact = None, math.inf, False
     for k in range(L):
         const_err = 1.0 - float(n_gy[:, k].sum()) / n
-        # a constant's conditional rates are exactly 0 or 1 whatever the counts: with the noisy
-        # count of a tiny group below 1, n_gy / max(n_gy, 1) read a rate below 1, every constant
-        # looked infeasible and the floor was skipped (a rule worse than the constant returned)
-        Ck = np.zeros((G, L, L))
-        Ck[:, :, k] = np.maximum(n_gy, 1.0)
-        lk = _point(Ck, n, num, den)
+        lk, exact_k = constant_coordinates(k, n_gy, n, cells=(num, den))
         if all(float(g.value(lk)) <= options.tolerance for g in gs) and const_err < best_err:
             best_k, best_err = k, const_err
+            best_exact = all(bool(np.all(exact_k[s])) for s in sups)
     labels = result.labels
     out = HoldoutCheck(n_train=n_train, n_held_out=n, epsilon=eps_c, tolerance=options.tolerance,
                        confidence=options.confidence, error=error, error_interval=interval,
                        constant_error=float(min(max(best_err, 0.0), 1.0)),
                        constant_label=None if best_k is None else labels[best_k],
-                       constraints=checks, certificate=cert, counts=C)
+                       constraints=checks, certificate=cert, counts=C,
+                       constant_exact=best_exact)
     worse = error > best_err
     violated = options.on_violation == "fallback" and any(c.violated for c in checks)
     out.fallback = best_k is not None and (worse or violated)
