@@ -88,7 +88,14 @@ class LinearAdapter:
     nor the clipped features of a surrogate (``rates._Xc``) is ever built whole: the extra
     memory is a batch and a chunk, whatever n.  A batch's design holds the same numbers as the
     rows of the old full [X̃, 1], so every product is the same arithmetic (same results, bit for
-    bit)."""
+    bit).
+
+    Per step the solver reads one batch several times at one θ (``probs``, then ``grad_sum``,
+    whose objective and constraint terms each read the masses): what depends on the batch only
+    (its rows' norms ‖x̃_i‖) and on the batch and θ (the margins Z·θ, the effective sharpness,
+    the masses) is computed once per batch and θ and reused (:meth:`_memo`) — the same numbers,
+    one product Z·θ and one row-norm pass a step instead of four each (#19: at 10⁶ rows they
+    were half of the step's time)."""
 
     def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False,
                  soft_scale="fixed", angle_sharpness=10.0):
@@ -119,6 +126,7 @@ class LinearAdapter:
         self.y = np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
         self._batch = (None, None)       # (idx, its design): probs and grad_sum read one batch
+        self._cache = {}                 # the batch's row norms, and values at one θ (_memo)
 
     def _fill(self, Z, X, scale):
         """Z[:, :d] = x̃ (X times the rows' clipping scale, if any), Z[:, d] = 1."""
@@ -138,7 +146,33 @@ class LinearAdapter:
         Z = self._fill(np.empty((idx_a.shape[0], self.d + 1)), self.rows.gather(idx_a),
                        None if self.scale is None else self.scale[idx_a])
         self._batch = (idx, Z)          # holding idx keeps its identity unique
+        self._cache = {}
         return Z
+
+    def _memo(self, key, Z, theta, compute):
+        """``compute()`` — a function of the design rows ``Z`` (and of θ unless ``theta`` is
+        None) — kept while ``Z`` is the current batch's design (and θ has the same value), so
+        that the reads of one step share it; rows that are not the batch (a chunk of an
+        all-rows pass) are computed afresh.  The same computation either way: the same numbers."""
+        if Z is not self._batch[1]:
+            return compute()
+        c = self._cache
+        if theta is not None and not (c.get("theta") is not None
+                                      and np.array_equal(c["theta"], theta)):
+            # a new θ: drop what depends on θ, keep the row norms
+            c = self._cache = {"norms": c["norms"]} if "norms" in c else {}
+            c["theta"] = np.array(theta, dtype=float, copy=True)
+        if key not in c:
+            c[key] = compute()
+        return c[key]
+
+    def _norms(self, Z):
+        """‖x̃_i‖₂ of the design rows ``Z`` (the batch's: computed once)."""
+        return self._memo("norms", Z, None, lambda: np.linalg.norm(Z, axis=1))
+
+    def _margins(self, theta, Z):
+        """z_i = x̃_i·θ (with the intercept) of the design rows ``Z``."""
+        return self._memo("z", Z, theta, lambda: Z @ theta)
 
     def norm_scale(self, theta) -> float:
         """n(θ): ‖θ‖₂ for ``soft_scale`` "capped" (floored at 1e-12), max(1, ‖θ‖₂) for
@@ -155,10 +189,13 @@ class LinearAdapter:
         mode = self.scale_mode
         if mode == "fixed":
             return self.k, None
+        return self._memo("kappa", Z, theta, lambda: self._kappa_rows(theta, Z))
+
+    def _kappa_rows(self, theta, Z):
         n = self.norm_scale(theta)
-        ka = self.angle_k if mode == "capped" else self.k
-        k = ka * np.sqrt(self.P) / (n * np.linalg.norm(Z, axis=1))
-        if mode == "angle":
+        ka = self.angle_k if self.scale_mode == "capped" else self.k
+        k = ka * np.sqrt(self.P) / (n * self._norms(Z))
+        if self.scale_mode == "angle":
             return k, (np.ones(Z.shape[0], bool) if n > 1.0 else None)
         act = k < self.k
         return np.where(act, k, self.k), (act if act.any() else None)
@@ -175,11 +212,13 @@ class LinearAdapter:
         surrogate's."""
         if Z is None:
             Z = self.design(idx)
-        z = Z @ theta
         if self.surrogate is None:
-            k = self.kappa(theta, Z) if k is None else k
-            s = sigmoid(k * z)
-            return s, k * s * (1.0 - s)
+            # the batch's masses at θ are read by probs and by grad_sum: computed once (for
+            # the effective sharpness or a constant one)
+            if k is None or isinstance(k, float):
+                return self._memo(("mass", k), Z, theta, lambda: self._sigmoid_mass(theta, Z, k))
+            return self._sigmoid_mass(theta, Z, k)
+        z = self._margins(theta, Z)
         from privfair.statistics.stats import SURROGATES
 
         r = self.rates
@@ -189,6 +228,12 @@ class LinearAdapter:
         der = np.where(val < 1.0, der / r.phi_at_bound, 0.0)
         val = np.minimum(val, 1.0)
         return np.where(sign > 0, val, 1.0 - val), der
+
+    def _sigmoid_mass(self, theta, Z, k):
+        z = self._margins(theta, Z)
+        k = self.kappa(theta, Z) if k is None else k
+        s = sigmoid(k * z)
+        return s, k * s * (1.0 - s)
 
     def _chunks(self):
         """(design, labels) of consecutive chunks of every row, the design in one reused
@@ -247,10 +292,10 @@ class LinearAdapter:
             c = (df + dg) * der
             dz = c
         nrm = self.norm_scale(theta)
-        xn = np.linalg.norm(Z, axis=1)
+        xn = self._norms(Z)
         act = self._kappa(theta, Z)[1] if c is not None else None
         if act is not None:
-            u = (Z @ theta) / nrm                 # z/‖θ‖ = x̃·θ̂
+            u = self._margins(theta, Z) / nrm     # z/‖θ‖ = x̃·θ̂
             rad = np.where(act, c * u, 0.0)
             # ‖dz·x̃ − rad·θ̂‖² = dz²‖x̃‖² − 2·dz·rad·(x̃·θ̂) + rad²
             norms = np.sqrt(np.maximum(dz * dz * xn * xn - 2.0 * dz * rad * u + rad * rad,

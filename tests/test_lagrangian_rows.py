@@ -1,0 +1,113 @@
+"""lagrangian_sgda's numpy adapter reads the rows through ``data.rows()`` only (issue #19).
+
+Fast.  With ``Dataset.X`` made to raise, the adapter's every read (a batch's design, the
+all-rows passes) and whole ``lagrangian_sgda`` and ``auto`` fits of a ``LinearClassifier`` still
+run, on a dataset that holds its X and on one taken by index, under both units and with a rate
+surrogate; and the per-batch reuse of the row norms, margins and masses (one step reads its
+batch several times at one θ) gives the numbers a fresh computation gives, at every θ.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.backends.lagrangian import models
+from privfair.data import dataset as dataset_module
+
+from _synthetic import binary
+
+
+def _forbid_x(monkeypatch):
+    """From now to the test's end ``Dataset.X`` raises; the list of attempted reads is returned."""
+    reads = []
+
+    def whole_x(self):
+        reads.append(self.n)
+        raise AssertionError("Dataset.X read: the rows must be read through data.rows()")
+
+    monkeypatch.setattr(dataset_module.Dataset, "X", property(whole_x))
+    return reads
+
+
+@pytest.fixture
+def no_whole_x(monkeypatch):
+    return _forbid_x(monkeypatch)
+
+
+def _problem(data, surrogate=None):
+    kw = {} if surrogate is None else dict(surrogate=surrogate, group_mass_bound=0.05)
+    r = pf.rates(pf.LinearClassifier(data.n_features, radius=10.0), data, **kw)
+    return pf.Problem(pf.Minimize(r.error()),
+                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+
+
+def _solve(prob, unit, backend, **opts):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return prob.solve(pf.DP(1.0, 1e-5, protect=unit), backend=backend, seed=0,
+                          progress=False, **opts)
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_adapter_reads_never_touch_dataset_x(monkeypatch, view):
+    full = binary(3000, 21)
+    data = full.take(np.arange(0, 3000, 3), copy=False) if view else full
+    # a surrogate's rates compute the rows' clipping scales (privfair.statistics.soft) before
+    # the adapter exists: built first, the adapter's reads checked below
+    rates = [(_problem(data, s).rates, sc) for s, sc in
+             [(None, "capped"), (None, "angle"), ("logistic", "fixed")]]
+    no_whole_x = _forbid_x(monkeypatch)
+    for r, scale in rates:
+        ad = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale)
+        ad.rows.chunk_rows = 256                     # several chunks, the last one short
+        theta = np.random.default_rng(0).normal(size=ad.P)
+        idx = np.sort(np.random.default_rng(1).choice(data.n, 50, replace=False))
+        U = np.random.default_rng(2).normal(size=(50, 2))
+        assert ad.probs(theta, idx).shape == (50, 2)
+        g, _ = ad.grad_sum(theta, idx, U, -U, clip=1.0)
+        assert np.all(np.isfinite(g))
+        assert ad.label_totals(theta, 2).sum() == pytest.approx(data.n)
+        assert ad.probs(theta, None).shape == (data.n, 2)
+    assert no_whole_x == []
+
+
+@pytest.mark.parametrize("unit", ["row", "sensitive"])
+def test_whole_fits_never_read_dataset_x(no_whole_x, unit):
+    data = binary(4000, 22)
+    res = _solve(_problem(data), unit, "lagrangian_sgda", epochs=1)
+    assert res.backend == "lagrangian_sgda" and len(res.decisions) >= 1
+    # auto (the planner, the held-out split and its check) chooses lagrangian_sgda here
+    res = _solve(_problem(data), unit, "auto")
+    assert res.backend == "lagrangian_sgda"
+    assert no_whole_x == []
+
+
+def test_batch_reuse_gives_fresh_numbers_at_every_theta():
+    data = binary(2000, 23)
+    r = _problem(data).rates
+    ad = models.LinearAdapter(r, sharpness=5.0, soft_scale="capped")
+    rng = np.random.default_rng(3)
+    idx = np.sort(rng.choice(data.n, 300, replace=False))
+    U = rng.normal(size=(300, 2))
+    theta = rng.normal(size=ad.P)
+
+    def fresh(th):
+        # the same reads on a new adapter: nothing reused
+        ref = models.LinearAdapter(r, sharpness=5.0, soft_scale="capped")
+        return ref.probs(th, idx), ref.grad_sum(th, idx, U, -U, clip=0.5)[0]
+
+    for th in (theta, 3.0 * theta, -theta):
+        p = ad.probs(th, idx)
+        g, _ = ad.grad_sum(th, idx, U, -U, clip=0.5)
+        p_ref, g_ref = fresh(th)
+        np.testing.assert_array_equal(p, p_ref)
+        np.testing.assert_array_equal(g, g_ref)
+    # θ changed in place between the reads of one batch: its new value is read, not the old
+    th = theta.copy()
+    ad.probs(th, idx)
+    th *= 0.5
+    np.testing.assert_array_equal(ad.probs(th, idx), fresh(0.5 * theta)[0])
