@@ -472,3 +472,66 @@ def test_the_floor_does_not_take_a_constants_label_dependent_values_as_exact(eps
     assert exact[:8].reshape(2, 2, 2)[:, :, 0].all() and not joint[:, :, 0].any()
     assert exact[8:].all()                                            # b's empty y = 0 too
     np.testing.assert_array_equal(ell[8:].reshape(2, 5), [[1, 0, 1, 0, 1]] * 2)
+
+
+# ------------------------------------------ uninformative checks: a group with a handful of rows
+def _tiny_group_unfair(n, share, seed):
+    """Group "t" holds ``share`` of the rows and its x₀ is shifted by 2: the rule 1[x₀ > 0]
+    selects ~98% of it against ~50% of group "b" — a parity gap near 0.5 — while predicting y
+    well (error ~0.16, the best constant ~0.5)."""
+    rng = np.random.default_rng(seed)
+    a = np.where(rng.uniform(size=n) < share, "t", "b")
+    X = rng.normal(size=(n, 2)) + 2.0 * (a == "t")[:, None] * np.array([1.0, 0.0])
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    return pf.Dataset(X, y, a, group_names=["b", "t"], labels=[0, 1])
+
+
+@pytest.mark.parametrize("epsilon, tiny", [(1.0, 0.01), (4.0, 0.005)])
+def test_an_unverifiable_constraint_falls_back_to_a_constant_that_keeps_it_exactly(epsilon, tiny):
+    """A 1% group has ~10 of 1,000 held-out rows (at ε = 4, a 0.5% group ~5): the parity gap's interval is wider than ½
+    (UNINFORMATIVE_WIDTH), so a rule whose estimate misses the level cannot be shown to keep it
+    nor to break it.  The best constant keeps parity exactly (its selection rates are data-free),
+    so it replaces the rule — reason "unverifiable", with a FallbackWarning through a solve's
+    path; holdout_on_violation="warn" returns the rule (not certified, the check marked
+    uninformative).  Control: with the group at 30% the interval is narrow, the same rule is
+    confidently violated — reason "violation", not "unverifiable"."""
+    from privfair.planning.holdout import UNINFORMATIVE_WIDTH
+    from privfair.privacy.randomness import as_source
+
+    rule = _Rule(lambda X: np.c_[X[:, 0] <= 0, X[:, 0] > 0].astype(float), [0, 1])
+
+    def run(share, on_violation="fallback", seed=3):
+        train, held = _tiny_group_unfair(4000, share, 0), _tiny_group_unfair(1000, share, seed)
+        r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), train)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
+        return check(prob, rule, held, epsilon=epsilon, rng=as_source(seed), n_train=train.n,
+                     options=HoldoutOptions(on_violation=on_violation))
+
+    out = run(tiny)
+    (c,) = out.constraints
+    assert c.upper - c.lower >= UNINFORMATIVE_WIDTH and c.estimate > c.level + out.tolerance
+    assert c.uninformative and not c.violated and not c.certified
+    assert out.error < out.constant_error            # not the error floor: the rule is better
+    assert out.constant_exact and out.fallback and out.fallback_reason == "unverifiable"
+    assert "too wide to tell" in out.summary()
+    kept = run(tiny, on_violation="warn")
+    assert kept.constraints[0].uninformative and not kept.fallback
+    wide = run(0.3)
+    assert wide.constraints[0].upper - wide.constraints[0].lower < UNINFORMATIVE_WIDTH
+    assert not wide.constraints[0].uninformative
+    assert wide.fallback and wide.fallback_reason == "violation"
+
+
+def test_an_unverifiable_fallback_warns_and_names_the_interval():
+    """Through ``Problem.solve``: the FallbackWarning says the interval is too wide and where
+    the trained rule is."""
+    data = _tiny_group_unfair(6000, 0.01, 1)
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
+    prob = pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
+    with pytest.warns(FallbackWarning, match="too wide to say otherwise"):
+        res = prob.solve(pf.DP(1.0), backend="exponential", seed=0, progress=False)
+    assert res.status == "fallback: constant rule"
+    assert res.holdout.fallback_reason == "unverifiable"
+    assert res.holdout.trained is not None

@@ -58,6 +58,13 @@ MIN_HELD_OUT_ROWS = 200
 TOLERANCE = 0.01
 #: default confidence of the bounds (jointly, over every constraint)
 CONFIDENCE = 0.95
+#: a constraint's check is *uninformative* when its confidence interval is at least this wide
+#: (in the constraint's units; rate gaps live in [0, 1]): the held-out rows cannot tell a rule
+#: that meets the level from one that misses it by ½ — a group with a handful of held-out rows
+#: (COMPAS's smallest races: ~1–4 rows; a 1% group: ~30).  Chosen on validation splits only
+#: (docs/trust.md, "Uninformative checks"): Adult's DP and EO intervals are 0.06–0.35 wide,
+#: the 50-feature synthetic's 0.11–0.14, COMPAS's 1.0 and the 1% group's 0.77–1.0.
+UNINFORMATIVE_WIDTH = 0.5
 
 CERTIFIED = "certified"
 FALLBACK = "fallback: constant rule"
@@ -202,6 +209,9 @@ class ConstraintCheck:
     #: above level + tolerance: the rule breaks the constraint on new data, confidently
     lower: float = -math.inf
     violated: bool = False
+    #: the interval is at least :data:`UNINFORMATIVE_WIDTH` wide and the estimate is above
+    #: level + tolerance: the held-out rows say it misses the level but cannot be confident
+    uninformative: bool = False
 
 
 @dataclass
@@ -243,7 +253,9 @@ class HoldoutCheck:
                                                  " (its constraint values estimated)")]
         for c in self.constraints:
             verdict = ("certified" if c.certified else
-                       "VIOLATED: lower bound above it" if c.violated else "NOT certified")
+                       "VIOLATED: lower bound above it" if c.violated else
+                       "NOT certified; the interval is too wide to tell" if c.uninformative
+                       else "NOT certified")
             lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, bounds "
                          f"[{c.lower:.4f}, {c.upper:.4f}] vs level {c.level:g} ({verdict})")
         return "\n".join(lines)
@@ -574,7 +586,9 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         lower = max(lower, float(g.range()[0]), support_lower_bound(g, ell, dev))
         checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
                                       upper <= options.tolerance, lower + level,
-                                      lower > options.tolerance))
+                                      lower > options.tolerance,
+                                      upper - lower >= UNINFORMATIVE_WIDTH
+                                      and est > options.tolerance))
 
     # the best constant rule (the floor): its error from the noisy label counts; among the
     # constants that keep every constraint, evaluated on the constant's own ℓ — exact where a
@@ -598,8 +612,14 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constant_exact=best_exact)
     worse = error > best_err
     violated = options.on_violation == "fallback" and any(c.violated for c in checks)
-    out.fallback = best_k is not None and (worse or violated)
-    out.fallback_reason = ("error" if worse else "violation") if out.fallback else ""
+    # a rule whose check is uninformative and whose estimate misses the level is replaced only
+    # by a constant that keeps every constraint *exactly* (data-free values): then the swap
+    # trades an unverifiable rule for a verified one (docs/trust.md, "Uninformative checks")
+    unverifiable = (options.on_violation == "fallback" and best_exact
+                    and any(c.uninformative for c in checks))
+    out.fallback = best_k is not None and (worse or violated or unverifiable)
+    out.fallback_reason = ("" if not out.fallback else "error" if worse else
+                           "violation" if violated else "unverifiable")
     out._constant_code = best_k
     return out
 

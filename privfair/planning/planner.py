@@ -259,6 +259,17 @@ def warn_status(result, stacklevel: int = 2) -> None:
             f"{chk.tolerance:g}), so the best constant rule that keeps the constraints is "
             f"returned (always {chk.constant_label!r}, error {chk.constant_error:.3f}); the "
             "trained rule is result.holdout.trained (holdout_on_violation='warn' returns it)")
+    elif status.startswith("fallback") and result.holdout.fallback_reason == "unverifiable":
+        chk = result.holdout
+        bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, interval [{c.lower:.3f}, "
+                        f"{c.upper:.3f}]" for c in chk.constraints if c.uninformative)
+        cls, msg = FallbackWarning, (
+            f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's "
+            f"constraint estimate misses its level and its {chk.confidence:.0%} interval is too "
+            f"wide to say otherwise ({bad}: some group has too few held-out rows), so the best "
+            f"constant rule, which keeps every constraint exactly, is returned (always "
+            f"{chk.constant_label!r}, error {chk.constant_error:.3f}); the trained rule is "
+            "result.holdout.trained (holdout_on_violation='warn' returns it)")
     elif status.startswith("fallback"):
         chk = result.holdout
         cls, msg = FallbackWarning, (
