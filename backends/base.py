@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from privfair.errors import BackendRefusedError, InvalidInputError
 
+from .options import Param, check_params
 from .options import unknown_option  # noqa: F401  (its home; backends import it from here)
 
 
@@ -86,8 +87,19 @@ class PlanParams(Mapping):
         return (PlanParams, (self._values,))
 
     def with_defaults(self, **values) -> "PlanParams":
-        """A copy with ``values`` added where the name is not set (the planner's own entries)."""
+        """A copy with ``values`` added where the name is not set (the planner's own entries,
+        declared in :data:`PLANNER_PARAMS` and checked against it)."""
+        check_params(PLANNER_PARAMS, values, "", where="backends.base.PLANNER_PARAMS",
+                     who="the planner")
         return PlanParams({**values, **self._values})
+
+
+#: the parameters the planner adds to every plan it ranks (``PlanParams.with_defaults``), on top
+#: of each backend's own :attr:`Backend.plan_params`
+PLANNER_PARAMS: tuple = (
+    Param("group_mass_share", float, "the share of ε the planner spends on a private estimate of "
+          "the group masses before this plan's releases (0: none)", optional=True),
+)
 
 
 @dataclass
@@ -101,7 +113,8 @@ class Plan:
         The budget this plan spends (the part left after any group-mass estimate).
     params : PlanParams
         Hyper-parameters (T, G, τ, step sizes, grid sizes, ...), each chosen from n, ε, δ, α;
-        given as a dict, read-only once the plan is made (``plan.params.T`` or ``["T"]``).
+        given as a dict, read-only once the plan is made (``plan.params.T`` or ``["T"]``),
+        and checked against the backend's declaration (:attr:`Backend.plan_params`).
     budget : list of (str, float, float)
         The planned releases: (what, ε, δ) — for the explanation; the accountant is the
         authority on the total.
@@ -136,6 +149,13 @@ class Plan:
 
     def __post_init__(self):
         self.params = PlanParams(self.params)
+        # the registry is read at call time (a test may swap it): a registered backend's plan
+        # must match its declaration; a stand-in without one is not checked
+        from privfair.backends import BACKENDS
+
+        backend = BACKENDS.get(self.backend)
+        if backend is not None:
+            backend.check_plan_params(self.params)
 
     def explain(self) -> str:
         """The plan in a few lines, each wrapped to ``privfair.util.text.WIDTH`` characters."""
@@ -302,6 +322,12 @@ class Backend:
     #: validates with :meth:`options_from` at plan time (before anything is spent);
     #: ``privfair backends`` lists it.
     option_table: tuple | None = None
+    #: the declaration of the plan's parameters (:class:`backends.options.Param`: name, type,
+    #: doc, optional), one entry per name ``plan`` may put in ``Plan.params``; a plan that sets
+    #: an undeclared name, misses a required one or gives one a value of another type is refused
+    #: when it is made (a TypeError: the backend's bug).  None: not declared, no check (a test's
+    #: stand-in); every registered backend declares it (tests/test_plan_params.py).
+    plan_params: tuple | None = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -313,6 +339,14 @@ class Backend:
         from .options import validate
 
         return validate(self.option_table or (), options, self.name)
+
+    def check_plan_params(self, values) -> None:
+        """Raise TypeError when ``values`` do not match :attr:`plan_params` (with the
+        planner's :data:`PLANNER_PARAMS`); nothing when the backend declares none."""
+        if self.plan_params is not None:
+            check_params(tuple(self.plan_params) + PLANNER_PARAMS, values, self.name,
+                         where=f"{type(self).__name__}.plan_params")
+
     #: every key the backend puts in ``Result.info``, with its provenance (issue #16): PUBLIC
     #: (a function of the schema, n, ε, δ, the options and the problem only — identical on
     #: neighbouring datasets) or RELEASED (a recorded release, or post-processing of releases

@@ -1,5 +1,6 @@
-"""Declarative solve options: each backend states every option once — name, type, range or
-choices, default and doc — and one validator checks them all before anything is spent.
+"""Declarative tables: each backend states every solve option once — name, type, range or
+choices, default and doc — and one validator checks them all before anything is spent; and
+every plan parameter once (:class:`Param`: name, type, doc), checked when a plan is made.
 
 Modeled on scikit-learn's parameter validation (``_param_validation``): the table is data, so
 ``privfair backends`` and the docs list it, and the error for a bad value is the same everywhere
@@ -15,6 +16,18 @@ Examples
 Traceback (most recent call last):
 ...
 privfair.errors.InvalidInputError: steps=0 is invalid: pass a whole number ≥ 1 (backend 'demo': iterations)
+
+A plan's parameters (``Plan.params``) are what ``Backend.plan`` chose from n, ε, δ, α and the
+options; ``Backend.plan_params`` declares them, and :func:`check_params` refuses a plan that
+sets an undeclared name, misses a required one or gives one a value of the wrong type — a
+backend author's mistake, so a ``TypeError``, not an input error:
+
+>>> declared = (Param("T", int, "iterations"), Param("scale", (float, None), "noise scale"))
+>>> check_params(declared, {"T": 3, "scale": None}, "demo")
+>>> check_params(declared, {"T": 3.5, "scale": 1.0}, "demo")
+Traceback (most recent call last):
+...
+TypeError: internal error: backend 'demo' plans T=3.5, but its plan_params declare T as int (iterations): make it int, or declare the type it is
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -29,7 +43,8 @@ import numpy as np
 
 from privfair.errors import InvalidInputError
 
-__all__ = ["Option", "validate", "rows", "unknown_option", "REQUIRED"]
+__all__ = ["Option", "validate", "rows", "unknown_option", "REQUIRED", "Param", "check_params",
+           "param_rows", "from_options"]
 
 #: the default of an option that has none (it must be given when used)
 REQUIRED = object()
@@ -183,3 +198,115 @@ def rows(table) -> list:
     ``privfair backends`` and the docs."""
     return [(o.name, o.kind, o.range_text(), o.default_text(), o.doc)
             for o in table if not o.name.startswith("_")]
+
+
+# ---------------------------------------------------------------------------- plan parameters
+
+@dataclass(frozen=True)
+class Param:
+    """One plan parameter: a name ``Backend.plan`` puts in ``Plan.params``.
+
+    Parameters
+    ----------
+    name : str
+        The key (``plan.params[name]``; ``plan.params.name`` where it is an identifier).
+    type : type or tuple of types
+        What its value is; ``None`` in a tuple allows None.  ``int`` is a whole number (numpy's
+        too, never a bool), ``float`` a real number (an int or numpy float too, never a bool),
+        ``bool`` a Python or numpy bool, ``object`` anything; any other class by
+        ``isinstance``.
+    doc : str
+        One line: what it is and where it comes from.
+    optional : bool
+        True when only some plans set it (the doc says which); a required one is in every plan.
+    """
+
+    name: str
+    type: Any
+    doc: str = ""
+    optional: bool = False
+
+    def _types(self) -> tuple:
+        return self.type if isinstance(self.type, tuple) else (self.type,)
+
+    def accepts(self, value) -> bool:
+        """Whether ``value`` is of the declared type."""
+        return any(_is(value, t) for t in self._types())
+
+    def type_text(self) -> str:
+        """The type as ``privfair backends NAME`` and the errors print it, e.g. ``float | None``."""
+        return " | ".join("None" if t is None else getattr(t, "__name__", str(t))
+                          for t in self._types())
+
+
+def _is(value, t) -> bool:
+    if t is None:
+        return value is None
+    if t is bool:
+        return isinstance(value, (bool, np.bool_))
+    if t is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    if t is float:
+        return _real(value)
+    return isinstance(value, t)
+
+
+_OPTION_TYPES = {"float": float, "int": int, "bool": bool, "str": str, "any": object}
+
+
+def from_options(table, *names, optional: bool = False) -> tuple:
+    """Plan parameters that pass solve options on as validated (one doc for both): the type of
+    each named :class:`Option` (None-able when its default is None, "auto"; the types of its
+    choices beside a number range), its doc after "as the option: "."""
+    by_name = {o.name: o for o in table}
+    out = []
+    for name in names:
+        o = by_name[name]
+        t = _OPTION_TYPES[o.kind]
+        if t is not object:       # "auto" (None) and the choices beside a number range
+            extra = ((None,) if o.default is None else ()) + tuple(
+                dict.fromkeys(type(c) for c in o.choices or () if not _is(c, t)))
+            t = (t,) + extra if extra else t
+        out.append(Param(name, t, f"as the option: {o.doc}", optional))
+    return tuple(out)
+
+
+def check_params(declared, values, backend: str, where: str = "its plan_params",
+                 who: str = "") -> None:
+    """Raise TypeError when ``values`` (a plan's parameters) do not match ``declared``: an
+    undeclared name, a required name missing, or a value of the wrong type.  The message names
+    the backend (``who`` overrides "backend NAME"), the parameter, the value and the fix
+    (``where``: the declaration to edit)."""
+    who = who or f"backend {backend!r}"
+    by_name = {p.name: p for p in declared}
+    for name, value in values.items():
+        p = by_name.get(name)
+        if p is None:
+            raise TypeError(f"internal error: {who} plans {name}={_short(value)}, which {where} "
+                            f"do not declare: add Param({name!r}, <type>, <doc>) there, or do "
+                            "not set it")
+        if not p.accepts(value):
+            raise TypeError(f"internal error: {who} plans {name}={_short(value)}, but {where} "
+                            f"declare {name} as {p.type_text()}"
+                            + (f" ({p.doc})" if p.doc else "")
+                            + f": make it {p.type_text()}, or declare the type it is")
+    missing = [p.name for p in declared if not p.optional and p.name not in values]
+    if missing:
+        raise TypeError(f"internal error: {who}'s plan does not set {', '.join(missing)}, which "
+                        f"{where} declare required: set {'it' if len(missing) == 1 else 'them'} "
+                        "in every plan, or declare Param(..., optional=True) and say in its doc "
+                        "when it is set")
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to a readable length (a plan may hold a whole release schedule)."""
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = 60
+    return r.repr(value)
+
+
+def param_rows(declared) -> list:
+    """(name, type, required/optional, doc) for every declared plan parameter — for
+    ``privfair backends NAME``."""
+    return [(p.name, p.type_text(), "optional" if p.optional else "always", p.doc)
+            for p in declared]

@@ -70,7 +70,7 @@ from privfair.errors import InvalidInputError
 from privfair.analysis.theorems import NUMERIC
 
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
-from ..options import Option
+from ..options import Option, Param, from_options
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
 RHO = 0.05
@@ -267,6 +267,23 @@ class CellsBackend(Backend):
         "note": (RELEASED, "a statement about the released solution"),
     }
     option_table = OPTIONS
+    plan_params = (
+        Param("score_bins", int, "the decision set's score bins"),
+        Param("proxy_bins", int, "the decision set's bins of the proxy score"),
+        Param("cells", int, "score_bins × proxy_bins"),
+        Param("monotone", bool, "whether the rules are monotone in the score (the decision set)"),
+        Param("label_split", bool, "whether M2 releases the counts per label (the constraints "
+              "read conditional rates)"),
+        Param("released_counts", int, "m, the counts M2 releases"),
+        Param("interactions", bool, "the proxy_interactions option: design [z, y·z]"),
+        Param("epsilon_M1", float, "M1's (the proxy statistic's) ε"),
+        Param("epsilon_M2", float, "M2's (the cell counts') ε"),
+        *from_options(OPTIONS, "margin_z"),
+        Param("ridge", float, "the proxy regression's ridge (the decision set)"),
+        Param("clip", float, "the proxy's clipping bound (the decision set)"),
+        Param("bound_values", dict, "the arguments of excess_bound besides n and ε (a private "
+              "plan)", optional=True),
+    )
     theorem = ("proxy cells: analytic Gaussian (Balle–Wang 2018) + Laplace (Dwork et al. 2006) "
                "+ post-processing (Dwork–Roth Prop 2.1)")
     needs_group_mass = False       # group sizes come from the noisy counts (post-processing)

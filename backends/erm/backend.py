@@ -16,6 +16,7 @@ from privfair.privacy.release import Schedule, calibrate
 from privfair.results.result import Result
 
 from ..base import PUBLIC, RELEASED, Plan, Verdict
+from ..options import Param
 from .constraint import (LAGRANGE_CALLS, RHO, ZERO_FRACTION, final_weight_bound, lagrange_budget,
                          lagrange_releases, lagrange_run, lagrange_setup, with_weight_bound)
 from .preconditions import check_common
@@ -37,6 +38,28 @@ def make_result(name, theta, ds, plan, trace, info, weights=None):
                                f"{t.shape}; decisions are vectors (w, b) of length {P}")
     return Result(name, [t for t, _ in keep], [w for _, w in keep], ds, plan=plan, trace=trace,
                   info=info)
+
+
+#: the plan parameters every ERM backend's plan may set (:meth:`ERMBackend.plan`); each backend
+#: adds those of its ``predicted`` (``plan_params = ERM_PLAN_PARAMS + (...)``)
+ERM_PLAN_PARAMS = (
+    Param("l2 (Λ)", float, "the decision set's ridge weight Λ"),
+    Param("norm", str, "the decision set's norm"),
+    Param("radius", float, "the decision set's radius in that norm"),
+    Param("options", dict, "the solve options as validated, defaults filled: run reads these"),
+    Param("release", ERMRelease, "every release of the run, scheduled and fitted (a private "
+          "plan whose ERM is known at plan time)", optional=True),
+)
+#: and those of the constraint form (a backend with ``allow_constraint``)
+CONSTRAINT_PLAN_PARAMS = (
+    Param("nu_range", tuple, "the constraint form's multiplier range (floats), when it is "
+          "fixed at plan time", optional=True),
+    Param("erm_calls", int, "the constraint form's private ERM solves (2 with a probe), with "
+          "nu_range", optional=True),
+)
+
+#: the doc's tail of a parameter only a private plan of the unconstrained form sets
+PRIVATE_ONE_ERM = "set by a private plan with no constraint whose ERM is known at plan time"
 
 
 class ERMBackend:

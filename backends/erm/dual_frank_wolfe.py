@@ -46,8 +46,8 @@ from privfair.privacy import (Scheduled, calibrate, calibrate_gaussian_sigma, ex
                               gaussian_event, pure_event)
 
 from ..base import Backend
-from ..options import Option
-from .backend import ERMBackend
+from ..options import Option, Param
+from .backend import ERM_PLAN_PARAMS, PRIVATE_ONE_ERM, ERMBackend
 from .noise import gamma_norm_noise
 from .options import PROJECT
 from .sensitivity import gradient_sensitivity, minimizer_sensitivity
@@ -96,6 +96,18 @@ class DualFrankWolfeBackend(ERMBackend, Backend):
         Option("selection_share", "float", SELECTION_SHARE, low=0, high=1, low_open=True,
                high_open=True,
                doc="share of ε for the T vertex selections; the primal recovery gets the rest"),
+    )
+    plan_params = ERM_PLAN_PARAMS + (
+        Param("T", int, "the Frank–Wolfe steps (vertex selections), when the ERM is known at "
+              "plan time", optional=True),
+        Param("penalty", float, "λ', the radius of the dual ball K, when the ERM is known at "
+              "plan time", optional=True),
+        Param("score_sensitivity", float, "the selection score's sensitivity, when the ERM is "
+              "known at plan time", optional=True),
+        Param("bound_values", dict, "the arguments of excess_bound besides n and ε; "
+              + PRIVATE_ONE_ERM, optional=True),
+        Param("thm4_values", dict, "[K] Thm 4's constants L, Γ, G_K, δ_K, log|S|; "
+              + PRIVATE_ONE_ERM, optional=True),
     )
 
     def extra_reason(self, problem, analysis):

@@ -84,8 +84,8 @@ from dataclasses import dataclass
 from privfair.privacy import Scheduled, approximate_event, calibrate_gaussian_sigma
 
 from ..base import Backend
-from ..options import Option
-from .backend import ERMBackend
+from ..options import Option, Param
+from .backend import CONSTRAINT_PLAN_PARAMS, ERM_PLAN_PARAMS, PRIVATE_ONE_ERM, ERMBackend
 from .noise import free_coordinates, gamma_norm_noise_in, gaussian_noise_in
 from .options import ERM_OPTIONS
 from .sensitivity import gradient_sensitivity
@@ -214,6 +214,20 @@ class ObjectivePerturbationBackend(ERMBackend, Backend):
                high_open=True,
                doc="ε₁/ε, the share of ε paying for the Jacobian (ridge Δ); auto: the public grid "
                    f"{JACOBIAN_SHARES} entry with the smallest predicted bound"),)
+    plan_params = ERM_PLAN_PARAMS + CONSTRAINT_PLAN_PARAMS + (
+        Param("jacobian_share", float, "ε₁/ε, the share paying for the Jacobian; "
+              + PRIVATE_ONE_ERM, optional=True),
+        Param("Delta", float, "the ridge Δ the mechanism adds; " + PRIVATE_ONE_ERM,
+              optional=True),
+        Param("sigma", float, "the noise scale of the linear term b; " + PRIVATE_ONE_ERM,
+              optional=True),
+        Param("tau", float, "the certified optimisation tolerance; " + PRIVATE_ONE_ERM,
+              optional=True),
+        Param("gradient_sensitivity", float, "D, the gradient's sensitivity; " + PRIVATE_ONE_ERM,
+              optional=True),
+        Param("bound_constants", dict, "the constants of the bound's formula (when δ₂ is "
+              "defined); " + PRIVATE_ONE_ERM, optional=True),
+    )
 
     def certify_ridge(self, erm, privacy):
         """The ridge Δ/n the mechanism adds (Δ public: from β_H, ε₁, n and Λ)."""

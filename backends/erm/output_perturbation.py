@@ -36,8 +36,8 @@ from privfair.privacy import Scheduled, calibrate_gaussian_sigma, gaussian_event
 import numpy as np
 
 from ..base import Backend
-from ..options import Option
-from .backend import ERMBackend
+from ..options import Option, Param
+from .backend import CONSTRAINT_PLAN_PARAMS, ERM_PLAN_PARAMS, PRIVATE_ONE_ERM, ERMBackend
 from .noise import gamma_norm_noise
 from .options import ERM_OPTIONS
 from .sensitivity import gradient_sensitivity, minimizer_sensitivity
@@ -124,6 +124,17 @@ class OutputPerturbationBackend(ERMBackend, Backend):
     #: the projection and the constraint form's three (backends.erm.options.ERM_OPTIONS), and
     #: the hard threshold that keeps the release sparse (:data:`THRESHOLD`)
     option_table = ERM_OPTIONS + (THRESHOLD,)
+    plan_params = ERM_PLAN_PARAMS + CONSTRAINT_PLAN_PARAMS + (
+        Param("sensitivity", float, "Δ₂ of the ERM minimizer; " + PRIVATE_ONE_ERM, optional=True),
+        Param("sigma", float, "the Gaussian (or Laplace-norm) noise scale; " + PRIVATE_ONE_ERM,
+              optional=True),
+        Param("bound_values", dict, "the arguments of excess_bound besides n and ε; "
+              + PRIVATE_ONE_ERM, optional=True),
+        Param("project", bool, "the project option, as validated; " + PRIVATE_ONE_ERM,
+              optional=True),
+        Param("thm1_values", dict, "[K] Thm 1's constants L, R₂, G_F; " + PRIVATE_ONE_ERM,
+              optional=True),
+    )
 
     def sensitivity(self, erm, relation="row"):
         """(Δ₂, source): Δ_g/Λ + 2τ (module docstring)."""

@@ -105,6 +105,28 @@ def _table():
     )
 
 
+def _plan_params():
+    """What a plan puts in Plan.params, declared once (checked when the plan is made)."""
+    from ..options import Param, from_options
+
+    return (
+        Param("protect", str, "the privacy unit: 'row' or 'sensitive'"),
+        Param("T", int, "the steps, ⌈epochs/q⌉"),
+        Param("sampling_rate", float, "q, the Poisson sampling rate"),
+        Param("batch_size", float, "the expected Poisson batch q·n"),
+        *from_options(OPTIONS_TABLE, "epochs"),
+        Param("noise_multiplier", float, "z, fitted at plan time (0 when not private)"),
+        *from_options(OPTIONS_TABLE, "clip", "hist_share", "lr", "lr_dual", "lambda_max", "ema",
+                      "mass_floor", "output"),
+        Param("checkpoint_steps", list, "the steps whose iterates the output reads (ints)"),
+        *from_options(OPTIONS_TABLE, "objective_surrogate", "sharpness"),
+        Param("soft_scale", str, "the soft_scale a run reads ('auto' resolved)"),
+        *from_options(OPTIONS_TABLE, "group_free_totals", "angle_sharpness", "randomize",
+                      "dual_ball", "normalize", "dual_scale", "lr_schedule", "dual_schedule"),
+        Param("private", bool, "whether the steps are private (ε < ∞)"),
+    )
+
+
 #: the options, declared once (type, range, default, doc): docs/lagrangian.md has the measured
 #: reasons for each default
 OPTIONS_TABLE = _table()
@@ -220,6 +242,7 @@ class LagrangianSGDA(Backend):
                "f, g of ℓ): Poisson-subsampled Gaussian per step (histogram + gradient), PLD")
     needs_group_mass = False      # no sensitivity of ℓ is used: the histogram is released
     option_table = OPTIONS_TABLE
+    plan_params = _plan_params()
     exposes = {
         "lambda": (RELEASED, "the final dual variables: post-processing of the histograms"),
         "rates_estimate": (RELEASED, "ℓ̂ from the EMA of the released histograms"),

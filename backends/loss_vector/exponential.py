@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from ..base import Backend, Plan, Verdict
+from ..options import Param
 
 #: failure probability ρ in the utility bound the planner ranks by
 RHO = 0.05
@@ -58,6 +59,12 @@ class ExponentialBackend(Backend):
     #: no hyper-parameters: one draw at the whole ε (an empty table: every option is refused,
     #: naming the backend, before anything is spent)
     option_table = ()
+    plan_params = (
+        Param("G", float, "the penalty weight of h = f + G·max(0, g) (the Analysis' G)"),
+        Param("candidates", int, "m, the number of decisions the draw is over"),
+        Param("sensitivity_h", (float, None), "Δh, the score's sensitivity (None: unproven)"),
+        Param("norm", (str, None), "the norm Δℓ is measured in to bound Δh (None: unproven)"),
+    )
 
     def accepts(self, problem, analysis) -> Verdict:
         ds = getattr(problem.rates, "decisions", None)

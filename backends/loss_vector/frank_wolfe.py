@@ -93,7 +93,7 @@ from privfair.analysis.formulas import NUMERIC
 
 from .oracles import score_sensitivity    # its one home (LOPT shares it)
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
-from ..options import Option
+from ..options import Option, Param
 
 #: failure probability ρ of the predicted bound (split between selections and noise)
 RHO = 0.05
@@ -345,6 +345,39 @@ def calibrate(kind, T, eps_E, z, epsilon, delta, d, spent=()):
     return FWBudget(kind, T, lam * eps_E, lam, **extra)
 
 
+_PRIVATE = "set by a private plan whose releases fit the budget"
+_BOTH = "set at ε = ∞ and by a private plan whose releases fit the budget"
+#: what a plan puts in Plan.params, declared once (checked when the plan is made)
+PLAN_PARAMS = (
+    Param("G", float, "the penalty weight of h = f + G·max(0, g) (the Analysis' G)"),
+    Param("smoothing", float, "the softmax smoothing of max(0, g) in h_smooth"),
+    Param("candidates", int, "m, the decisions the exponential-mechanism LMO selects from"),
+    Param("support", int, "d, the coordinates of ℓ that f and g read (the releases' size)"),
+    Param("C_h", float, "the curvature bound β·diam² of h_smooth, least over the norms"),
+    Param("C_h_norm", (str, None), "the norm C_h is measured in (None: no β proven)"),
+    Param("diameter", dict, "norm → the diameter of the hull of the loss vectors"),
+    Param("beta_h_smooth", dict, "norm → the smoothness β of h_smooth"),
+    Param("T", int, "the iterations"),
+    Param("cor_b5_T", (int, None), "[A] Cor B.5's T from the Analysis (None: none); " + _BOTH,
+          optional=True),
+    Param("cor_b5_bound", float, "[A] Cor B.5's bound at T (ε = ∞ only)", optional=True),
+    Param("bound_h_smooth", float, "(★)'s bound on h_smooth − min h_smooth at T; " + _BOTH,
+          optional=True),
+    Param("mechanism", str, "'gaussian' or 'laplace': the loss releases' noise; " + _PRIVATE,
+          optional=True),
+    Param("selection_share", float, "ν, the selections' share of the budget; " + _PRIVATE,
+          optional=True),
+    Param("calibration", FWBudget, "the per-release budget fitted at plan time; " + _PRIVATE,
+          optional=True),
+    Param("noise_scale", (float, None), "σ (Gaussian) or b (Laplace) of each loss release "
+          "(None: no release); " + _PRIVATE, optional=True),
+    Param("em_sensitivity_bound", float, "Δ_E, the LMO score's sensitivity; " + _PRIVATE,
+          optional=True),
+    Param("bound_parts", dict, "(★)'s parts: optimization, selection, noise, total; "
+          + _PRIVATE, optional=True),
+)
+
+
 # ------------------------------------------------------------------------------ backend
 class FrankWolfeBackend(Backend):
     name = "frank_wolfe"
@@ -355,6 +388,7 @@ class FrankWolfeBackend(Backend):
                "h_smooth": (RELEASED, "exact h of the output — ε = ∞ reference runs only"),
                "h": (RELEASED, "exact h of the output — ε = ∞ reference runs only")}
     option_table = OPTIONS
+    plan_params = PLAN_PARAMS
     theorem = ("[A] Alg. 4 / Lemma B.4 / Cor B.5 (Frank–Wolfe, curvature C ≤ β·diam²), private "
                "LMO by the exponential mechanism at privately released loss vectors")
 

@@ -72,7 +72,7 @@ from privfair.errors import BackendRefusedError
 from . import oracles as O
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
 from .exponential import RHO
-from ..options import Option, validate
+from ..options import Option, Param, from_options, validate
 
 T_GRID = (1, 2, 3, 5, 7, 10, 14, 20, 28, 40, 56, 80, 100)
 T_DEFAULT = 20           # when no bound is proven
@@ -97,6 +97,26 @@ OPTIONS = (
     Option("oracle", "str", "auto", choices=("auto", "noisy_gd") + O.ROW_METHODS,
            doc="the linear classifier's oracle: auto (objective perturbation for "
                "pf.SparseLinear under protect='row', else noisy GD) or one named"),
+)
+
+#: what a plan puts in Plan.params, declared once (checked when the plan is made)
+PLAN_PARAMS = (
+    Param("oracle", str, "the oracle, in words (exponential mechanism, noisy projected GD or "
+          "the row-private weighted ERM)"),
+    Param("G", float, "the penalty weight of h = f + G·max(0, g) (the Analysis' G)"),
+    Param("smoothing", float, "the softmax smoothing of max(0, g) in h_smooth"),
+    *from_options(OPTIONS, "weights", "anchor"),
+    Param("T", int, "the iterations (oracle calls)"),
+    Param("calibration", (O.LoptBudget, None), "the per-call budget fitted at plan time "
+          "(None at ε = ∞)"),
+    Param("composition", str, "the accountant's rule that proves the composition (a private "
+          "plan with the exponential-mechanism or noisy-GD oracle)", optional=True),
+    Param("release_share", float, "each loss release's budget ÷ the oracle call's (a private "
+          "plan, and every plan with the row-private ERM oracle)", optional=True),
+    Param("gd_steps", int, "noisy-GD steps per oracle call (a private plan with the noisy-GD "
+          "oracle)", optional=True),
+    Param("oracle_method", str, "the row-private weighted ERM's method (that oracle only)",
+          optional=True),
 )
 
 
@@ -157,6 +177,7 @@ class LoptBackend(Backend):
     exposes = {"T": (PUBLIC, "the planned iteration count"),
                "calibration": (PUBLIC, "the per-release budget fitted to the plan")}
     option_table = OPTIONS
+    plan_params = PLAN_PARAMS
     theorem = "[A] Algorithm 2 (corrected) with Thm 5.5/5.10 oracles; Frank–Wolfe/FTL regret"
 
     def accepts(self, problem, analysis) -> Verdict:

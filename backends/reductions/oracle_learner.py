@@ -60,7 +60,7 @@ from privfair.util.text import said_once
 
 from . import jagielski as J
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
-from ..options import Option
+from ..options import Option, Param
 
 T_GRID = (1, 2, 3, 5, 8, 12, 20, 30, 50, 80)
 T_DEFAULT = 20            # private runs without a finite bound (regression oracle)
@@ -241,6 +241,31 @@ class OracleLearnerBackend(Backend):
         "gamma": (PUBLIC, "the constraint levels"),
     }
     option_table = OPTIONS
+    plan_params = (
+        Param("oracle", str, "the learner's oracle, in words"),
+        Param("T", int, "rounds: T best responses and T − 1 auditor releases"),
+        Param("B", float, "the bound on the multipliers' ℓ1 norm"),
+        Param("eta", float, "the auditor's exponentiated-gradient step"),
+        Param("G", float, "the penalty weight of h (0 without constraints)"),
+        Param("terms", int, "the gap terms the constraints were recognised as"),
+        Param("gamma", list, "each constraint's level γ (floats)"),
+        Param("nu", float, "ν, the learner's and auditor's regret bound"),
+        Param("violation_bound", float, "(range f + 2ν)/B, the bound on the violation"),
+        Param("release_sensitivity_l1", float, "Δ₁ of each release of the rates ℓ_S"),
+        Param("oracle_sensitivity_max", float, "the best response's score sensitivity at B"),
+        Param("beta", float, "as the option: the failure probability of the equilibrium bound"),
+        Param("group_mass_bound", (float, dict), "the group-mass bound the sensitivities use, "
+              "as declared (a number or a dict per group), estimated or guessed; when there is "
+              "one", optional=True),
+        Param("epsilon_per_mechanism", float, "ε' of each best response and each release (a "
+              "private plan)", optional=True),
+        Param("composition", str, "the accountant's rule that proves the composition (a "
+              "private plan)", optional=True),
+        Param("release_scale", float, "the Laplace scale of each release of ℓ_S (a private "
+              "plan)", optional=True),
+        Param("ridge", float, "as the option: the least-squares oracle's ridge (the "
+              "regression oracle only)", optional=True),
+    )
     theorem = "[J] Algorithm 3 + Subroutine 2 / Thm 4.3–4.4 (private Lagrangian game)"
     needs_group_mass = True
 

@@ -48,7 +48,7 @@ from privfair.util.text import said_once
 
 from . import jagielski as J
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
-from ..options import Option
+from ..options import Option, Param, from_options
 
 def _check_base(base):
     """A base predictor :func:`privfair.models.postprocess.as_base` can use (its typed error naming
@@ -107,6 +107,20 @@ class PostprocessingBackend(Backend):
         "gamma": (PUBLIC, "the constraint levels"),
     }
     option_table = OPTIONS
+    plan_params = (
+        Param("groups", int, "|A|, the declared groups"),
+        Param("gaps", int, "the gap terms the constraints were recognised as"),
+        *from_options(OPTIONS, "beta", "slack"),
+        Param("base", str, "where the base predictor comes from, in words"),
+        Param("gamma", list, "each gap's level γ (floats)"),
+        Param("error_bound", float, "[J] Thm 3.1's error bound at the plan's ε"),
+        Param("gap_bound", float, "[J] Thm 3.1's gap bound (∞ when it gives none)"),
+        Param("error_weight", float, "the largest |weight| of a joint frequency in f"),
+        Param("gap_weight", float, "G × the largest gap scale (0 without gaps)"),
+        Param("q_min_for_ranking", float, "the group mass q the bounds use (declared, else the "
+              "schema's guess)"),
+        Param("counts_sensitivity_l1", float, "‖ΔN‖₁ of the cell counts"),
+    )
     theorem = "[J] Algorithm 1 / Thm 3.1 (Laplace cell counts + Hardt et al.'s LP)"
     needs_group_mass = False      # the LP reads released counts only
 

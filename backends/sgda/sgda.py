@@ -104,6 +104,7 @@ from . import schedule as SCH
 from . import select as SEL
 from . import train as T_
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from ..options import Param, from_options
 from .options import (DEFAULTS, EO_DEFAULTS, EO_DEFAULTS_LOW,  # noqa: F401 (public)
                             EO_LOW_EPSILON, OPTIONS, bad_option, declared_p, eo_defaults,
                             problem_shape, resolve_options)
@@ -144,6 +145,26 @@ class SGDABackend(Backend):
     #: "Options"); ``option_names`` derives from it.  device, seed, progress, budget and alpha
     #: are solve()'s parameters
     option_table = OPTIONS
+    plan_params = (
+        Param("d_theta", int, "θ's dimension"),
+        Param("d_w", int, "W's dimension"),
+        Param("stationarity_rate", float, "[L] Thm 3.4's rate at C_L = 1 (0 when not private)"),
+        Param("fairness", (str, None), "the notion (None: no fairness term)"),
+        Param("lambdas", list, "the public λ path (floats)"),
+        Param("select", bool, "whether λ is chosen along the path (more than one λ)"),
+        *from_options(OPTIONS, "epochs"),
+        Param("batch_size", float, "the expected Poisson batch q·n"),
+        Param("sampling_rate", float, "q, the Poisson sampling rate"),
+        Param("T", int, "the steps, ⌈epochs/q⌉ (at least one per λ)"),
+        *from_options(OPTIONS, "lr", "lr_w", "clip", "theta_share"),
+        Param("private", bool, "whether anything is released (ε < ∞ and a fairness term)"),
+        Param("epsilon_sgda", float, "the SGDA steps' nominal share of ε"),
+        Param("epsilon_count", float, "ε of the group-label counts' release (0: none)"),
+        Param("epsilon_select", float, "ε of the private choice of λ (0: none)"),
+        Param("select_rule", str, "as the option select: the knob rule"),
+        Param("z", (float, None), "the noise multiplier fitted at plan time (None: not "
+              "private)"),
+    )
 
     def accepts(self, problem, analysis) -> Verdict:
         import importlib.util

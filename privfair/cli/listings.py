@@ -1,11 +1,12 @@
 """``privfair backends`` (each backend's theorem, priority and option table; ``--markdown``
-for docs/backends.md) and ``privfair datasets``: the listing commands."""
+for docs/backends.md; ``privfair backends NAME``: one backend, with its plan parameters) and
+``privfair datasets``: the listing commands."""
 
 from __future__ import annotations
 
 from ..util.tables import markdown_table, text_table
 from ..util.text import wrap
-from .errors import EXIT_OK
+from .errors import EXIT_OK, CommandError
 
 
 #: the first line of ``privfair backends``: why the list is in this order
@@ -32,8 +33,13 @@ def cmd_backends(args) -> int:
     if args.markdown:
         print("\n".join(options_markdown(BACKENDS)))
         return EXIT_OK
-    print("\n".join(wrap(PRIORITY_HEADER, continuation="")))
-    for name, b in BACKENDS.items():
+    one = getattr(args, "name", None)
+    if one is None:
+        print("\n".join(wrap(PRIORITY_HEADER, continuation="")))
+    if one is not None and one not in BACKENDS:
+        raise CommandError(f"no backend {one!r}: choose one of {', '.join(BACKENDS)}")
+    chosen = {one: BACKENDS[one]} if one is not None else BACKENDS
+    for name, b in chosen.items():
         flags = []
         if getattr(b, "non_private_only", False):
             flags.append("non-private reference (ε = ∞) only")
@@ -43,7 +49,15 @@ def cmd_backends(args) -> int:
         print(f"{name:16s} {b.theorem}{extra}")
         print("\n".join(wrap("    " + priority_line(name), continuation="      ")))
         print("\n".join(option_lines(b)))
+        if one is not None:
+            print("\n".join(plan_param_lines(b)))
+    if one is None:
+        print("\n".join(wrap(FOOTER, continuation="")))
     return EXIT_OK
+
+
+#: the last line of ``privfair backends``
+FOOTER = "`privfair backends NAME` also lists a backend's plan parameters (Plan.params)."
 
 
 #: the columns of a backend's options, as :func:`privfair.backends.options.rows` gives them
@@ -73,10 +87,31 @@ def option_lines(backend, indent: str = "    ") -> list:
     rs = rows(table)
     if not rs:
         return [indent + "options: none"]
-    left = text_table(OPTION_COLUMNS[:4], [r[:4] for r in rs])
+    return _table_lines(OPTION_COLUMNS, rs, indent)
+
+
+#: the columns of a backend's plan parameters (:func:`privfair.backends.options.param_rows`)
+PARAM_COLUMNS = ("plan parameter", "type", "set", "doc")
+
+
+def plan_param_lines(backend, indent: str = "    ") -> list:
+    """The lines ``privfair backends NAME`` prints after the options: the backend's declared
+    plan parameters (``Backend.plan_params``: name, type, whether every plan sets it, doc)."""
+    from ..backends.options import param_rows
+
+    declared = getattr(backend, "plan_params", None)
+    if declared is None:
+        return [indent + "plan parameters: not declared (not checked)"]
+    return _table_lines(PARAM_COLUMNS, param_rows(declared), indent)
+
+
+def _table_lines(columns, rs, indent) -> list:
+    """``rs`` under ``columns`` as text, the last column (a doc) wrapped under its column, or
+    on its own lines when the others are wide."""
+    left = text_table(columns[:-1], [r[:-1] for r in rs])
     width = len(indent) + max(map(len, left)) + 2
     out = []
-    for cells, doc in zip(left, [OPTION_COLUMNS[4]] + [r[4] for r in rs]):
+    for cells, doc in zip(left, [columns[-1]] + [r[-1] for r in rs]):
         if width <= WIDE_COLUMNS:         # the doc in a fifth column, wrapped under it
             line = indent + cells.ljust(width - len(indent))
             out += wrap(line + doc, continuation=" " * width) if doc else [line.rstrip()]
@@ -128,7 +163,12 @@ def add_parsers(sub) -> None:
                        "priority and the reason for it (backend='auto' ranks plans by rank, "
                        "then predicted excess risk, then this priority), and the solve options "
                        "each takes (problem.solve(..., backend=NAME, OPTION=value)): type, "
-                       "range, default and what it does.")
+                       "range, default and what it does.  With NAME, that backend only, and "
+                       "also its plan parameters: what its plan chooses (Plan.params), with "
+                       "their types, declared once and checked when a plan is made.")
+    b.add_argument("name", nargs="?", metavar="NAME",
+                   help="one backend: its theorem, priority, options and plan parameters "
+                        "(the names, types and docs of what its plan chooses)")
     b.add_argument("--markdown", action="store_true",
                    help="print the options as Markdown tables (docs/backends.md embeds them)")
     b.set_defaults(func=cmd_backends)
