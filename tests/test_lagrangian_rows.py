@@ -111,3 +111,34 @@ def test_batch_reuse_gives_fresh_numbers_at_every_theta():
     ad.probs(th, idx)
     th *= 0.5
     np.testing.assert_array_equal(ad.probs(th, idx), fresh(0.5 * theta)[0])
+
+
+def test_batch_designs_reuse_one_buffer_and_hold_the_batch_rows():
+    full = binary(2000, 24)
+    data = full.take(np.arange(1, 2000, 2), copy=False)
+    r = _problem(data).rates
+    ad = models.LinearAdapter(r, sharpness=5.0)
+    Xv = np.asarray(full.X)[np.arange(1, 2000, 2)]
+    rng = np.random.default_rng(4)
+    first = None
+    for k in (300, 280, 310):          # Poisson batch sizes vary around the expected size
+        idx = rng.choice(data.n, k, replace=False)
+        Z = ad.design(idx)
+        np.testing.assert_array_equal(Z, np.hstack([Xv[idx], np.ones((k, 1))]))
+        first = Z if first is None else first
+        assert np.shares_memory(Z, first), "a new batch-sized array every step"
+
+
+def test_gather_into_a_buffer_checks_its_indices():
+    from privfair.data.passes import ArrayRows, IndexedRows
+    from privfair.errors import InvalidInputError
+
+    X = np.random.default_rng(5).normal(size=(40, 3))
+    i = np.array([7, 0, 39, 7])
+    np.testing.assert_array_equal(ArrayRows(X).gather(i, out=np.empty((4, 3))), X[i])
+    view = IndexedRows(X, np.arange(39, -1, -3))
+    np.testing.assert_array_equal(view.gather(i[:3] // 3, out=np.empty((3, 3))),
+                                  X[np.arange(39, -1, -3)][i[:3] // 3])
+    for rows, bad in [(ArrayRows(X), 40), (ArrayRows(X), -1), (view, 14)]:
+        with pytest.raises(InvalidInputError):
+            rows.gather(np.array([bad]), out=np.empty((1, 3)))

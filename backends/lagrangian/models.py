@@ -70,6 +70,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from privfair.data.passes import ArrayRows, rows_of
+
 P_MIN = 1e-3      # floor of p_i(y_i) in the "log" objective's weight (public constant)
 
 
@@ -99,8 +101,6 @@ class LinearAdapter:
 
     def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False,
                  soft_scale="fixed", angle_sharpness=10.0):
-        from privfair.data.passes import rows_of
-
         ds = rates.decisions
         self.k = float(sharpness)
         self.ds, self.rates = ds, rates
@@ -126,6 +126,7 @@ class LinearAdapter:
         self.y = np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
         self._batch = (None, None)       # (idx, its design): probs and grad_sum read one batch
+        self._bufs = None                # (design, gathered rows) buffers, reused (design)
         self._cache = {}                 # the batch's row norms, and values at one θ (_memo)
 
     def _fill(self, Z, X, scale):
@@ -138,13 +139,24 @@ class LinearAdapter:
         return Z
 
     def design(self, idx) -> np.ndarray:
-        """[x̃_i, 1] for the rows ``idx``: a new (len(idx), P) array (the last batch's is kept,
-        so that the probabilities and the gradient of one step gather it once)."""
+        """[x̃_i, 1] for the rows ``idx``: a (len(idx), P) array (the last batch's is kept, so
+        that the probabilities and the gradient of one step gather it once) — a view of a
+        buffer that the next batch overwrites."""
         if self._batch[0] is idx:
             return self._batch[1]
         idx_a = np.asarray(idx)
-        Z = self._fill(np.empty((idx_a.shape[0], self.d + 1)), self.rows.gather(idx_a),
-                       None if self.scale is None else self.scale[idx_a])
+        k = idx_a.shape[0]
+        if self._bufs is None or self._bufs[0].shape[0] < k:
+            # the design and the gathered rows in buffers reused from step to step (a Poisson
+            # batch's size varies: 10 % slack), not two new batch-sized arrays a step — at
+            # 10⁷ rows those are 130 MB each, fresh pages from the kernel every step
+            cap = int(k * 1.1) + 16
+            self._bufs = (np.empty((cap, self.d + 1)),
+                          np.empty((cap, self.d)) if isinstance(self.rows, ArrayRows) else None)
+        Zb, Gb = self._bufs
+        X = (self.rows.gather(idx_a, out=Gb[:k]) if Gb is not None
+             else self.rows.gather(idx_a))
+        Z = self._fill(Zb[:k], X, None if self.scale is None else self.scale[idx_a])
         self._batch = (idx, Z)          # holding idx keeps its identity unique
         self._cache = {}
         return Z

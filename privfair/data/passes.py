@@ -194,9 +194,14 @@ class ArrayRows:
             total = merge(total, fn(c, *params))
         return total
 
-    def gather(self, i) -> np.ndarray:
-        """The feature rows ``i`` (indices into this source): a new (len(i), d) array."""
-        return self.X[i]
+    def gather(self, i, out=None) -> np.ndarray:
+        """The feature rows ``i`` (indices into this source): a new (len(i), d) array, or
+        ``out`` filled (a C-contiguous float64 (len(i), d) array, reused by the caller: a
+        per-step batch gathered without allocating one — above glibc's mmap threshold every
+        new batch-sized array is fresh pages from the kernel; #19)."""
+        if out is None:
+            return self.X[i]
+        return _take_into(self.X, i, out)
 
     def poisson_map_sum(self, fn, rate, source, *params):
         """The pass over a **Poisson sample** of the rows: each row independently with
@@ -259,8 +264,31 @@ class IndexedRows(ArrayRows):
                         None if self.group is None else self.group[s:e], s,
                         {name: a[s:e] for name, a in self.extra.items()})
 
-    def gather(self, i) -> np.ndarray:
-        return self.base[self.index[i]]
+    def gather(self, i, out=None) -> np.ndarray:
+        if out is None:
+            return self.base[self.index[i]]
+        return _take_into(self.base, self.index[_checked_rows(i, self.n)], out)
+
+
+def _checked_rows(i, n) -> np.ndarray:
+    """``i`` as an integer array of row indices in [0, n) (what ``np.take``'s "clip" mode,
+    which does not check, needs; a negative or too large index is refused as ``X[i]`` would)."""
+    i = np.asarray(i)
+    if i.size and (i.dtype.kind not in "iu" or i.min() < 0 or i.max() >= n):
+        raise InvalidInputError("i", "indices out of range", f"pass row indices in [0, {n})")
+    return i
+
+
+def _take_into(A, i, out) -> np.ndarray:
+    """``out[...] = A[i]`` without a temporary: ``np.take`` into a C-contiguous ``out``
+    (its default "raise" mode always buffers; the indices are checked here instead).  Rows of
+    another dtype than ``out``'s are gathered, then cast into it."""
+    i = _checked_rows(i, A.shape[0])
+    if A.dtype != out.dtype:
+        out[...] = A[i]
+    else:
+        np.take(A, i, axis=0, out=out, mode="clip")
+    return out
 
 
 def poisson_seeds(source, k: int) -> list:
