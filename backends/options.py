@@ -226,6 +226,12 @@ class Param:
     doc: str = ""
     optional: bool = False
 
+    def __post_init__(self):
+        if not all(t is None or isinstance(t, type) for t in self._types()):
+            raise ValueError(f"internal error: plan parameter {self.name!r} has type "
+                             f"{self.type!r}: give a class (int, float, bool, str, dict, ...) or "
+                             "a tuple of them, None allowed")
+
     def _types(self) -> tuple:
         return self.type if isinstance(self.type, tuple) else (self.type,)
 
@@ -254,7 +260,7 @@ def _is(value, t) -> bool:
 _OPTION_TYPES = {"float": float, "int": int, "bool": bool, "str": str, "any": object}
 
 
-def from_options(table, *names, optional: bool = False) -> tuple:
+def from_options(table, *names) -> tuple:
     """Plan parameters that pass solve options on as validated (one doc for both): the type of
     each named :class:`Option` (None-able when its default is None, "auto"; the types of its
     choices beside a number range), its doc after "as the option: "."""
@@ -267,7 +273,7 @@ def from_options(table, *names, optional: bool = False) -> tuple:
             extra = ((None,) if o.default is None else ()) + tuple(
                 dict.fromkeys(type(c) for c in o.choices or () if not _is(c, t)))
             t = (t,) + extra if extra else t
-        out.append(Param(name, t, f"as the option: {o.doc}", optional))
+        out.append(Param(name, t, f"as the option: {o.doc}"))
     return tuple(out)
 
 

@@ -188,6 +188,15 @@ def test_the_planners_own_entries_are_checked_too():
         p.with_defaults(group_mass_share="a quarter")
 
 
+def test_a_declaration_names_classes():
+    """A type spelled as a string (the option table's kinds) is a declaration error at import."""
+    with pytest.raises(ValueError, match="plan parameter 'T' has type 'int': give a class"):
+        Param("T", "int", "iterations")
+    assert Param("s", (float, None)).accepts(None) and not Param("s", float).accepts(None)
+    assert Param("n", int).accepts(np.int32(2)) and not Param("n", int).accepts(np.bool_(True))
+    assert Param("x", float).accepts(2) and not Param("x", float).accepts("2.0")
+
+
 def test_a_stand_in_without_a_declaration_is_not_checked(monkeypatch, problems):
     class Free(_StandIn):
         plan_params = None
