@@ -96,8 +96,8 @@ class LinearAdapter:
     whose objective and constraint terms each read the masses): what depends on the batch only
     (its rows' norms ‖x̃_i‖) and on the batch and θ (the margins Z·θ, the effective sharpness,
     the masses) is computed once per batch and θ and reused (:meth:`_memo`) — the same numbers,
-    one product Z·θ and one row-norm pass a step instead of four each (#19: at 10⁶ rows they
-    were half of the step's time)."""
+    one product Z·θ and one row-norm pass per batch instead of up to four each (#19: at 10⁶
+    rows they were half of the step's time)."""
 
     def __init__(self, rates, log_objective=True, sharpness=1.0, cost_sensitive=False,
                  soft_scale="fixed", angle_sharpness=10.0):
