@@ -399,8 +399,8 @@ class CellsBackend(Backend):
         problem, pp = plan.problem, plan.params
         r = problem.rates
         ds, data = r.decisions, r.data
-        y = data.y
-        a = (data.group == 0).astype(float)
+        # a Dask dataset's rows stay on the workers: the per-row stage runs as passes there
+        on_workers = bool(getattr(data, "rows_on_workers", False))
         private = plan.privacy.is_private
         split = pp["label_split"]
         info = {"label_split": split, "epsilon_M1": pp["epsilon_M1"], "epsilon_M2": pp["epsilon_M2"]}
@@ -443,16 +443,23 @@ class CellsBackend(Backend):
             dict(T=Ty, design=passes.INTERCEPT, start=score_start, start_single=True),
             dict(T=T, design=design, start=start, start_single=True)], ds.ridge)
         rule = ds.rule(score_coef, proxy_coef, features, inter, [], [], np.zeros(ds.n_cells))
-        # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
-        s, p_xy, p = per_row_scores(data, rule, check)
-        # (3) public cells: quantile edges of s and of the released proxy
-        s_edges, p_edges = quantile_edges(s, ds.score_bins), quantile_edges(p, ds.proxy_bins)
         C = ds.n_cells
-        cell = bin_index(s, s_edges) * ds.proxy_bins + bin_index(p, p_edges)
-        N = np.bincount(y * C + cell, minlength=2 * C).reshape(2, C).astype(float)
-        soft = np.bincount(y * C + cell, weights=p_xy, minlength=2 * C).reshape(2, C)
-        # (4) M2: the first group's counts, then shrinkage toward the proxy's soft counts
-        counts = _proxy.group_counts(a, y, cell, C, split)
+        if on_workers:
+            # (3)-(4) as passes on the workers: the exact quantile edges (order statistics by
+            # value buckets), then N, the soft counts and the first group's counts, summed
+            s_edges, p_edges, N, soft, counts = cell_tallies(data, rule, ds, split, check)
+        else:
+            y = data.y
+            a = (data.group == 0).astype(float)
+            # s (public score), P(first group | x, y) and the proxy p, per row, in one pass
+            s, p_xy, p = per_row_scores(data, rule, check)
+            # (3) public cells: quantile edges of s and of the released proxy
+            s_edges, p_edges = quantile_edges(s, ds.score_bins), quantile_edges(p, ds.proxy_bins)
+            cell = bin_index(s, s_edges) * ds.proxy_bins + bin_index(p, p_edges)
+            N = np.bincount(y * C + cell, minlength=2 * C).reshape(2, C).astype(float)
+            soft = np.bincount(y * C + cell, weights=p_xy, minlength=2 * C).reshape(2, C)
+            # (4) M2: the first group's counts, then shrinkage toward the proxy's soft counts
+            counts = _proxy.group_counts(a, y, cell, C, split)
         tot, prior = (N.ravel(), soft.ravel()) if split else (N.sum(0), soft.sum(0))
         if private:
             b2 = float(schedule["M2"].event.scale)
@@ -587,32 +594,113 @@ def per_row_scores(data, rule, check_single=True):
     (``rule.score``, ``rule.group_given_label``, ``rule.proxy``), so it is the number they
     give; the clipped rows and u·θ are computed once per chunk for both proxies (#19: the
     methods each clip the chunk and multiply it again)."""
-    from privfair.models.cells import sigmoid
-
     n = data.n
     s, p_xy, p = np.empty(n), np.empty(n), np.empty(n)
+    Z = None
+    for c in data.rows(chunk_rows=_score_chunk_rows(rule)).chunks():
+        sl = slice(c.start, c.start + len(c))
+        if Z is None or Z.shape[0] != len(c):
+            Z = np.empty((len(c), rule.features.dim - 1))
+        s[sl], p_xy[sl], p[sl] = _chunk_scores(c, rule, check_single, Z)
+    return s, p_xy, p
+
+
+def _score_chunk_rows(rule) -> int:
+    """Rows per chunk of the per-row scores (the spans ``ProxyFeatures`` uses on a whole X)."""
+    return passes.chunk_rows_for(max(rule.features.n_features, rule.features.dim))
+
+
+def _chunk_scores(c, rule, check_single=True, Z=None):
+    """(s, P(first group | x, y), p) of one chunk's rows (``Z``: a (rows, dim − 1) buffer):
+    the float operations :func:`per_row_scores` documents, shared by it and the passes of
+    :func:`cell_tallies`."""
+    from privfair.models.cells import sigmoid
+
     feat, theta, m = rule.features, np.asarray(rule.proxy_coef, dtype=float), rule.features.dim
-    k = passes.chunk_rows_for(max(feat.n_features, feat.dim))
     c0, c1 = rule.score_coef[0], rule.score_coef[1:]
     # ProxyFeatures.dot's coefficients: θ[:m] ([z, y] design) or θ as an (m, 2) matrix
     coef = theta.reshape(2, m).T if rule.interactions else theta[:m]
-    Z = None
-    for c in data.rows(chunk_rows=k).chunks():
-        sl = slice(c.start, c.start + len(c))
-        X = np.asarray(c.X, dtype=float)
-        s[sl] = sigmoid(c0 + X @ c1)
-        if Z is None or Z.shape[0] != X.shape[0]:
-            Z = np.empty((X.shape[0], m - 1))
-        passes.proxy_clip_into(feat, X, Z, check_single)
-        zt = Z @ coef[1:] + coef[0]                 # ProxyFeatures.dot on this chunk
-        y = np.asarray(c.y, dtype=float).reshape(-1)
-        if rule.interactions:
-            lin, lin0, lin1 = zt[:, 0] + y * zt[:, 1], zt[:, 0], zt[:, 0] + zt[:, 1]
-        else:
-            lin, lin0, lin1 = zt + y * theta[m], zt, zt + theta[m]
-        p_xy[sl] = sigmoid(lin)
-        p[sl] = s[sl] * sigmoid(lin1) + (1.0 - s[sl]) * sigmoid(lin0)
-    return s, p_xy, p
+    X = np.asarray(c.X, dtype=float)
+    s = sigmoid(c0 + X @ c1)
+    if Z is None:
+        Z = np.empty((X.shape[0], m - 1))
+    passes.proxy_clip_into(feat, X, Z, check_single)
+    zt = Z @ coef[1:] + coef[0]                 # ProxyFeatures.dot on this chunk
+    y = np.asarray(c.y, dtype=float).reshape(-1)
+    if rule.interactions:
+        lin, lin0, lin1 = zt[:, 0] + y * zt[:, 1], zt[:, 0], zt[:, 0] + zt[:, 1]
+    else:
+        lin, lin0, lin1 = zt + y * theta[m], zt, zt + theta[m]
+    return s, sigmoid(lin), s * sigmoid(lin1) + (1.0 - s) * sigmoid(lin0)
+
+
+def cell_values(chunk, rule, check_single=True) -> tuple:
+    """(s, p) of one chunk's rows: the two columns whose quantiles are the cells' edges (a
+    pass function of :func:`privfair.data.passes.order_statistics`; runs on Dask workers)."""
+    s, _, p = _chunk_scores(chunk, rule, check_single)
+    return s, p
+
+
+def cell_sums(chunk, rule, check_single, s_edges, p_edges, label_split) -> tuple:
+    """One chunk's (N per (label, cell) (2C,) int, soft counts Σ P(first group | x, y) per
+    (label, cell) (2C,), the first group's count per (label, cell) or per cell): the sums
+    :meth:`CellsBackend._run` computes from the n-vectors, as a pass (merged by addition)."""
+    from privfair.models.cells import bin_index
+
+    from . import proxy as _proxy
+
+    s, p_xy, p = _chunk_scores(chunk, rule, check_single)
+    C = (len(s_edges) + 1) * (len(p_edges) + 1)
+    y = np.asarray(chunk.y, dtype=np.int64)
+    cell = bin_index(s, s_edges) * (len(p_edges) + 1) + bin_index(p, p_edges)
+    key = y * C + cell
+    a = (chunk.group == 0).astype(float)
+    return (np.bincount(key, minlength=2 * C).astype(np.int64),
+            np.bincount(key, weights=p_xy, minlength=2 * C),
+            _proxy.group_counts(a, y, cell, C, label_split))
+
+
+def cell_tallies(data, rule, decisions, label_split, check_single=True):
+    """(score edges, proxy edges, N (2, C), soft counts (2, C), the first group's counts) of
+    the rows of ``data`` — a Dask dataset — from passes on the workers (#19): what the
+    in-memory path of :meth:`CellsBackend._run` computes from the n-vectors s, P(a | x, y), p.
+
+    The edges are **exact**: :func:`privfair.data.passes.linear_quantiles` applies numpy's
+    quantile arithmetic to order statistics found by :func:`privfair.data.passes.
+    order_statistics` (counts in value buckets, then the few values of the buckets that hold
+    the wanted ranks), so they are the bits ``quantile_edges`` gives on the same values — an
+    approximate quantile would make the Dask cells differ from the in-memory cells, and the
+    in-memory path's numbers must not change.  The values s and p are public under
+    protect="sensitive" (they read X, y and the released proxy; the edges are released), and
+    only bucket counts and the values near the wanted ranks come back.  N and the counts are
+    integers (exact in any order); the soft counts are float sums, equal to the in-memory ones
+    up to the order of the additions.  Three passes over the rows, typically (counts, values,
+    sums); more for a bucket of more than ``passes.ORDER_GATHER`` values."""
+    rows = data.rows(chunk_rows=_score_chunk_rows(rule))
+    n = rows.n
+    qs = [np.linspace(0.0, 1.0, int(b) + 1)[1:-1] for b in (decisions.score_bins,
+                                                           decisions.proxy_bins)]
+    if n == 0:
+        edges = [np.zeros(len(q)) for q in qs]
+    else:
+        # the ranks np.quantile reads (linear_quantiles asks for them), found in one search
+        wanted = [set(), set()]
+        for j, q in enumerate(qs):
+            passes.linear_quantiles(lambda r, j=j: wanted[j].update(int(x) for x in r) or
+                                    {int(x): 0.0 for x in r}, n, q)
+        found = passes.order_statistics(rows, cell_values, (rule, check_single),
+                                        [sorted(w) for w in wanted], (0.0, 1.0))
+        edges = [passes.linear_quantiles(lambda r, j=j: found[j], n, q)
+                 for j, q in enumerate(qs)]
+    s_edges, p_edges = (np.asarray(e, dtype=float) for e in edges)
+    C = decisions.n_cells
+    sums = rows.map_sum(cell_sums, rule, check_single, s_edges, p_edges, label_split)
+    if sums is None:
+        m = (2 if label_split else 1) * C
+        sums = (np.zeros(2 * C, dtype=np.int64), np.zeros(2 * C), np.zeros(m))
+    N, soft, counts = sums
+    return (s_edges, p_edges, np.asarray(N).reshape(2, C).astype(float),
+            np.asarray(soft, dtype=float).reshape(2, C), np.asarray(counts, dtype=float))
 
 
 def extreme_design_rows(data, features, interactions, check_single=True) -> np.ndarray:

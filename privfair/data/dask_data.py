@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import passes
+from .dataset import Dataset
 from ..errors import DataError, InvalidInputError, PrivfairError
 
 __all__ = ["DaskDataset", "DaskRows", "DaskMissingError", "from_parquet", "from_dask"]
@@ -99,6 +100,37 @@ class Schema:
         return X, y, np.asarray(g, dtype=np.int64)
 
 
+def held_out_positions(size: int, k: int, seed) -> np.ndarray:
+    """The ``k`` held-out rows of a partition of ``size`` rows, sorted: a uniform k-subset
+    drawn from ``seed`` (a public coin the client drew; see :meth:`DaskDataset.split_holdout`)."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(int(size), int(k), replace=False))
+
+
+def _selected_positions(size: int, select):
+    """The positions of a partition's rows a selection keeps: ``select`` = (seed, k, keep) with
+    keep "held" (the k held-out rows) or "train" (the others); None keeps every row."""
+    if select is None:
+        return None
+    seed, k, keep = select
+    held = held_out_positions(size, k, seed)
+    if keep == "held":
+        return held
+    mask = np.ones(int(size), dtype=bool)
+    mask[held] = False
+    return np.flatnonzero(mask)
+
+
+def _select_arrays(arrays, select):
+    """(X, y, group) restricted to the rows ``select`` keeps (:func:`_selected_positions`)."""
+    if select is None:
+        return arrays
+    X, y, g = arrays
+    i = _selected_positions(X.shape[0], select)
+    return X[i], y[i], g[i]
+
+
 def _check_partition(df, schema) -> np.ndarray:
     """The construction pass: [rows, rows with a non-finite feature, rows with an undeclared
     label, rows with an undeclared group] of one partition (sums: they merge exactly)."""
@@ -117,28 +149,35 @@ def _partition_arrays(df, schema):
     return X, y, g
 
 
-def _arrays_pass(arrays, chunk_rows, fn, params):
-    """Run one pass on one partition's arrays, in chunks; its partial sums (None if empty)."""
-    X, y, g = arrays
+def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
+    """Run one pass on one partition's arrays (the rows ``select`` keeps), in chunks; its
+    partial sums (None if empty)."""
+    X, y, g = _select_arrays(arrays, select)
     return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows).map_sum(fn, *params)
 
 
-def _partition_pass(df, schema, chunk_rows, fn, params):
+def _partition_pass(df, schema, chunk_rows, fn, params, select=None):
     """Run one pass on one DataFrame partition (converted on the worker)."""
-    return _arrays_pass(_partition_arrays(df, schema), chunk_rows, fn, params)
+    return _arrays_pass(_partition_arrays(df, schema), chunk_rows, fn, params, select)
 
 
-def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params):
+def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None):
     """One pass over a Poisson sample of one partition's arrays, drawn from ``seed``."""
-    X, y, g = arrays
+    X, y, g = _select_arrays(arrays, select)
     rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
     return passes.poisson_pass(rows, rate, seed, fn, params)
 
 
-def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params):
+def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params, select=None):
     """One pass over a Poisson sample of one DataFrame partition (sampled on the worker)."""
     return _arrays_poisson_pass(_partition_arrays(df, schema), chunk_rows, rate, seed, fn,
-                                params)
+                                params, select)
+
+
+def _partition_frame(df, select):
+    """The rows of one DataFrame partition that ``select`` keeps (``to_dataset`` of a view)."""
+    i = _selected_positions(len(df), select)
+    return df if i is None else df.iloc[i]
 
 
 class DaskRows:
@@ -148,9 +187,15 @@ class DaskRows:
 
     y = True    # the rows carry labels (fit_score(data) checks this)
 
-    def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None, arrays=None):
+    def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None, arrays=None,
+                 select=None):
         self.ddf, self.schema, self.n = ddf, schema, int(n)
         self.chunk_rows, self.scheduler, self.arrays = chunk_rows, scheduler, arrays
+        #: per partition, the rows a held-out split keeps ((seed, k, keep) or None), or None
+        self.select = select
+
+    def _selects(self, count):
+        return [None] * count if self.select is None else list(self.select)
 
     @property
     def n_features(self) -> int:
@@ -161,11 +206,13 @@ class DaskRows:
         dask, _ = _dask()
         if self.arrays is not None:      # partitions already converted, held by the workers
             task = dask.delayed(_arrays_pass, pure=True)
-            tasks = [task(part, self.chunk_rows, fn, params) for part in self.arrays]
+            tasks = [task(part, self.chunk_rows, fn, params, sel)
+                     for part, sel in zip(self.arrays, self._selects(len(self.arrays)))]
         else:
             task = dask.delayed(_partition_pass, pure=True)
-            tasks = [task(part, self.schema, self.chunk_rows, fn, params)
-                     for part in self.ddf.to_delayed()]
+            parts = self.ddf.to_delayed()
+            tasks = [task(part, self.schema, self.chunk_rows, fn, params, sel)
+                     for part, sel in zip(parts, self._selects(len(parts)))]
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
         return list(dask.compute(*tasks, **kw))
 
@@ -187,14 +234,15 @@ class DaskRows:
         dask, _ = _dask()
         parts = self.arrays if self.arrays is not None else self.ddf.to_delayed()
         seeds = passes.poisson_seeds(source, len(parts))
+        sels = self._selects(len(parts))
         if self.arrays is not None:
             task = dask.delayed(_arrays_poisson_pass, pure=False)
-            tasks = [task(p, self.chunk_rows, rate, seed, fn, params)
-                     for p, seed in zip(parts, seeds)]
+            tasks = [task(p, self.chunk_rows, rate, seed, fn, params, sel)
+                     for p, seed, sel in zip(parts, seeds, sels)]
         else:
             task = dask.delayed(_partition_poisson_pass, pure=False)
-            tasks = [task(p, self.schema, self.chunk_rows, rate, seed, fn, params)
-                     for p, seed in zip(parts, seeds)]
+            tasks = [task(p, self.schema, self.chunk_rows, rate, seed, fn, params, sel)
+                     for p, seed, sel in zip(parts, seeds, sels)]
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
         total = None
         for part in dask.compute(*tasks, **kw):
@@ -218,6 +266,17 @@ class DaskDataset:
 
     groups_declared = True
     labels_declared = True
+    #: the rows stay on the workers: code that would read per-row arrays (``y``, ``group``,
+    #: ``X``) on the client reads sums through :meth:`rows` passes instead (``pf.rates``,
+    #: the ``cells`` backend, the held-out check)
+    rows_on_workers = True
+    #: per partition, the rows a held-out split keeps (:meth:`split_holdout`), or None: all
+    _select = None
+
+    # groups named by name or value, as on Dataset (the same code: they read the public schema)
+    group_index = Dataset.group_index
+    find_group = Dataset.find_group
+    group_choices = Dataset.group_choices
 
     def __init__(self, ddf, *, label, sensitive, groups, labels=(0, 1), features=None,
                  chunk_rows=None, scheduler=None):
@@ -271,6 +330,8 @@ class DaskDataset:
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
         parts = dask.compute(*[task(p, self.schema) for p in self.ddf.to_delayed()], **kw)
         rows, nonfinite, bad_label, bad_group = np.sum(parts, axis=0) if parts else (0, 0, 0, 0)
+        # rows per partition (counts): the public layout a held-out split allocates over
+        self._partition_rows = tuple(int(p[0]) for p in parts)
         if rows == 0:
             raise DataError("data", "0 rows", "a dataset needs at least one row")
         if nonfinite:
@@ -307,7 +368,57 @@ class DaskDataset:
     def rows(self, chunk_rows=None) -> DaskRows:
         """The rows as a pass source run on the Dask workers."""
         return DaskRows(self.ddf, self.schema, self.n, chunk_rows or self.chunk_rows,
-                        self.scheduler, getattr(self, "_arrays", None))
+                        self.scheduler, getattr(self, "_arrays", None), self._select)
+
+    def split_holdout(self, m: int, source) -> tuple:
+        """(training view, held-out view): a uniformly random ``m``-subset of the rows held out,
+        chosen by a public coin, without moving a row (the Dask part of
+        :func:`privfair.planning.holdout.partition`).
+
+        The client draws 4 words from the run's ``source`` (as the in-memory split does) and
+        from them, independently of the data: how many of the m held-out rows each partition
+        gives (a multivariate hypergeometric draw over the partitions' row counts, so the m rows
+        are a uniform m-subset of all n) and one seed per partition, from which the worker picks
+        that many of its rows.  Both views are this dataset with a selection: every later pass
+        (the backend's on the training view, the check's on the held-out view) converts a
+        partition and keeps its selected rows on the worker; nothing travels but the seeds
+        and the counts.  The draw differs from the in-memory :func:`~privfair.planning.holdout.
+        split` (another way to draw the same distribution), so a Dask solve and an in-memory
+        solve of the same rows hold out different rows."""
+        if self._select is not None:
+            raise InvalidInputError("data", "a held-out split's part", "split the whole dataset")
+        sizes = np.asarray(self._partition_rows, dtype=np.int64)
+        m = int(m)
+        if not 0 <= m <= int(sizes.sum()):
+            raise InvalidInputError("m", m, f"hold out between 0 and {int(sizes.sum())} rows")
+        gen = np.random.default_rng(source.words(4))
+        ks = gen.multivariate_hypergeometric(sizes, m) if sizes.size else sizes
+        seeds = gen.integers(0, 2 ** 32, size=(sizes.size, 4), dtype=np.uint64)
+        picks = [(tuple(int(w) for w in seed), int(k)) for seed, k in zip(seeds, ks)]
+        return (self._view(tuple((sd, k, "train") for sd, k in picks), self.n - m),
+                self._view(tuple((sd, k, "held") for sd, k in picks), m))
+
+    def _view(self, select, n) -> "DaskDataset":
+        """This dataset restricted to the rows ``select`` keeps (no pass: ``n`` is known)."""
+        import copy
+
+        out = copy.copy(self)
+        out._select, out.n = select, int(n)
+        return out
+
+    def soft_counts(self, rule) -> np.ndarray:
+        """C[g, y, ŷ]: the expected confusion counts of the randomized ``rule`` (a
+        :class:`privfair.Result`; its ``predict_proba(X)``) on these rows, as a pass on the
+        workers — the held-out check's statistic (:func:`privfair.planning.holdout.soft_counts`
+        sends a copy holding the decision set, decisions and weights only, public); the
+        (G, L, L) sums come back."""
+        if getattr(rule.decision_set, "needs_sensitive", False):
+            raise InvalidInputError("decision_set", type(rule.decision_set).__name__,
+                                    "a rule that reads the sensitive attribute cannot be checked "
+                                    "on a Dask dataset yet; solve with holdout=0")
+        G, L = self.n_groups, self.n_labels
+        C = self.rows().map_sum(passes.rule_soft_counts, rule, G, L)
+        return (np.zeros((G, L, L)) if C is None else np.asarray(C, dtype=float)).reshape(G, L, L)
 
     def persist(self) -> "DaskDataset":
         """Convert every partition to (X float64, label codes, group codes) once and keep the
@@ -330,6 +441,8 @@ class DaskDataset:
         """A Bernoulli(``frac``) subsample of the rows, same schema (Dask's ``sample``)."""
         if not (isinstance(frac, numbers.Real) and 0 < frac <= 1):
             raise InvalidInputError("frac", frac, "pass a fraction in (0, 1]")
+        if self._select is not None:
+            raise InvalidInputError("data", "a held-out split's part", "sample the whole dataset")
         return DaskDataset(self.ddf.sample(frac=float(frac), random_state=random_state),
                            label=self.schema.label, sensitive=self.schema.sensitive,
                            groups=self.group_values, labels=self.label_values,
@@ -339,13 +452,19 @@ class DaskDataset:
     def to_dataset(self, max_rows: int = 10_000_000):
         """The rows in memory as a :class:`privfair.Dataset` with the same schema (refused
         above ``max_rows``, a public cap: pass a larger one knowingly)."""
-        from .dataset import Dataset
-
         if self.n > max_rows:
             raise InvalidInputError("max_rows", max_rows, f"the dataset has more rows; sample "
                                     "it first (data.sample(frac)) or raise max_rows")
-        df = self.ddf.compute(**({} if self.scheduler is None else
-                                 {"scheduler": self.scheduler}))
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        if self._select is None:
+            df = self.ddf.compute(**kw)
+        else:                   # a held-out split's part: the rows it keeps, in row order
+            import pandas as pd
+
+            dask, _ = _dask()
+            task = dask.delayed(_partition_frame, pure=True)
+            df = pd.concat(dask.compute(*[task(p, sel) for p, sel in zip(
+                self.ddf.to_delayed(), self._select)], **kw))
         X, y, g = self.schema.arrays(df)
         sens = df[list(self.schema.sensitive)] if len(self.schema.sensitive) > 1 \
             else df[self.schema.sensitive[0]]
@@ -354,7 +473,8 @@ class DaskDataset:
                        feature_names=self.feature_names, sensitive_names=self.sensitive_names)
 
     def __repr__(self):
-        return (f"DaskDataset(n={self.n}, n_features={self.n_features}, "
+        part = "" if self._select is None else f"{self._select[0][2]} part, "
+        return (f"DaskDataset({part}n={self.n}, n_features={self.n_features}, "
                 f"partitions={self.ddf.npartitions}, labels={self.label_values}, "
                 f"groups={self.groups})")
 

@@ -67,7 +67,8 @@ from ..errors import InvalidInputError
 __all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
            "Mapped", "ProxyDesign", "ProxyBlocks", "proxy_clip_into", "group_label_counts", "weighted_sum", "logistic_terms",
            "sum_and_logistic_terms", "logistic_terms_shift", "several", "sigmoid",
-           "max_norm_rows", "non_binary_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram",
+           "max_norm_rows", "non_binary_counts", "Concat", "order_statistics", "linear_quantiles",
+           "rule_soft_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram",
            "SINGLE"]
 
 #: target size of one chunk of X: big enough for BLAS to run at full speed, small enough that
@@ -119,6 +120,20 @@ class Max:
         return f"Max({self.value!r}, {self.item!r})"
 
 
+class Concat:
+    """A partial merged by **concatenation**: ``values``, a 1-D array (e.g. the few values of
+    one narrow bucket that pin an exact order statistic, :func:`order_statistics`; the order
+    of the merged values is not meaningful — the caller sorts them)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = np.asarray(values).reshape(-1)
+
+    def __repr__(self):
+        return f"Concat({self.values.size} values)"
+
+
 def merge(a, b):
     """Merge two partials leaf by leaf: numbers and arrays add, :class:`Max` leaves take the
     larger; tuples/lists and dicts merge entrywise; None is empty."""
@@ -128,6 +143,8 @@ def merge(a, b):
         return a
     if isinstance(a, Max):
         return a if a.value >= b.value else b
+    if isinstance(a, Concat):
+        return Concat(np.concatenate([a.values, b.values]))
     if isinstance(a, dict):
         out = dict(a)
         for k, v in b.items():
@@ -744,3 +761,158 @@ def several(chunk, tasks) -> tuple:
 def logistic_value(chunk, design, theta) -> float:
     """Σ log(1 + e^{zᵢ·θ}) only (a line-search probe)."""
     return float(np.sum(np.logaddexp(0.0, design.dot(design.matrix(chunk), theta))))
+
+
+def rule_soft_counts(chunk, rule, n_groups: int, n_labels: int) -> np.ndarray:
+    """Σ over the chunk's rows of P(``rule`` predicts ŷ | xᵢ) in their (group, label) block:
+    the held-out check's soft confusion counts C[g, y, ŷ] (flattened, (G·L·L,)) as a pass.
+    ``rule`` is a :class:`privfair.Result` of a rule that does not read the sensitive
+    attribute (its ``predict_proba(X)``), the same per-row numbers as the in-memory check."""
+    L = n_labels
+    C = np.zeros((n_groups * L, L))
+    if len(chunk):
+        p = np.asarray(rule.predict_proba(chunk.X), dtype=float)
+        P = p if p.ndim == 2 else np.stack([1.0 - p, p], axis=1)
+        np.add.at(C, chunk.group * L + chunk.y, np.clip(P, 0.0, 1.0))
+    return C.ravel()
+
+
+# -- exact order statistics over passes (quantile edges of per-row values, #19) -----------------
+def linear_quantiles(order_statistic, n: int, probabilities) -> np.ndarray:
+    """``np.quantile(v, probabilities)`` (its default method, "linear") of n values v given
+    only ``order_statistic(ranks) -> values`` (the values of the given 0-based ranks in sorted
+    order): numpy's own float operations — the virtual index (n − 1)·q, the neighbouring
+    ranks (the last one past the end), γ = index − floor and numpy's two-sided lerp
+    (a + (b − a)·γ, or b − (b − a)·(1 − γ) when γ ≥ ½) — so the same bits as np.quantile on
+    the whole array (tests/test_dask_solve.py checks random n, ties, n = 1)."""
+    q = np.asarray(probabilities, dtype=float)
+    virtual = (n - 1) * q
+    prev = np.floor(virtual)
+    nxt = prev + 1
+    above = virtual >= n - 1
+    prev[above], nxt[above] = -1, -1               # numpy: the last value (index −1)
+    gamma = virtual - prev
+    lo_rank = np.where(prev < 0, n - 1, prev).astype(np.int64)
+    hi_rank = np.where(nxt < 0, n - 1, nxt).astype(np.int64)
+    vals = order_statistic(np.unique(np.concatenate([lo_rank, hi_rank])))
+    a = np.asarray([vals[int(r)] for r in lo_rank], dtype=float)
+    b = np.asarray([vals[int(r)] for r in hi_rank], dtype=float)
+    diff = b - a
+    out = np.add(a, diff * gamma)
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
+#: sub-buckets of a value range in the first (whole-column) pass of :func:`order_statistics`
+ORDER_BINS = 1 << 15
+#: sub-buckets of one narrowed bucket in the later passes (one histogram per bucket followed)
+ORDER_SUB_BINS = 1 << 10
+#: a bucket with at most this many values is resolved by bringing its values back (sorted on
+#: the client); a larger one is split again
+ORDER_GATHER = 1 << 17
+
+
+def _sub_edges(lo, hi, k):
+    """k + 1 non-decreasing edges from lo to hi (k equal-width buckets; exact ends)."""
+    e = lo + (hi - lo) * (np.arange(k + 1) / k)
+    e[0], e[-1] = lo, hi
+    return np.maximum.accumulate(e)
+
+
+def bucket_pass(chunk, fn, params, specs) -> tuple:
+    """One pass of :func:`order_statistics` over a chunk: the values ``fn(chunk, *params)``
+    (a tuple of 1-D arrays, one per column); per spec ``(kind, column, lo, hi, closed[,
+    inner edges])`` the values v of that column in the bucket lo ≤ v < hi (≤ hi when closed):
+    kind "hist" — their counts in the sub-buckets (``np.searchsorted(edges, v, 'right')``),
+    their largest value and minus their smallest (:class:`Max`: merged by maximum) —, kind
+    "gather" — the values themselves (:class:`Concat`)."""
+    vals = fn(chunk, *params)
+    out = []
+    for spec in specs:
+        kind, j, lo, hi, closed = spec[:5]
+        v = np.asarray(vals[j], dtype=float)
+        w = v[(v >= lo) & ((v <= hi) if closed else (v < hi))]
+        if kind == "gather":
+            out.append(Concat(w))
+            continue
+        edges = spec[5]
+        h = np.bincount(np.searchsorted(edges, w, side="right"), minlength=edges.size + 1)
+        out.append((h.astype(np.int64), Max(w.max() if w.size else -np.inf),
+                    Max(-w.min() if w.size else -np.inf)))
+    return tuple(out)
+
+
+def order_statistics(rows, fn, params, ranks, bounds, *, bins=None, sub_bins=None,
+                     gather=None, max_passes=64) -> list:
+    """The exact values of given ranks of per-row values computed by a pass, from a few passes
+    that bring back counts and a few values only (no n-vector on the client, #19).
+
+    ``fn(chunk, *params)`` returns a tuple of 1-D arrays (the columns: e.g. a score and a
+    proxy per row); ``ranks[j]`` are the 0-based ranks wanted of column j (its values sorted);
+    ``bounds = (lo, hi)`` contains every value (e.g. (0, 1) for probabilities; a value outside
+    is refused).  Returns, per column, a dict rank → value: the number ``np.sort(v)[rank]``
+    gives on the whole column, exactly.
+
+    Method (a distributed selection by value buckets): the first pass counts each column's
+    values in ``bins`` equal-width buckets of [lo, hi] (by comparisons with the edges, so a
+    value's bucket is exact); the client finds the bucket of every wanted rank and how many
+    values lie below it.  A bucket of at most ``gather`` values is then resolved by one pass
+    that brings back its values (sorted on the client); a larger one is split again into
+    ``sub_bins`` buckets (one histogram per bucket followed; the defaults are
+    :data:`ORDER_BINS`, :data:`ORDER_SUB_BINS`, :data:`ORDER_GATHER`); a bucket whose smallest and
+    largest values are equal (ties) is resolved at once.  Typically three passes: counts,
+    values, and the caller's next pass.  The values brought back are those near the wanted
+    ranks — what the caller releases anyway, as edges — plus at most ``gather`` per bucket."""
+    bins = ORDER_BINS if bins is None else int(bins)           # (defaults read at call time)
+    sub_bins = ORDER_SUB_BINS if sub_bins is None else int(sub_bins)
+    gather = ORDER_GATHER if gather is None else int(gather)
+    lo, hi = float(bounds[0]), float(bounds[1])
+    n = int(rows.n)
+    found = [dict() for _ in ranks]
+    # a bucket: [column, lo, hi, closed, values below it, values in it, ranks in it]
+    buckets = [[j, lo, hi, True, 0, n, sorted({int(r) for r in rs})]
+               for j, rs in enumerate(ranks) if len(rs)]
+    first = True
+    for _ in range(max_passes):
+        if not buckets:
+            return found
+        specs = []
+        for j, a, b, closed, _, count, _ in buckets:
+            if count <= gather and not first:
+                specs.append(("gather", j, a, b, closed))
+            else:
+                specs.append(("hist", j, a, b, closed,
+                              _sub_edges(a, b, bins if first else sub_bins)[1:-1]))
+        parts = rows.map_sum(bucket_pass, fn, params, tuple(specs))
+        new = []
+        for (j, a, b, closed, below, count, rs), spec, part in zip(buckets, specs, parts):
+            if spec[0] == "gather":
+                v = np.sort(part.values)
+                if v.size != count:
+                    raise RuntimeError("the rows changed between two passes")
+                for r in rs:
+                    found[j][r] = float(v[r - below])
+                continue
+            h, top, neg_bottom = part
+            if h.sum() != count:
+                if first:
+                    raise InvalidInputError("bounds", (lo, hi), "some values lie outside "
+                                            "them; pass bounds that contain every value")
+                raise RuntimeError("the rows changed between two passes")
+            if top.value == -neg_bottom.value:          # every value of the bucket is equal
+                for r in rs:
+                    found[j][r] = float(top.value)
+                continue
+            edges = spec[5]
+            full = np.concatenate([[a], edges, [b]])
+            cum = np.concatenate([[0], np.cumsum(h)])
+            k_of = {}
+            for r in rs:
+                k = int(np.searchsorted(cum, r - below, side="right")) - 1
+                k_of.setdefault(k, []).append(r)
+            last = h.size - 1
+            for k, rk in k_of.items():
+                new.append([j, float(full[k]), float(full[k + 1]), closed and k == last,
+                            below + int(cum[k]), int(h[k]), rk])
+        buckets, first = new, False
+    raise RuntimeError(f"order statistics not resolved in {max_passes} passes")

@@ -190,7 +190,15 @@ def partition(data, m: int, source):
     ``data`` — its features are never copied; the training part is ``data.take(rows,
     copy=False)``, an index view too: a backend that reads the rows through passes
     (``data.rows()``, as ``cells`` does) never copies them, one that reads ``.X`` gathers them
-    then (the same array ``take`` would have made)."""
+    then (the same array ``take`` would have made).
+
+    A Dask dataset (``data.rows_on_workers``, :mod:`privfair.data.dask_data`) is split where its
+    rows are: :meth:`~privfair.data.dask_data.DaskDataset.split_holdout` draws, from the same
+    4 words of ``source``, how many held-out rows each partition gives and a seed per
+    partition (a public coin; the workers pick the rows), and returns two views of it — the
+    training part and the held-out part, read by passes; no row comes to the client."""
+    if getattr(data, "rows_on_workers", False):
+        return data.split_holdout(m, source)
     train_rows, held_rows = split(data.n, m, source)
     return data.take(train_rows, copy=False), HeldOutRows(data, held_rows)
 
@@ -304,6 +312,12 @@ def _blocks(data):
 def soft_counts(result, data) -> np.ndarray:
     """C[g, y, ŷ]: the expected confusion counts of ``result``'s randomized rule on ``data``
     (a Dataset or :class:`HeldOutRows`; the rule is applied one chunk of rows at a time)."""
+    if getattr(data, "rows_on_workers", False):      # a Dask view: one pass on the workers
+        from ..results.result import Result
+
+        # the rule only (decision set, decisions, weights): what travels to the workers
+        return data.soft_counts(Result(result.backend, result.decisions, result.weights,
+                                       result.decision_set, labels=result.labels))
     G, L = data.n_groups, data.n_labels
     C = np.zeros((G * L, L))
     for X, sens, group, y in _blocks(data):
