@@ -47,7 +47,7 @@ synthetic problem: parity gap 0.21 asked 0.02, at ε = 1 and ε = 8 alike).  "ca
 fixed κ where it is the softer of the two and the angular band where the fixed one would be
 narrower, so the band never collapses with ‖θ‖.  Where a row reads θ's direction the gradient
 has the radial part of ∂(z/‖θ‖)/∂θ = (x̃ − (z/‖θ‖)·θ/‖θ‖)/‖θ‖ (``grad_sum``).  Surrogate rates
-read their own masses.  ``TorchModel`` reads the fixed κ unless "capped" is asked; then ‖θ‖ is
+read their own masses.  ``TorchModel`` follows the same "auto" rule (since 2026-11-26); under "capped" ‖θ‖ is
 the norm of every parameter, √P is √(P per logit) and autograd supplies the radial part (for a
 linear module the band of the linear rule; for a deeper network only "never sharper than κ").
 The backend's default ``soft_scale="auto"`` is "capped" for a ``LinearClassifier`` under
