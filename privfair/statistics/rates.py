@@ -115,7 +115,11 @@ class Rates:
 
     def __init__(self, decisions, data, surrogate=None, group_mass_bound=None, *,
                  feature_bound=1.0, group_mass_source=None):
-        if not isinstance(data, Dataset):
+        # a Dask dataset (``rows_on_workers``) keeps its rows on the workers: ℓ's layout and the
+        # (group, label) counts come from its public schema and one counting pass; per-row
+        # arrays are never built on the client (#19) — code that needs them refuses it
+        on_workers = bool(getattr(data, "rows_on_workers", False))
+        if not isinstance(data, Dataset) and not on_workers:
             raise InvalidInputError("data", type(data).__name__, "pass a privfair.data.dataset.Dataset")
         if not isinstance(decisions, DecisionSet):
             raise InvalidInputError("decisions", type(decisions).__name__,
@@ -135,6 +139,10 @@ class Rates:
             if not isinstance(decisions, LinearClassifier) or L != 2:
                 raise InvalidInputError("surrogate", surrogate, "surrogates apply to a "
                                         "LinearClassifier with binary labels; use surrogate=None")
+            if on_workers:
+                raise InvalidInputError("surrogate", surrogate, "surrogate rates keep per-row "
+                                        "clip scales in memory; on a Dask dataset use "
+                                        "surrogate=None (the cells backend reads passes)")
             R = feature_bound
             if isinstance(R, bool) or not isinstance(R, numbers.Real) or not (0 < R < math.inf):
                 raise InvalidInputError("feature_bound", R, "declare a positive finite public "
@@ -150,8 +158,12 @@ class Rates:
         self.group_mass_bound = group_mass_bound
         self.group_mass_source = group_mass_source or (
             "private" if group_mass_bound is None else "public")
-        self._cell = data.group * L + data.y                    # (g, y) cell of every row
-        self._n_gy = np.bincount(self._cell, minlength=G * L).reshape(G, L).astype(float)
+        if on_workers:
+            self._cell_rows = None
+            self._n_gy = np.asarray(data.counts(), dtype=float).reshape(G, L)
+        else:
+            self._cell_rows = data.group * L + data.y                # (g, y) cell of every row
+            self._n_gy = np.bincount(self._cell_rows, minlength=G * L).reshape(G, L).astype(float)
         self._layout()
         self._vector = None
 
@@ -209,6 +221,15 @@ class Rates:
         """sup_i ‖∂(row i's mass on ŷ = 1)/∂θ‖₂ ≤ sup φ'/φ(B)·‖(x̃_i, 1)‖₂ = √(R² + 1)/φ(B)
         (surrogates with φ' ≤ 1: logistic, hinge, smoothed hinge; public)."""
         return math.sqrt(self.feature_bound ** 2 + 1.0) / self.phi_at_bound
+
+    @property
+    def _cell(self) -> np.ndarray:
+        if self._cell_rows is None:
+            raise InvalidInputError(
+                "data", type(self.data).__name__, "this computation reads the rows' (group, "
+                "label) cells in memory; on a Dask dataset only passes run — solve with "
+                "backend='cells' (pf.ProxyCells), or load the rows with pf.Dataset")
+        return self._cell_rows
 
     @property
     def row_cell(self) -> np.ndarray:
