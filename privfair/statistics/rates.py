@@ -1,3 +1,5 @@
+# Over 500 lines: Rates is one class — its names, evaluation (in memory and on Dask workers)
+#   and row-influence bounds share its cached per-row state.
 """The statistics ℓ(c, D) ∈ [0,1]^K of a decision on the data: :func:`rates` and :class:`Rates`
 (names, index expressions, evaluation, the coefficient map, row-influence bounds).
 
