@@ -30,9 +30,12 @@ timed (a one-time cost of seconds, independent of n).
 With ``--dask ROWS``, a Parquet + Dask run: ROWS × ``--dask-features`` rows written to a
 temporary directory (removed afterwards) in ``--partition-rows`` files, read by
 ``pf.Dataset.from_parquet`` on a LocalCluster of ``--workers`` processes (``--worker-memory``
-each): the validation pass, the group-label counts and the public score, with each worker's
-peak RSS, and a subsample check — the first partitions through Dask against the same rows in
-memory at ε = ∞ (max |Δ coefficient|, counts equal).
+each): the validation pass, the group-label counts, the public score and a whole private
+``cells`` solve (the ``cells`` stage's problem with its default held-out check, every read of
+the rows a pass on the workers; ``--no-dask-solve`` skips it), with each worker's peak RSS, and
+a subsample check — the first partitions through Dask against the same rows in memory at
+ε = ∞ (max |Δ coefficient|, counts equal, the cells solve's rule).  The features are written
+as ``--dask-dtype`` (float32 by default; the workers convert each partition to float64).
 
 Usage::
 
@@ -229,7 +232,7 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
 
 
 def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows,
-               persist=False):
+               persist=False, solve=True, dtype="float32"):
     """The Parquet + Dask run (data written to a temporary directory, removed afterwards)."""
     import shutil
     import tempfile
@@ -250,7 +253,7 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         parts = 0
         for s in range(0, rows, partition_rows):
             k = min(partition_rows, rows - s)
-            X, y, sex = make_rows(k, d, seed=1000 + parts)
+            X, y, sex = make_rows(k, d, seed=1000 + parts, dtype=dtype)
             cols = {f"x{j}": X[:, j] for j in range(d)}
             cols.update(sex=sex, y=y)
             pq.write_table(pa.table(cols), os.path.join(path, f"part-{parts:05d}.parquet"))
@@ -287,6 +290,16 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         out["score_s"] = t["median"]
         out["worker_peak_gb"] = sorted(v / 2 ** 20 for v in client.run(
             lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
+        if solve:         # the whole private cells solve on the workers (#19), the default check
+            try:
+                t, res = _timed(lambda: _dask_cells_solve(pf, data), 1)
+                out["solve_s"] = t["median"]
+                out["solve_status"] = res.status
+                out["solve_certificate"] = [res.certificate.epsilon, res.certificate.delta]
+            except Exception as exc:      # noqa: BLE001 - a stage's failure is a result too
+                out["solve_s"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+            out["worker_peak_gb_solve"] = sorted(v / 2 ** 20 for v in client.run(
+                lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         # subsample check at ε = ∞: the first partitions through Dask and in memory
         k = max(1, min(parts, int(math.ceil(check_rows / partition_rows))))
         sub = pf.Dataset.from_dask(data.ddf.partitions[:k], **kw)
@@ -294,6 +307,15 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         out["check_rows"] = sub.n
         out["check_max_abs_coef_diff"] = float(np.max(np.abs(fit_score(sub) - fit_score(mem))))
         out["check_counts_equal"] = bool((sub.counts() == mem.counts()).all())
+        if solve and not isinstance(out.get("solve_s"), dict):
+            # the whole cells solve at ε = ∞ without the held-out split, Dask against memory:
+            # the same edges (exact order statistics), cells, counts and rule
+            inf = pf.DP(math.inf, protect="sensitive")
+            a_, b_ = (_dask_cells_solve(pf, x, inf, holdout=0).decision for x in (sub, mem))
+            out["check_solve_max_abs_diff"] = {
+                name: float(np.max(np.abs(np.asarray(getattr(a_, name)) -
+                                          np.asarray(getattr(b_, name)))))
+                for name in ("score_coef", "proxy_coef", "score_edges", "proxy_edges", "q")}
         out["client_peak_gb"] = _peak_gb()
     finally:
         if client is not None:
@@ -302,6 +324,20 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             cluster.close()
         shutil.rmtree(path, ignore_errors=True)
     return out
+
+
+def _dask_cells_solve(pf, data, privacy=None, **kw):
+    """The ``cells`` stage's problem (ProxyCells(20, 8), demographic parity ≤ 0.02) solved on
+    ``data`` — ε = 1, δ = 1/n², protect="sensitive", the default held-out check unless
+    ``privacy``/``kw`` say otherwise."""
+    import warnings
+
+    r = pf.rates(pf.ProxyCells(20, 8), data)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection[0] - r.selection[1]) <= 0.02])
+    privacy = privacy or pf.DP(1.0, 1.0 / data.n ** 2, protect="sensitive")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # the held-out check's status warnings
+        return prob.solve(privacy, backend="cells", seed=0, progress=False, **kw)
 
 
 def _exponent(ns, ts):
@@ -380,6 +416,10 @@ def main(argv=None):
     ap.add_argument("--check-rows", type=float, default=1e6)
     ap.add_argument("--persist", action="store_true",
                     help="Dask: convert the partitions once and keep them on the workers")
+    ap.add_argument("--no-dask-solve", action="store_true",
+                    help="Dask: skip the whole cells solve (ProxyCells(20, 8), ε = 1)")
+    ap.add_argument("--dask-dtype", default="float32",
+                    help="Dask: the features' type on disk (the workers convert to float64)")
     ap.add_argument("--tmpdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -417,7 +457,8 @@ def main(argv=None):
         dask = spawn({"kind": "dask", "rows": int(a.dask), "d": a.dask_features,
                       "partition_rows": int(a.partition_rows), "workers": a.workers,
                       "worker_memory": a.worker_memory, "tmpdir": a.tmpdir,
-                      "check_rows": int(a.check_rows), "persist": a.persist})
+                      "check_rows": int(a.check_rows), "persist": a.persist,
+                      "solve": not a.no_dask_solve, "dtype": a.dask_dtype})
     print("\n" + report(results, dask))
     if a.json:
         with open(a.json, "w") as fh:
