@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from backends.lagrangian import solver
-from backends.lagrangian import histogram as H
-from backends.lagrangian.models import LinearAdapter
-from backends.lagrangian.split import directions
+from privfair.backends.lagrangian import solver
+from privfair.backends.lagrangian import histogram as H
+from privfair.backends.lagrangian.models import LinearAdapter
+from privfair.backends.lagrangian.split import directions
 from privfair.backends import BACKENDS
 from privfair.errors import InvalidInputError
 from privfair.privacy import Accountant, reduced_noise

@@ -39,7 +39,10 @@ constraints' soft prediction under ``protect="row"`` σ(κ_i·z_i), κ_i = min(5
 10·√P/(‖θ‖·‖x̃_i‖)) (``soft_scale="capped"``, ``models``: never sharper than an angular band
 of θ's direction, #18; for a ``TorchModel`` ‖θ‖ over every parameter); under "sensitive" κ = 5
 unless "capped" is asked, and the group-free totals from the public batch
-(``group_free_totals="batch"``, #19).
+(``group_free_totals="batch"``, #19).  ``clip_blocks="split"`` (opt-in, row unit,
+``LinearClassifier``): the objective's and each constraint direction's row gradients clipped
+separately and λ applied after the release — the same event (``solver``'s second theorem); no
+gain measured on the validation splits (docs/lagrangian.md).
 """
 
 from __future__ import annotations

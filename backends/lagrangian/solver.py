@@ -38,6 +38,31 @@ subsampled-Laplace event, and a per-step unsubsampled Laplace would forfeit ampl
 Under "sensitive" the histogram's noise is further projected on the centred subspace
 (post-processing).
 
+Theorem (privacy, ``clip_blocks="split"``; ``protect="row"``, ``pf.LinearClassifier``).  The
+constraint pieces g_j (``split.directions``) fall into K directions: the pieces ±u + c of one
+|u| ≤ −c have gradients ±∇u at every ℓ, so one direction w_k(ℓ̂) = s_j·∇g_j(ℓ̂) (s_j = ±1)
+serves both, and Σ_j λ_j ∇g_j = Σ_k μ_k w_k with μ_k = Σ_{j ∈ k} s_j λ_j.  Each step releases
+
+    v_i = ( a·h_i/H , b_0·clip_C(∇f_i)/C , b_1·clip_C(∇g_{1,i})/C , … , b_K·clip_C(∇g_{K,i})/C )
+    S_t = Σ_{i ∈ B_t} v_i + N(0, z² I),      a² + Σ_k b_k² = 1,  b_k² = (1 − a²)/(K + 1)
+
+where ∇f_i is the gradient of the row's objective term (coefficients c_f, as above) and ∇g_{k,i}
+that of the row term with coefficients c_k = row_coefficients(w_k(ℓ̂)) — with ``block_scale=
+"max"`` divided first by s_k = max |c_k| (a function of ℓ̂, π̂).  No λ enters v_i.  Proof:
+‖v_i‖² ≤ a²‖h_i‖²/H² + Σ_k b_k²·‖clip_C(·)‖²/C² ≤ a² + Σ_k b_k² = 1 for every row, and every
+coefficient of v_i (c_f, c_k, s_k, and the soft prediction's κ_i) is a function of x_i, y_i, g_i,
+θ and earlier releases only; the blocks are coordinates of one vector, so step t is again the
+Poisson-subsampled Gaussian mechanism with per-row norm 1 and noise multiplier z under
+substitution, and T steps are the *same* event ``subsampled_gaussian_event(z, 1, q, count=T,
+neighbouring="replace")`` as the joint mode (same calibration, schedule and certificate).  The
+primal step ĝ_t = (C/b_0)·S_t[0] + Σ_k μ_k·s_k·(C/b_k)·S_t[k] (s_k = 1 without "max") reads S_t
+and μ, s (earlier releases): post-processing.  What it changes: the constraint's push grows with
+μ_k (it is no longer capped at C per row whatever λ), and so does its noise — σ of ĝ per
+coordinate is z·C·√(1/b_0² + Σ_k μ_k² s_k²/b_k²), against z·C/b in the joint mode (measured
+consequences in docs/lagrangian.md, *Clipping the objective and the constraints separately*).
+Under ``protect="sensitive"``, for a ``TorchModel`` or with ``objective_surrogate="cost_log"``
+(one cross-entropy of the whole row term: nothing to split) the mode is refused at plan time.
+
 Preconditions.  δ > 0; f and every g_j have (sub)gradients (every expression of the language
 does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.statistics.stats`).
 No convexity is needed for privacy; for utility, see docs/lagrangian.md.

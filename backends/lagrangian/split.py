@@ -15,6 +15,11 @@ Why.  A Lagrangian with one multiplier on |u| ≤ γ pushes with λ·sign(u) eve
 makes worse.  With one multiplier per side, each pushes only its own way (the reductions approach
 of Agarwal et al. 2018 writes demographic parity the same way).  Only the optimization changes:
 privacy does not depend on the constraint's form.
+
+Directions (:func:`directions`, for ``clip_blocks="split"``).  The two pieces u + c and −u + c of
+one |u| have gradients ∇u and −∇u at every ℓ: they share one *direction* (one clipped gradient
+block of the per-row vector, ``solver``), the sign saying which way each piece pushes along it.
+Every other piece is its own direction.  Read from the expressions only: public.
 """
 
 from __future__ import annotations
