@@ -49,7 +49,11 @@ Newton terms, then the score's and the proxy's Newton fits in lockstep (one pass
 both, :func:`privfair.statistics.scores.logistic_fits`), then the per-row scores.  T and the
 fits read the proxy's rows blockwise (:class:`passes.ProxyBlocks`) when the default feature map
 applies; T is summed in float64, and only Newton Hessians far from the optimum are float32
-(post-processing; see :mod:`privfair.statistics.scores`).
+(post-processing; see :mod:`privfair.statistics.scores`).  On a Dask dataset
+(``data.rows_on_workers``) the per-row stage runs on the workers too (:func:`cell_tallies`:
+exact quantile edges from order statistics found by passes, then the cells' sums), so a whole
+solve reads the rows only through passes whose results are sums, counts, maxima and the few
+values that pin the released edges (docs/scale.md).
 
 Releases: M1 and M2 are scheduled at plan time (``plan.schedule``; M1's sensitivity max_i ‖u_i‖
 reads X and y, public under this relation) and drawn in ``run`` through
