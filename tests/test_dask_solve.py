@@ -170,3 +170,33 @@ def test_default_solve_holds_out_rows_on_the_workers(client, frame):
     # private: the check's own release is recorded, the solve's certificate is the training's
     priv = _solve(data, pf.DP(1.0, 1e-6, protect="sensitive"))
     assert priv.holdout is not None and priv.holdout.certificate is not None
+
+
+@pytest.mark.parametrize("label_split", [False, True])
+def test_cell_tallies_on_the_workers_are_the_in_memory_ones(client, frame, small_buckets,
+                                                          label_split):
+    # the per-row stage alone (no pf.rates): the edges, N, the soft counts and the first
+    # group's counts from passes on the workers against the n-vectors in memory
+    from privfair.backends.cells import proxy as _proxy
+    from privfair.backends.cells.cells import cell_tallies, per_row_scores
+    from privfair.models.cells import bin_index, quantile_edges
+    from privfair.statistics.scores import fit_score
+
+    data, mem = _on_dask(frame), _memory(frame)
+    ds = pf.ProxyCells(5, 4)
+    features = ds.features_for(mem)
+    theta = np.random.default_rng(1).normal(size=features.dim + 1) * 0.5
+    rule = ds.rule(fit_score(mem), theta, features, False, [], [], np.zeros(ds.n_cells))
+    s, p_xy, p = per_row_scores(mem, rule)
+    se, pe = quantile_edges(s, ds.score_bins), quantile_edges(p, ds.proxy_bins)
+    C = ds.n_cells
+    cell = bin_index(s, se) * ds.proxy_bins + bin_index(p, pe)
+    N = np.bincount(mem.y * C + cell, minlength=2 * C).reshape(2, C)
+    soft = np.bincount(mem.y * C + cell, weights=p_xy, minlength=2 * C).reshape(2, C)
+    counts = _proxy.group_counts((mem.group == 0).astype(float), mem.y, cell, C, label_split)
+    got = cell_tallies(data, rule, ds, label_split)
+    np.testing.assert_array_equal(got[0], se)           # the released edges: the same bits
+    np.testing.assert_array_equal(got[1], pe)
+    np.testing.assert_array_equal(got[2], N)            # counts: exact
+    np.testing.assert_allclose(got[3], soft, rtol=1e-12)
+    np.testing.assert_array_equal(got[4], counts)
