@@ -190,3 +190,15 @@ def test_neighbouring_datasets_pass_and_a_reduced_noise_control_is_refuted():
     A, B = _runs(3000, multiplier=0.25)
     control = check_dp_heldout(A, B, 1.0, 1e-2)
     assert not control.passed, control
+
+
+def test_a_torch_model_is_refused_with_a_typed_error():
+    torch = pytest.importorskip("torch", reason="pf.TorchModel needs torch")
+    data = binary(300, 5)
+    d = data.n_features
+    prob = _eo_problem(data, decisions=pf.TorchModel(lambda: torch.nn.Linear(d, 2),
+                                                     n_features=d, n_classes=2))
+    privacy = pf.DP(1.0, 1e-5, protect="row")
+    b = BACKENDS["lagrangian_sgda"]
+    with pytest.raises(InvalidInputError, match="LinearClassifier"):
+        b.plan(prob, prob.analyze(privacy), privacy, {"clip_blocks": "split"})
