@@ -39,10 +39,7 @@ constraints' soft prediction under ``protect="row"`` σ(κ_i·z_i), κ_i = min(5
 10·√P/(‖θ‖·‖x̃_i‖)) (``soft_scale="capped"``, ``models``: never sharper than an angular band
 of θ's direction, #18; for a ``TorchModel`` ‖θ‖ over every parameter); under "sensitive" κ = 5
 unless "capped" is asked, and the group-free totals from the public batch
-(``group_free_totals="batch"``, #19).  ``clip_blocks="split"`` (opt-in, row unit,
-``LinearClassifier``): the objective's and each constraint direction's row gradients clipped
-separately and λ applied after the release — the same event (``solver``'s second theorem); no
-gain measured on the validation splits (docs/lagrangian.md).
+(``group_free_totals="batch"``, #19).
 """
 
 from __future__ import annotations
@@ -53,12 +50,6 @@ import math
 import numpy as np
 
 from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
-
-#: the most distinct constraint directions ``clip_blocks="split"`` takes: each is one more
-#: clipped gradient block of the per-row vector, so every block's share of the norm (and the
-#: objective's) shrinks as 1/(K + 1) and the step's work grows as K + 1 (docs/lagrangian.md)
-MAX_BLOCKS = 8
-
 
 #: the options this backend reads (docs/lagrangian.md, "Options")
 def _table():
@@ -113,16 +104,6 @@ def _table():
                doc="primal step-size schedule: constant, or cosine decay to 0 over the T steps"),
         Option("dual_schedule", "str", "constant", choices=("constant", "cosine"),
                doc="dual step-size schedule: constant, or cosine decay to 0 over the T steps"),
-        Option("clip_blocks", "str", "joint", choices=("joint", "split"),
-               doc="'joint': each row's whole Lagrangian gradient clipped to C; 'split' "
-                   "(protect='row', pf.LinearClassifier): the objective's and each distinct "
-                   f"constraint direction's row gradients clipped separately (≤ {MAX_BLOCKS} "
-                   "directions), λ applied after the release (equal shares of the gradient "
-                   "norm)"),
-        Option("block_scale", "str", "none", choices=("none", "max"),
-               doc="clip_blocks='split': 'none' clips each direction's row gradient at C; "
-                   "'max' divides the direction's row coefficients by their largest magnitude "
-                   "first (clips at C·s_k), multiplying the released block back by s_k"),
     )
 
 
@@ -144,9 +125,6 @@ def _plan_params():
         Param("soft_scale", str, "the soft_scale a run reads ('auto' resolved)"),
         *from_options(OPTIONS_TABLE, "group_free_totals", "angle_sharpness", "randomize",
                       "dual_ball", "normalize", "dual_scale", "lr_schedule", "dual_schedule"),
-        *from_options(OPTIONS_TABLE, "clip_blocks", "block_scale"),
-        Param("gradient_blocks", int, "gradient blocks of the per-row vector: 1 ('joint'), or "
-                                      "1 + the distinct constraint directions ('split')"),
         Param("private", bool, "whether the steps are private (ε < ∞)"),
     )
 
@@ -187,65 +165,18 @@ def noise_multiplier(epsilon, delta, T, q) -> float:
 
 
 @functools.lru_cache(maxsize=64)
-def _schedule(epsilon, delta, T, q, unit, z, blocks=1):
+def _schedule(epsilon, delta, T, q, unit, z):
     """The plan's one scheduled release, checked against (ε, δ) by the accountant (Schedule's
     own check); cached on its public parameters — a Schedule is immutable and every run opens
     its own Draws on it."""
     from privfair.privacy import Schedule, Scheduled
 
-    return Schedule([Scheduled("steps", _event(z, q, T, unit, blocks))], epsilon, delta)
+    return Schedule([Scheduled("steps", _event(z, q, T, unit))], epsilon, delta)
 
 
-def _gradient_blocks(mode, problem, privacy, o) -> int:
-    """The number of gradient blocks of the per-row vector: 1 for ``clip_blocks="joint"``;
-    1 + K for "split", K the distinct constraint directions (``split.directions``: the ± pieces
-    of one |u| share one) — structural, so public.  "split" is refused (a typed error naming
-    the option, the value and the fix, before anything is spent) where it is not implemented
-    or where K > :data:`MAX_BLOCKS`."""
-    if mode == "joint":
-        return 1
-    from privfair.errors import InvalidInputError
-
-    from .split import directions
-
-    r = problem.rates
-    if privacy.protect != "row":
-        raise InvalidInputError(
-            "clip_blocks", mode, "'split' is implemented for protect='row' only (under "
-            "'sensitive' the group-free part is already public and unclipped); use "
-            "clip_blocks='joint'")
-    if type(r.decisions).__name__ != "LinearClassifier":
-        raise InvalidInputError(
-            "clip_blocks", mode, "'split' is implemented for pf.LinearClassifier only (not "
-            f"{type(r.decisions).__name__}); use clip_blocks='joint'")
-    if o["objective_surrogate"] == "cost_log":
-        raise InvalidInputError(
-            "clip_blocks", mode, "'split' needs the objective's row term apart from the "
-            "constraints', which objective_surrogate='cost_log' merges into one cross-entropy; "
-            "use objective_surrogate='log' or clip_blocks='joint'")
-    _, dirs, _ = directions(problem.g)
-    K = (max(dirs) + 1) if dirs else 0
-    if K > MAX_BLOCKS:
-        raise InvalidInputError(
-            "clip_blocks", mode, f"the constraints have {K} distinct directions (one per "
-            f"|gap| or one-sided piece) and 'split' takes at most {MAX_BLOCKS}: each is a "
-            "block of the per-row norm, so the objective's share would fall to 1/"
-            f"{K + 1}; use clip_blocks='joint', or constrain fewer gaps")
-    return 1 + K
-
-
-def _event(z, q, T, unit="row", blocks=1):
+def _event(z, q, T, unit="row"):
     from privfair.privacy import subsampled_gaussian_event
 
-    if blocks > 1:
-        src = (f"per-row vector (a·h_i/H, b_0·clip_C(∇f_i)/C, b_1·clip_C(∇g_1,i)/C, …, "
-               f"b_{blocks - 1}·clip_C(∇g_{blocks - 1},i)/C), a² + Σ b_k² = 1: h_i = p_i ⊗ "
-               "e_(g_i, y_i), ‖h_i‖ ≤ 1 (H = 1); the objective's and each constraint "
-               "direction's row gradient clipped to C separately, λ applied after the release "
-               "(one row replaced) → per-row norm ≤ 1")
-        return subsampled_gaussian_event(
-            z, 1.0, q, count=T, neighbouring="replace", sensitivity_source=src,
-            label="lagrangian_sgda steps (histogram + gradient, one Poisson batch each)")
     src = ("per-row vector (a·h_i/H, b·clip_C(∇ψ_i)/C), a² + b² = 1: " + (
         "h_i = p_i ⊗ e_(g_i, y_i), ‖h_i‖ ≤ ‖p_i‖₁ = 1 (H = 1), ∇ψ_i the row's Lagrangian "
         "gradient clipped to C (one row replaced)" if unit == "row" else
@@ -325,8 +256,7 @@ class LagrangianSGDA(Backend):
         "rates_estimate": (RELEASED, "ℓ̂ from the EMA of the released histograms"),
         "noise_multiplier": (PUBLIC, "z from ε, δ, T, q (plan time)"),
         "histogram_noise": (PUBLIC, "σ of a histogram cell per step: z·H/a"),
-        "gradient_noise": (PUBLIC, "σ of the gradient sum per step: z·C/b (of each gradient "
-                                   "block's, z·C/b_k, under clip_blocks='split')"),
+        "gradient_noise": (PUBLIC, "σ of the gradient sum per step: z·C/b"),
         "checkpoint_steps": (PUBLIC, "the planned checkpoint steps"),
         "unit": (PUBLIC, "the privacy unit"),
         "output": (PUBLIC, "the output rule"),
@@ -374,7 +304,6 @@ class LagrangianSGDA(Backend):
                 "objective_surrogate", "cost_log",
                 "'cost_log' is implemented for a binary pf.LinearClassifier without a rate "
                 "surrogate; use 'log' here")
-        n_blocks = _gradient_blocks(o["clip_blocks"], problem, privacy, o)
         if o.get("batch_size"):
             q = min(1.0, max(1.0 / n, min(float(n), o["batch_size"]) / n))
         else:
@@ -399,19 +328,13 @@ class LagrangianSGDA(Backend):
                   "angle_sharpness": o["angle_sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
                   "dual_scale": o["dual_scale"], "lr_schedule": o["lr_schedule"],
-                  "dual_schedule": o["dual_schedule"], "clip_blocks": o["clip_blocks"],
-                  "block_scale": o["block_scale"],
-                  "gradient_blocks": n_blocks, "private": private}
+                  "dual_schedule": o["dual_schedule"], "private": private}
         budget, notes = [], []
         sched = None
         if private:
-            sched = _schedule(privacy.epsilon, privacy.delta, T, q, privacy.protect, z,
-                              n_blocks)
+            sched = _schedule(privacy.epsilon, privacy.delta, T, q, privacy.protect, z)
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}, z = {z:.3g}): "
-                           + ("histogram and clipped Lagrangian gradient in one release"
-                              if n_blocks == 1 else
-                              f"histogram and {n_blocks} separately clipped gradient blocks "
-                              "(objective, constraint directions) in one release"),
+                           "histogram and clipped Lagrangian gradient in one release",
                            privacy.epsilon, privacy.delta))
         notes.append("predicted excess risk ∞: no utility theorem is proved for this non-convex "
                      "game; ranked on measured behaviour (docs/lagrangian.md)")
@@ -471,7 +394,7 @@ class LagrangianSGDA(Backend):
         Hb = math.sqrt(1 - 1 / r.G) if P["protect"] == "sensitive" else 1.0
         info = {"lambda": state["lambda"], "rates_estimate": state["rates_estimate"],
                 "noise_multiplier": z, "histogram_noise": z * Hb / math.sqrt(a2),
-                "gradient_noise": z * C / math.sqrt((1 - a2) / P.get("gradient_blocks", 1)),
+                "gradient_noise": z * C / math.sqrt(1 - a2),
                 "checkpoint_steps": list(P["checkpoint_steps"]), "unit": P["protect"],
                 "output": P["output"]}
         return Result(self.name, decisions, weights, r.decisions, plan=plan, trace=trace,

@@ -38,31 +38,6 @@ subsampled-Laplace event, and a per-step unsubsampled Laplace would forfeit ampl
 Under "sensitive" the histogram's noise is further projected on the centred subspace
 (post-processing).
 
-Theorem (privacy, ``clip_blocks="split"``; ``protect="row"``, ``pf.LinearClassifier``).  The
-constraint pieces g_j (``split.directions``) fall into K directions: the pieces ±u + c of one
-|u| ≤ −c have gradients ±∇u at every ℓ, so one direction w_k(ℓ̂) = s_j·∇g_j(ℓ̂) (s_j = ±1)
-serves both, and Σ_j λ_j ∇g_j = Σ_k μ_k w_k with μ_k = Σ_{j ∈ k} s_j λ_j.  Each step releases
-
-    v_i = ( a·h_i/H , b_0·clip_C(∇f_i)/C , b_1·clip_C(∇g_{1,i})/C , … , b_K·clip_C(∇g_{K,i})/C )
-    S_t = Σ_{i ∈ B_t} v_i + N(0, z² I),      a² + Σ_k b_k² = 1,  b_k² = (1 − a²)/(K + 1)
-
-where ∇f_i is the gradient of the row's objective term (coefficients c_f, as above) and ∇g_{k,i}
-that of the row term with coefficients c_k = row_coefficients(w_k(ℓ̂)) — with ``block_scale=
-"max"`` divided first by s_k = max |c_k| (a function of ℓ̂, π̂).  No λ enters v_i.  Proof:
-‖v_i‖² ≤ a²‖h_i‖²/H² + Σ_k b_k²·‖clip_C(·)‖²/C² ≤ a² + Σ_k b_k² = 1 for every row, and every
-coefficient of v_i (c_f, c_k, s_k, and the soft prediction's κ_i) is a function of x_i, y_i, g_i,
-θ and earlier releases only; the blocks are coordinates of one vector, so step t is again the
-Poisson-subsampled Gaussian mechanism with per-row norm 1 and noise multiplier z under
-substitution, and T steps are the *same* event ``subsampled_gaussian_event(z, 1, q, count=T,
-neighbouring="replace")`` as the joint mode (same calibration, schedule and certificate).  The
-primal step ĝ_t = (C/b_0)·S_t[0] + Σ_k μ_k·s_k·(C/b_k)·S_t[k] (s_k = 1 without "max") reads S_t
-and μ, s (earlier releases): post-processing.  What it changes: the constraint's push grows with
-μ_k (it is no longer capped at C per row whatever λ), and so does its noise — σ of ĝ per
-coordinate is z·C·√(1/b_0² + Σ_k μ_k² s_k²/b_k²), against z·C/b in the joint mode (measured
-consequences in docs/lagrangian.md, *Clipping the objective and the constraints separately*).
-Under ``protect="sensitive"``, for a ``TorchModel`` or with ``objective_surrogate="cost_log"``
-(one cross-entropy of the whole row term: nothing to split) the mode is refused at plan time.
-
 Preconditions.  δ > 0; f and every g_j have (sub)gradients (every expression of the language
 does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.statistics.stats`).
 No convexity is needed for privacy; for utility, see docs/lagrangian.md.
@@ -118,22 +93,6 @@ def _schedule_factor(kind, t, T):
     raise ValueError(f"unknown step-size schedule {kind!r}")     # the option table refuses it first
 
 
-def block_sums(adapter, theta, idx, uf, udirs, clip=None, need=None):
-    """``clip_blocks="split"``: [Σ_i clip_C(∇f_i), Σ_i clip_C(∇g_{1,i}), …] over the rows
-    ``idx`` — the objective's row gradient (coefficients ``uf``, (len(idx), L)) and each
-    direction's (``udirs[k]``), each clipped to C *separately* (the adapter's per-row clipping
-    of one term; None: no clipping).  ``need[k]`` False returns zeros for block k without
-    computing it (its sum is multiplied by 0 afterwards)."""
-    Pdim = adapter.P
-    z = np.zeros_like(np.asarray(uf, dtype=float))
-    need = need or [True] * (1 + len(udirs))
-    out = [adapter.grad_sum(theta, idx, uf, z, clip=clip)[0] if need[0] else np.zeros(Pdim)]
-    for k, u in enumerate(udirs):
-        out.append(adapter.grad_sum(theta, idx, z, u, clip=clip)[0] if need[k + 1]
-                   else np.zeros(Pdim))
-    return out
-
-
 def train(problem, adapter, P, draws, gen, progress=False):
     """Run the loop of the module docstring; returns (checkpoints, trace, state).
 
@@ -154,24 +113,9 @@ def train(problem, adapter, P, draws, gen, progress=False):
         floor = np.maximum(floor, np.asarray(q_declared))
     from .split import split
 
-    from .split import directions
-
     f = problem.f
-    if P.get("split", True):
-        gs, dir_of, sign_of = directions(problem.g)
-    else:
-        gs = list(problem.g)
-        dir_of, sign_of = list(range(len(gs))), [1] * len(gs)
+    gs = [p for g in problem.g for p in split(g)] if P.get("split", True) else list(problem.g)
     J = len(gs)
-    # clip_blocks="split": one clipped gradient block for the objective and one per distinct
-    # constraint direction, equal shares b_k² = b²/(K + 1) (module docstring, second theorem)
-    blocks = P.get("clip_blocks", "joint") == "split"
-    Kd = (max(dir_of) + 1) if (blocks and J) else 0
-    bk = b / math.sqrt(Kd + 1)
-    bscale = P.get("block_scale", "none")
-    first = {}
-    for j, d in enumerate(dir_of):
-        first.setdefault(d, j)
     lam = np.zeros(J)
     beta = P["ema"]
     totals_batch = P.get("group_free_totals", "exact") == "batch"
@@ -197,27 +141,9 @@ def train(problem, adapter, P, draws, gen, progress=False):
         dfac = _schedule_factor(dsched, t, T)
         ell, pi = H.rates_from_counts(Cest, lay, m, floor)
         wf = np.asarray(f.grad(ell), dtype=float)
-        if blocks:
-            # the directions' coefficients (no λ: it multiplies the released blocks) and the
-            # signed multiplier of each direction, μ_k = Σ_{j ∈ k} s_j λ_j
-            cdir = [H.row_coefficients(sign_of[first[k]] * np.asarray(
-                gs[first[k]].grad(ell), dtype=float), lay, pi) for k in range(Kd)]
-            mu = np.zeros(Kd)
-            np.add.at(mu, np.asarray(dir_of, dtype=np.int64), lam * np.asarray(sign_of, float))
-            if bscale == "max":
-                # each direction's coefficients divided by their largest magnitude (a function
-                # of ℓ̂, π̂: earlier releases), the block multiplied back after the release —
-                # i.e. direction k clipped at C·s_k, so a small cell's rows (coefficient
-                # ≈ 1/π̂) keep their weight against a large cell's instead of all being cut to C
-                sk = np.array([max(float(np.abs(c).max()), 1e-12) for c in cdir])
-                cdir = [c / sk[k] for k, c in enumerate(cdir)]
-                mu = mu * sk
-            wg = np.zeros(lay.K)
-        else:
-            wg = sum((lam[j] * np.asarray(gs[j].grad(ell), dtype=float) for j in range(J)),
-                     np.zeros(lay.K)) if J else np.zeros(lay.K)
+        wg = sum((lam[j] * np.asarray(gs[j].grad(ell), dtype=float) for j in range(J)),
+                 np.zeros(lay.K)) if J else np.zeros(lay.K)
         cf, cg = H.row_coefficients(wf, lay, pi), H.row_coefficients(wg, lay, pi)
-        s_ = 1.0
         if P.get("normalize", False):
             # the primal step on (f + λᵀg)/(1 + ‖λ‖₁): the same direction, a step that stays
             # bounded however large the multipliers grow (see ``dual_project``)
@@ -226,24 +152,7 @@ def train(problem, adapter, P, draws, gen, progress=False):
         idx = poisson(gen, n, q)
         gi, yi = g_all[idx], y_all[idx]
         Pb = adapter.probs(theta, idx)
-        if blocks:
-            # λ enters after the release (post-processing): a direction with μ_k = 0 adds
-            # nothing to the step, so its (released) block need not be computed
-            need = [True] + [bool(mu[k] != 0.0) for k in range(Kd)]
-            sums = block_sums(adapter, theta, idx, cf[gi, yi],
-                              [c[gi, yi] for c in cdir],
-                              clip=C if draws is not None else None, need=need)
-            hist = H.batch_counts(gi, yi, Pb, G, L)
-            pub_tot = None
-            if draws is not None:
-                noise = np.asarray(draws.gaussian_noise("steps", (Dh + (Kd + 1) * adapter.P,)),
-                                   dtype=float)
-                hist = hist + noise[:Dh].reshape(G, L, L) * (Hb / a)
-                sums = [S + noise[Dh + k * adapter.P: Dh + (k + 1) * adapter.P] * (C / bk)
-                        for k, S in enumerate(sums)]
-            gsum = sums[0] + sum((s_ * mu[k] * sums[k + 1] for k in range(Kd)),
-                                 np.zeros(adapter.P))
-        elif not sensitive:
+        if not sensitive:
             gsum, k = adapter.grad_sum(theta, idx, cf[gi, yi], cg[gi, yi],
                                        clip=C if draws is not None else None)
             hist = H.batch_counts(gi, yi, Pb, G, L)
@@ -269,7 +178,7 @@ def train(problem, adapter, P, draws, gen, progress=False):
                                          adapter.probs(theta, idx2), 1, L)[0]
             else:
                 pub_tot = adapter.label_totals(theta, L) * q
-        if draws is not None and not blocks:
+        if draws is not None:
             noise = np.asarray(draws.gaussian_noise("steps", (Dh + adapter.P,)), dtype=float)
             hist = hist + noise[:Dh].reshape(G, L, L) * (Hb / a)
             gsum = gsum + noise[Dh:] * (C / b)

@@ -15,11 +15,6 @@ Why.  A Lagrangian with one multiplier on |u| ≤ γ pushes with λ·sign(u) eve
 makes worse.  With one multiplier per side, each pushes only its own way (the reductions approach
 of Agarwal et al. 2018 writes demographic parity the same way).  Only the optimization changes:
 privacy does not depend on the constraint's form.
-
-Directions (:func:`directions`, for ``clip_blocks="split"``).  The two pieces u + c and −u + c of
-one |u| have gradients ∇u and −∇u at every ℓ: they share one *direction* (one clipped gradient
-block of the per-row vector, ``solver``), the sign saying which way each piece pushes along it.
-Every other piece is its own direction.  Read from the expressions only: public.
 """
 
 from __future__ import annotations
@@ -29,31 +24,6 @@ import math
 
 def split(g) -> list:
     """The one-sided pieces of ``g`` (scalar expressions); ``[g]`` when nothing splits."""
-    return [p for p, _, _ in split_directions(g)]
-
-
-def directions(constraints) -> tuple:
-    """(pieces, direction of each piece, sign of each piece) over all ``constraints``.
-
-    Two pieces share a direction when their gradients are ± one another's at every ℓ: the
-    pieces u + c and −u + c of one |u| (``clip_blocks="split"`` clips and releases one row
-    gradient per direction, ``solver``).  Directions are numbered 0..K−1 in order of first
-    appearance; the sign is +1 for the piece whose gradient is the direction's, −1 for its
-    mirror.  Structural (read from the expressions): public."""
-    pieces, dirs, signs = [], [], []
-    base = 0
-    for g in constraints:
-        trip = split_directions(g)
-        for p, d, s in trip:
-            pieces.append(p)
-            dirs.append(base + d)
-            signs.append(s)
-        base += 1 + max(d for _, d, _ in trip)
-    return pieces, dirs, signs
-
-
-def split_directions(g) -> list:
-    """``split(g)`` with, for each piece, (piece, direction index within g, sign ±1)."""
     from privfair.expr.affine import Add
     from privfair.expr.elementwise import Abs
     from privfair.expr.maximum import Maximum
@@ -68,23 +38,17 @@ def split_directions(g) -> list:
             const = sum(float(a.value([0.0] * g.K)) if g.K else float(a.value([]))
                         for a in consts)
 
-    # each piece is (expression, margin, direction key, sign); a |u| gives one key to ±u
-    key = iter(range(1 << 30))
-
     def pieces(h, margin):
         if h.shape != ():
-            return ([(h[i], margin, next(key), 1) for i in range(h.size)]
-                    if hasattr(h, "size") else [(h, margin, next(key), 1)])
+            return [(h[i], margin) for i in range(h.size)] if hasattr(h, "size") else [(h, margin)]
         if isinstance(h, Abs):
             u = h.args[0]
             if u.shape != ():
                 out = []
                 for i in range(u.size):
-                    k = next(key)
-                    out += [(u[i], margin, k, 1), (-u[i], margin, k, -1)]
+                    out += [(u[i], margin), (-u[i], margin)]
                 return out
-            k = next(key)
-            return [(u, margin, k, 1), (-u, margin, k, -1)]
+            return [(u, margin), (-u, margin)]
         if isinstance(h, Maximum):
             out = []
             for a in h.args:
@@ -97,16 +61,12 @@ def split_directions(g) -> list:
             for a in h.args:
                 out += _flat(pieces, a, margin + extra)
             return out
-        return [(h, margin, next(key), 1)]
+        return [(h, margin)]
 
     if len(body) != 1 or body[0] is g:
-        return [(g, 0, 1)]
-    out = [(p + (const + mg), k, s) for p, mg, k, s in pieces(body[0], 0.0)]
-    if not out:
-        return [(g, 0, 1)]
-    # renumber the keys 0..K−1 in order of first appearance
-    ren = {}
-    return [(p, ren.setdefault(k, len(ren)), s) for p, k, s in out]
+        return [g]
+    out = [p + (const + mg) for p, mg in pieces(body[0], 0.0)]
+    return out or [g]
 
 
 def _flat(pieces, a, margin):
