@@ -40,8 +40,12 @@ def Layout(rates):
 
 def batch_counts(g, y, P, G, L) -> np.ndarray:
     """C[g, y, ŷ] = Σ_rows p(ŷ) for the rows (g, y, P) of a batch: shape (G, L, L)."""
-    C = np.zeros((G * L, L))
-    np.add.at(C, np.asarray(g) * L + np.asarray(y), np.asarray(P, dtype=float))
+    cell = np.asarray(g) * L + np.asarray(y)
+    P = np.asarray(P, dtype=float)
+    # one bincount per predicted label: the same sums as ``np.add.at(C, cell, P)`` (each
+    # cell adds its rows' masses in row order, from 0), ~10× faster on a batch (#19)
+    C = np.stack([np.bincount(cell, weights=P[:, j], minlength=G * L) for j in range(L)],
+                 axis=1) if cell.size else np.zeros((G * L, L))
     return C.reshape(G, L, L)
 
 
