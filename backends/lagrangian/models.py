@@ -160,10 +160,16 @@ class LinearAdapter:
             cap = int(k * 1.1) + 16
             self._bufs = (np.empty((cap, self.d + 1)),
                           np.empty((cap, self.d)) if isinstance(self.rows, ArrayRows) else None)
+            self._bufs[0][:, -1] = 1.0       # the intercept column, written once: a batch
+            #                                  fills the features only (one strided pass less)
         Zb, Gb = self._bufs
         X = (self.rows.gather(idx_a, out=Gb[:k]) if Gb is not None
              else self.rows.gather(idx_a))
-        Z = self._fill(Zb[:k], X, None if self.scale is None else self.scale[idx_a])
+        Z = Zb[:k]
+        if self.scale is None:
+            Z[:, :-1] = X
+        else:
+            np.multiply(X, self.scale[idx_a][:, None], out=Z[:, :-1])
         self._batch = (idx, Z)          # holding idx keeps its identity unique
         self._cache = {}
         return Z
