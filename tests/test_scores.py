@@ -138,3 +138,24 @@ def test_docs_scale_in_memory_examples_run():
         exec(compile(code, "docs/scale.md", "exec"), ns)
     assert ns["counts"].sum() == ns["data"].n == 100_000
     np.testing.assert_allclose(ns["Xty"][0], ns["y"].sum())
+
+
+def test_the_fit_stops_at_working_precision_instead_of_halving_forever(monkeypatch):
+    """A tolerance below what f can resolve (at 8·10⁷ rows f ≈ 5·10⁷, rounding ~10⁻⁸ ≫ the
+    default 10⁻¹⁰; here tol = 10⁻³⁰⁰ on 400 rows plays that part) must not send the line search
+    halving t to 10⁻¹⁰ at every step — each halving is a pass over the rows (387 of them on one
+    Dask fit, #19).  The fit stops once λ²/2 < 16·eps·|f| and returns the same θ."""
+    X, y = _data(n=400, d=3, seed=4)
+    Z = np.hstack([np.ones((400, 1)), X])
+    T = Z.T @ y
+    calls = {"value": 0}
+    real = passes.logistic_value
+
+    def counting(*args, **kw):
+        calls["value"] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(passes, "logistic_value", counting)
+    theta = logistic_from_statistic(Z, T, tol=1e-300)
+    np.testing.assert_allclose(theta, _dense_newton(Z, T), rtol=1e-9, atol=1e-11)
+    assert calls["value"] <= 2          # a halving or two at most; the storm was ~35 a step
