@@ -28,23 +28,9 @@ __all__ = ["blas_single_thread", "logistic_from_statistic", "logistic_fits", "fi
            "proxy_sensitivity", "proxy_event", "group_counts", "counts_event", "shrink"]
 
 
+from privfair.util.threads import blas_single_thread  # noqa: E402,F401
 from privfair.statistics.scores import (fit_score, logistic_fits,  # noqa: E402,F401
                                        logistic_from_statistic)
-
-
-def blas_single_thread():
-    """A context limiting BLAS to one thread (when threadpoolctl is installed).
-
-    The Hessians here are small (d ≤ ~200) products over n rows; on a loaded machine BLAS
-    threads spin-waiting for cores cost 10–20× the single-threaded time.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 def proxy_statistic(U, in_group) -> np.ndarray:

@@ -49,6 +49,8 @@ import math
 
 import numpy as np
 
+from privfair.util.threads import blas_single_thread
+
 from . import histogram as H
 
 
@@ -67,23 +69,6 @@ def poisson(gen, n, q):
         return np.arange(n)
     k = int(gen.binomial(n, q))
     return gen.choice(n, size=k, replace=False, shuffle=False) if k else np.zeros(0, np.int64)
-
-
-def blas_single_thread():
-    """A context limiting BLAS to one thread (when threadpoolctl is installed).
-
-    Why (#19): a step's products are over one Poisson batch (n/62.5 rows × P columns: a
-    matrix-vector product of ~1 ms at 10⁶ rows); with two OpenBLAS threads on a loaded machine
-    the threads spin-wait for cores and such a product cost 10–20× its single-threaded CPU time
-    (measured: 7.5 ms against 0.37 ms for 16,000 × 102).  Threads change nothing but float
-    summation order.  (``backends.cells.proxy`` has the same context for its Hessians.)"""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional (installed with scikit-learn)
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 def dual_project(v, bound, ball="l1"):
