@@ -167,9 +167,9 @@ def main(argv=None):
         row_delta = lambda n: 1e-5  # noqa: E731
         sens_delta = lambda n: 1.0 / n ** 2  # noqa: E731
         _, adult_secs = run_setting("Adult", mk, "dp", 0.005, "row", row_delta, seeds, opts)
-        # RaCO-DP's own setting: their 0.0042 was measured with γ = 0.01 asked (ALGORITHMS.md
-        # §10), so the anchor's point is compared here at the same γ; the row above asks the
-        # issue's 0.005 itself
+        # RaCO-DP's own setting: their 0.0042 was measured with γ = 0.01 asked (the paper's
+        # project page; docs/lagrangian.md), so the anchor's point is compared here at the same
+        # γ; the row above asks the 0.005 itself
         run_setting("Adult (RaCO-DP's γ)", mk, "dp", 0.01, "row", row_delta, seeds, opts)
         run_setting("Adult", mk, "eo", 0.02, "row", row_delta, seeds, opts)
         run_setting("Adult", mk, "dp", 0.01, "sensitive", sens_delta, seeds, opts)

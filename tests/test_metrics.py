@@ -100,9 +100,13 @@ def test_metricframe_agrees_on_expected_predictions(fitted):
     from privfair.sklearn import PrivateFairClassifier
 
     X, y, sex, _, _ = fitted
+    # holdout_on_violation="warn": on 240 held-out rows the parity check is uninformative (its
+    # interval is ½ wide) and its estimate misses 0.1, so the default returns the constant rule
+    # (docs/trust.md); this test needs the trained, randomized rule
     clf = PrivateFairClassifier(groups=["Female", "Male"], decision_set="cells",
                                 constraint="demographic_parity", level=0.1, epsilon=4.0,
-                                seed=0).fit(X, y, sensitive_features=sex)
+                                seed=0, holdout_on_violation="warn").fit(
+        X, y, sensitive_features=sex)
     q = clf.predict_proba(X)[:, 1]
     assert np.any((q > 0) & (q < 1))               # a randomized rule: fractional predictions
     yv, av = y.to_numpy(), sex.to_numpy()
