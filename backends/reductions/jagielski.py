@@ -208,10 +208,11 @@ def regression_sensitivity(rates, w, x1, group_mass_bound=None, constants=None):
 
 
 # ----------------------------------------------------------------------------- [J] Algorithm 1
-def cell_counts(yhat, group, y, G):
-    """Counts N[ŷ, g, y] (shape (2, G, 2)) — private; released only through the Laplace mechanism."""
+def cell_counts(yhat, group, y, G, K=2):
+    """Counts N[k, g, y] (shape (K, G, 2)) of the base level k (the binary ŷ when K = 2) —
+    private; released only through the Laplace mechanism."""
     flat = (yhat.astype(np.int64) * G + group) * 2 + y
-    return np.bincount(flat, minlength=4 * G).reshape(2, G, 2).astype(float)
+    return np.bincount(flat, minlength=2 * K * G).reshape(K, G, 2).astype(float)
 
 
 def thm31_slack(den_a, den_b, n_groups, epsilon, beta):
@@ -222,35 +223,43 @@ def thm31_slack(den_a, den_b, n_groups, epsilon, beta):
     return 4.0 * math.log(4 * n_groups / beta) / (min(den_a, den_b) * epsilon)
 
 
-def solve_lp(Nt, n, w_joint, pairs, slacks):
+def solve_lp(Nt, n, w_joint, pairs, slacks, monotone=False):
     """[J] LP (1) on released counts: min f̃(p) s.t. P̃1_a(p) − P̃1_b(p) ≤ γ_k + slack_k,
-    0 ≤ p ≤ 1, with p[ŷ, g] = P(ỹ = 1 | Ŷ = ŷ, A = g).
+    0 ≤ p ≤ 1, with p[k, g] = P(ỹ = 1 | base level k, A = g) (k = ŷ for a binary base).
 
-    ``Nt`` (2, G, 2): released counts, clamped at 0; joint cells are Nt·p/n, rates
-    Σ_ŷ Nt[ŷ,g,y]·p[ŷ,g]/den[g,y] with den = max(Σ_ŷ Nt[ŷ,g,y], 1).  ``w_joint`` (G, 2, 2):
-    the objective's weights on joint[g, y, ŷ].  p = 0 is always feasible (every rate 0) when
-    γ_k ≥ 0.  Returns (p (2, G), status text).
+    ``Nt`` (K, G, 2): released counts, clamped at 0; joint cells are Nt·p/n, rates
+    Σ_k Nt[k,g,y]·p[k,g]/den[g,y] with den = max(Σ_k Nt[k,g,y], 1).  ``w_joint`` (G, 2, 2):
+    the objective's weights on joint[g, y, ŷ].  ``monotone``: p[k, g] ≤ p[k + 1, g] — the
+    derived predictors of a score that are randomized group thresholds (Hardt et al. 2016 §4:
+    every point of a group's ROC hull is one), which keeps the LP from picking single levels
+    whose noisy counts happen to look good.  p = 0 is always feasible (every rate 0) when
+    γ_k ≥ 0.  Returns (p (K, G), status text).
     """
     from scipy.optimize import linprog
 
-    G = Nt.shape[1]
+    K, G = Nt.shape[0], Nt.shape[1]
     den = np.maximum(Nt.sum(axis=0), 1.0)                    # (G, 2)
-    # objective: Σ_{g,y} (w1 − w0)·Σ_ŷ Nt[ŷ,g,y] p[ŷ,g] / n  (+ constant)
-    cost = np.zeros((2, G))
-    for yh in (0, 1):
-        cost[yh] = (Nt[yh] * (w_joint[:, :, 1] - w_joint[:, :, 0])).sum(axis=1) / n
+    # objective: Σ_{g,y} (w1 − w0)·Σ_k Nt[k,g,y] p[k,g] / n  (+ constant)
+    cost = (Nt * (w_joint[:, :, 1] - w_joint[:, :, 0])[None]).sum(axis=2) / n    # (K, G)
     rows, rhs = [], []
     for pr, s in zip(pairs, slacks):
-        row = np.zeros((2, G))
+        row = np.zeros((K, G))
         row[:, pr.a] += Nt[:, pr.a, pr.y] / den[pr.a, pr.y]
         row[:, pr.b] -= Nt[:, pr.b, pr.y] / den[pr.b, pr.y]
         rows.append(row.ravel())
         rhs.append(pr.gamma + s)
+    if monotone:
+        for k in range(K - 1):
+            for g in range(G):
+                row = np.zeros((K, G))
+                row[k, g], row[k + 1, g] = 1.0, -1.0
+                rows.append(row.ravel())
+                rhs.append(0.0)
     kw = {"A_ub": np.array(rows), "b_ub": np.array(rhs)} if rows else {}
-    res = linprog(cost.ravel(), bounds=[(0.0, 1.0)] * (2 * G), method="highs", **kw)
+    res = linprog(cost.ravel(), bounds=[(0.0, 1.0)] * (K * G), method="highs", **kw)
     if res.status != 0 or res.x is None:
-        return np.zeros((2, G)), f"LP failed ({res.message}); returned the feasible p = 0"
-    return np.clip(res.x.reshape(2, G), 0.0, 1.0), "optimal"
+        return np.zeros((K, G)), f"LP failed ({res.message}); returned the feasible p = 0"
+    return np.clip(res.x.reshape(K, G), 0.0, 1.0), "optimal"
 
 
 def thm31_bounds(n_groups, m, epsilon, beta, q_min):
