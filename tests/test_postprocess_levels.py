@@ -211,11 +211,28 @@ def test_row_rule_is_a_monotone_threshold_table_of_the_released_margin(data, row
     # the rule is the monotone LP on the *unclamped* released counts (post-processing)
     Nt = res.info["released_counts"]
     assert Nt.shape == (K, 2, 2)
+    assert (Nt < 0).any()       # seed 0 draws negative counts: clamping them would change p
     pairs, _, w_joint = problem_shape(res.plan.problem)
     p, status = J.solve_lp(Nt, data.n, w_joint, pairs, res.info["slack"], True)
     assert status == "optimal" and np.allclose(p, rule.p)
     assert res.info["slack"] == [0.0] * len(pairs)            # slack 'auto' → 'none' for K > 2
     assert {"base_theta", "cuts"} <= set(get_backend("postprocessing").exposes)
+
+
+def test_row_counts_are_the_levels_of_the_released_theta():
+    """With the noise scaled to nothing (the audit's ``reduced_noise``), the released counts are
+    exactly N[k, a, y] of the levels of the released θ's margin: the second release reads the
+    first one's output, not some other fit."""
+    from privfair.privacy import reduced_noise
+
+    D = make(2000, 8)
+    with reduced_noise(1e-9):
+        res = solve(eo_problem(D), ROW, seed=1)
+    theta = res.info["base_theta"]
+    levels = score_levels(LinearScore(tuple(theta)), D.X, DEFAULT_MARGIN_CUTS)
+    N = J.cell_counts(levels, D.group, D.y, 2, len(DEFAULT_MARGIN_CUTS) + 1)
+    assert np.abs(res.info["released_counts"] - N).max() < 1e-3
+    assert (N.sum(axis=(1, 2)) > 0).sum() >= 5                # the rows spread over the levels
 
 
 def test_row_prediction_reads_the_group(data, row_result):
@@ -316,6 +333,23 @@ def test_monotone_lp_meets_each_gap_on_its_counts(y):
     assert abs(free_rate[0] - free_rate[1]) > gamma + 0.05
 
 
+def test_monotonicity_is_imposed_not_incidental():
+    """Many levels on few rows: the released counts are noisy enough that the LP without the
+    monotone constraint picks a non-threshold table, and the released rule is still monotone —
+    the monotone LP on exactly those counts."""
+    D = make(1200, 6)
+    prob = eo_problem(D, 0.1, decisions=pf.PostProcessed(pf.LinearClassifier(3), bins=48))
+    res = solve(prob, pf.DP(0.5), seed=3)
+    Nt = res.info["released_counts"]
+    assert Nt.shape == (48, 2, 2)
+    pairs, _, w_joint = problem_shape(prob)
+    free, _ = J.solve_lp(Nt, D.n, w_joint, pairs, res.info["slack"])
+    assert np.any(np.diff(free, axis=0) < -0.5)               # the control: no threshold
+    assert np.all(np.diff(res.decision.p, axis=0) >= -1e-12)
+    mono, _ = J.solve_lp(Nt, D.n, w_joint, pairs, res.info["slack"], True)
+    assert np.allclose(mono, res.decision.p)
+
+
 # --------------------------------------------------------------------------- parity and slack
 @pytest.mark.parametrize("privacy", [ROW, pf.DP(1.0)], ids=["row", "sensitive"])
 def test_parity_gap_of_the_released_rule_holds_on_the_released_counts(data, privacy):
@@ -354,6 +388,10 @@ def test_paper_slack_is_kept_for_equalized_odds_of_a_binary_base(data):
     plan = eo_problem(data, decisions=binary).plan(pf.DP(1.0), backend="postprocessing").chosen
     assert plan.params["slack"] == "paper" and plan.params["levels"] == 2
     assert math.isfinite(plan.params["error_bound"])
+    # a parity gap of the same binary base: 'auto' gives no slack and predicts no bound
+    plan = parity_problem(data, decisions=binary).plan(pf.DP(1.0),
+                                                       backend="postprocessing").chosen
+    assert plan.params["slack"] == "none" and math.isinf(plan.predicted_excess_risk)
 
 
 def test_margin_tightens_each_gap_by_its_released_standard_error(data):
