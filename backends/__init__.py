@@ -68,7 +68,8 @@ REGISTRY: tuple = (
           "the general loss-vector method ([A] Algorithm 2): T private oracle calls and T − 1 "
           "loss releases; frank_wolfe (the same loss vectors, a smooth h) first on a tie"),
     Entry("postprocessing", ".reductions.postprocessing", 4,
-          "[J] Algorithm 1: Laplace cell counts and an LP, for equalized-odds-type constraints"),
+          "[J] Algorithm 1: Laplace cell counts and an LP, for equalized-odds and parity gaps "
+          "(randomized group thresholds of a base score)"),
     Entry("oracle_learner", ".reductions.oracle_learner", 5,
           "[J] Algorithm 3: a private Lagrangian game, many oracle releases"),
     Entry("output_perturbation", ".erm.output_perturbation", 6,

@@ -21,6 +21,8 @@ import numpy as np
 # its names stay importable from here
 from privfair.analysis.gap_terms import Knob, Term, Unsupported, extract_terms, objective_weights  # noqa: F401
 
+#: the label index of a selection-rate pair (P(ŷ = 1 | g), both labels): demographic parity
+SELECTION = -1
 #: confidence parameter β of the utility bounds (failure probability), unless given
 BETA = 0.05
 #: relative slack of the exponential mechanism's exact sampler (ε rounded down to 12 significant
@@ -28,12 +30,15 @@ BETA = 0.05
 SAMPLER_SLACK = 1.002
 
 _RATE_KIND = {"fpr": (0, +1.0, 0.0), "tnr": (0, -1.0, 1.0),   # (label y, sign, constant):
-              "tpr": (1, +1.0, 0.0), "fnr": (1, -1.0, 1.0)}   # coordinate = sign·P1_{g,y} + const
+              "tpr": (1, +1.0, 0.0), "fnr": (1, -1.0, 1.0),   # coordinate = sign·P1_{g,y} + const
+              "selection": (SELECTION, +1.0, 0.0)}            # P1_{g,·}: both labels
+
 
 
 # ----------------------------------------------------------------------------- gap pairs
 def rate_coordinates(rates):
-    """{coordinate: (kind, group index)} for the fpr/tnr/tpr/fnr coordinates (binary labels)."""
+    """{coordinate: (kind, group index)} for the fpr/tnr/tpr/fnr and selection coordinates
+    (binary labels)."""
     out = {}
     for kind in _RATE_KIND:
         acc = getattr(rates, kind)
@@ -46,7 +51,8 @@ def rate_coordinates(rates):
 class Pair:
     """s·(P1_{a,y} − P1_{b,y}) + κ ≤ c, i.e. P1_{a,y} − P1_{b,y} ≤ (c − κ)/s = ``gamma``.
 
-    P1_{g,0} is the false-positive rate of group g, P1_{g,1} its true-positive rate."""
+    P1_{g,0} is the false-positive rate of group g, P1_{g,1} its true-positive rate, and
+    P1_{g,SELECTION} its selection rate (both labels: a demographic-parity gap)."""
 
     y: int
     a: int
@@ -66,7 +72,8 @@ def eo_pairs(rates, terms):
         bad = [rates.names[k] for k in nz if k not in coords]
         if bad:
             raise Unsupported(f"term {t.text} reads {', '.join(bad)}; post-processing constrains "
-                              "equalized-odds gaps (differences of fpr/tpr/fnr/tnr between groups)")
+                              "equalized-odds and parity gaps (differences of fpr/tpr/fnr/tnr or "
+                              "of selection rates between groups)")
         comb, kappa, ys = {}, 0.0, set()
         for k in nz:
             kind, gi = coords[k]
@@ -78,7 +85,7 @@ def eo_pairs(rates, terms):
         if len(ys) != 1 or len(comb) != 2 or abs(sum(comb.values())) > 1e-9 * max(
                 abs(v) for v in comb.values()):
             raise Unsupported(f"term {t.text} is not a multiple of a gap P1_a − P1_b of one rate "
-                              "(fpr or tpr, or their complements) between two groups")
+                              "(fpr, tpr, their complements, or selection) between two groups")
         (g1, v1), (g2, v2) = sorted(comb.items(), key=lambda kv: -kv[1])
         s = v1                                            # > 0
         pairs.append(Pair(ys.pop(), g1, g2, (t.c - kappa) / s, t.constraint, t.text, s))
@@ -223,6 +230,12 @@ def thm31_slack(den_a, den_b, n_groups, epsilon, beta):
     return 4.0 * math.log(4 * n_groups / beta) / (min(den_a, den_b) * epsilon)
 
 
+def pair_den(den, g, y):
+    """The denominator of P1_{g,y} from the (clamped) label totals ``den`` (G, 2): n_{g,y}, or
+    the group's total for a selection rate."""
+    return float(den[g, y]) if y != SELECTION else float(den[g].sum())
+
+
 def solve_lp(Nt, n, w_joint, pairs, slacks, monotone=False):
     """[J] LP (1) on released counts: min f̃(p) s.t. P̃1_a(p) − P̃1_b(p) ≤ γ_k + slack_k,
     0 ≤ p ≤ 1, with p[k, g] = P(ỹ = 1 | base level k, A = g) (k = ŷ for a binary base).
@@ -239,13 +252,14 @@ def solve_lp(Nt, n, w_joint, pairs, slacks, monotone=False):
 
     K, G = Nt.shape[0], Nt.shape[1]
     den = np.maximum(Nt.sum(axis=0), 1.0)                    # (G, 2)
+    num = lambda g, y: Nt[:, g, y] if y != SELECTION else Nt[:, g, :].sum(axis=1)  # noqa: E731
     # objective: Σ_{g,y} (w1 − w0)·Σ_k Nt[k,g,y] p[k,g] / n  (+ constant)
     cost = (Nt * (w_joint[:, :, 1] - w_joint[:, :, 0])[None]).sum(axis=2) / n    # (K, G)
     rows, rhs = [], []
     for pr, s in zip(pairs, slacks):
         row = np.zeros((K, G))
-        row[:, pr.a] += Nt[:, pr.a, pr.y] / den[pr.a, pr.y]
-        row[:, pr.b] -= Nt[:, pr.b, pr.y] / den[pr.b, pr.y]
+        row[:, pr.a] += num(pr.a, pr.y) / pair_den(den, pr.a, pr.y)
+        row[:, pr.b] -= num(pr.b, pr.y) / pair_den(den, pr.b, pr.y)
         rows.append(row.ravel())
         rhs.append(pr.gamma + s)
     if monotone:
