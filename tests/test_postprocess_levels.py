@@ -261,6 +261,25 @@ def test_a_refused_solve_spends_nothing(data):
     assert budget.spent == (0.0, 0.0)
 
 
+def test_pure_dp_with_a_private_base_is_refused_naming_delta_and_spends_nothing(data):
+    """lagrangian_sgda's Gaussian steps need δ > 0: the refusal says so (not "ε too small")."""
+    prob = eo_problem(data)
+    budget = pf.BudgetFilter(2.0)
+    with pytest.raises(BackendRefusedError, match="δ > 0"):
+        solve(prob, pf.DP(1.0, protect="row"), seed=0, budget=budget)
+    assert budget.spent == (0.0, 0.0)
+    assert "δ > 0" in prob.plan(pf.DP(1.0, protect="row")).refused["postprocessing"]
+
+
+def test_binary_cut_of_a_trainable_base_is_its_own_prediction():
+    """bins=None with a LinearClassifier base: Ŷ is the classifier's own 1[margin ≥ 0] (row) or
+    1[σ ≥ ½] (sensitive) — the same rule in both units, whatever ``threshold`` says."""
+    ds = pf.PostProcessed(pf.LinearClassifier(3), threshold=0.9, bins=None)
+    assert ds.cuts("margin") == (0.0,) and ds.cuts("probability") == (0.5,)
+    given = pf.PostProcessed(lambda X: X[:, 0], threshold=0.9, bins=None)     # control
+    assert given.cuts("margin") == (0.9,)
+
+
 # --------------------------------------------------------------------------- public base (sensitive)
 def test_sensitive_unit_spends_everything_on_one_count_release(data):
     res = solve(eo_problem(data), pf.DP(1.0), seed=0)

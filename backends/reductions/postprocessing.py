@@ -213,6 +213,11 @@ class PostprocessingBackend(Backend):
                         "pf.PostProcessed(base=...), or pf.PostProcessed(pf.LinearClassifier(d)) "
                         "to train it privately here")
         private_base = trained and privacy.protect == "row" and privacy.is_private
+        if private_base and not privacy.delta > 0:
+            self.refuse("training the pf.LinearClassifier base privately (lagrangian_sgda's "
+                        "subsampled Gaussian steps) needs δ > 0: pass pf.DP(epsilon, delta, "
+                        "protect='row') with a small δ (e.g. 1e-5), or a base trained on public "
+                        "data (base=...)")
         cuts = ds.cuts("margin" if private_base else "probability")
         K = len(cuts) + 1
         pairs, knobs, w_joint = problem_shape(problem)

@@ -261,10 +261,13 @@ class PostProcessed(DecisionSet):
         time — allowed under ``protect="sensitive"`` only (X and y are public there).
         A :class:`~privfair.models.decisions.LinearClassifier`: the backend trains it at solve
         time — privately under ``protect="row"`` (``lagrangian_sgda`` minimising the error with
-        the solve option ``base_share`` of ε, default 0.7), as the public logistic regression
-        under ``protect="sensitive"`` — and post-processes its score.
+        the solve option ``base_share`` of ε, default 0.7; it needs δ > 0), as the public
+        logistic regression under ``protect="sensitive"`` (X and y are public there; that fit
+        is not confined to the ball, so ``radius`` only scales the row unit's cut points) — and
+        post-processes its score.
     threshold : float, default 0.5
-        Ŷ(x) = 1[base(x) ≥ threshold] (the binary base, ``bins=None``).
+        Ŷ(x) = 1[base(x) ≥ threshold] (the binary base, ``bins=None``).  A LinearClassifier
+        base ignores it: its binary Ŷ is its own prediction (margin ≥ 0, probability ≥ ½).
     bins : "default", None, int or sequence of float
         Score levels instead of the binary Ŷ.  ``"default"``: the binary Ŷ for a given base;
         for a LinearClassifier base the validated public grid of :func:`default_cuts` (9
@@ -316,6 +319,8 @@ class PostProcessed(DecisionSet):
         """The public cut points: (threshold,) for the binary base, the given points, or
         :func:`default_cuts` for ``bins=K`` (``kind``: the base score's scale)."""
         if self.bins is None:
+            if self.trainable is not None:    # the trained classifier's own Ŷ: margin > 0 ⇔ σ > ½
+                return (0.0,) if kind == "margin" else (0.5,)
             return (self.threshold,)
         if isinstance(self.bins, (int, str)):
             r = self.trainable.radius if self.trainable is not None else 1.0
