@@ -38,7 +38,8 @@ Design
   names: ``feature_names_in_``); ``y`` must be binary (``classes_``, the positive class is
   ``classes_[1]``); ``sensitive_features`` is anything :class:`privfair.Dataset` accepts as
   ``sensitive`` (an array, a pandas Series or DataFrame — several columns form intersectional
-  groups).  The sensitive attribute is used only to fit: the fitted rule never reads it.
+  groups).  The sensitive attribute is used only to fit: the fitted rule never reads it
+  (except ``decision_set="group_thresholds"``, below).
 * The schema is public.  The groups are the ``groups`` parameter, never read from the private
   ``sensitive_features``: a private fit (finite ε) with sensitive features and without
   ``groups`` raises :class:`~privfair.errors.InvalidInputError` naming ``groups``, and a
@@ -55,6 +56,12 @@ Design
   callable ``X -> scores`` trained on public data) or, by default, a ridge logistic regression
   of y on X — public only under ``protect="sensitive"``, so ``protect="row"`` needs
   ``public_score``.
+* ``decision_set="group_thresholds"``: the ``postprocessing`` backend's randomized group
+  thresholds of a linear score (docs/trust.md, "Group thresholds") — under ``protect="row"``
+  the score is trained privately with 70% of ε, so whole records are protected without a
+  public score.  This rule *reads the group*: ``predict(X, sensitive_features=...)`` and
+  ``predict_proba(X, sensitive_features=...)``, as fairlearn's ``ThresholdOptimizer``; without
+  them a typed error names ``sensitive``.
 * Without ``sensitive_features`` there are no groups and no constraint: ``fit`` warns
   (:class:`NoSensitiveFeaturesWarning`) and fits the *unconstrained* error minimizer over
   thresholds of the score.  Under ``protect="sensitive"`` nothing in such data is protected, so
@@ -124,7 +131,7 @@ else:
             return estimator._validate_data(*args, **kwargs)
 
 _CONSTRAINTS = ("equalized_odds", "demographic_parity", None)
-_DECISION_SETS = ("cells", "thresholds")
+_DECISION_SETS = ("cells", "thresholds", "group_thresholds")
 
 
 class NoSensitiveFeaturesWarning(UserWarning):
@@ -178,6 +185,15 @@ class _PublicScore:
 
     def __repr__(self):
         return f"_PublicScore(<{self.coef.size - 1} features>)"
+
+
+def _sensitive(sensitive_features):
+    """``sensitive_features`` at prediction time as the rule's ``sensitive`` (a pandas Series or
+    DataFrame as its values; several columns form the intersectional names as in ``fit``)."""
+    if sensitive_features is None:
+        return None
+    values = getattr(sensitive_features, "to_numpy", None)
+    return values() if callable(values) else sensitive_features
 
 
 def _check_choice(name, value, choices):
@@ -248,9 +264,12 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         Neighbouring relation: one row's sensitive attribute changes, or one whole row.
     backend : str, default "auto"
         ``"auto"`` (the planner's choice) or a name from ``privfair.backends.BACKENDS``.
-    decision_set : {"cells", "thresholds"}, default "cells"
-        :class:`privfair.ProxyCells` rules (two groups, ``protect="sensitive"``) or thresholds
-        of a score (see the module docstring).
+    decision_set : {"cells", "thresholds", "group_thresholds"}, default "cells"
+        :class:`privfair.ProxyCells` rules (two groups, ``protect="sensitive"``), thresholds
+        of a score, or randomized thresholds of a linear score *per group*
+        (``pf.PostProcessed(pf.LinearClassifier(d))``: under ``protect="row"`` the score is
+        trained privately; any number of groups) — whose ``predict`` and ``predict_proba``
+        need ``sensitive_features`` (see the module docstring).
     score_bins, proxy_bins : int or None, default None
         Cells of ``decision_set="cells"``; ``None``: (20, 8) from 20,000 rows on, else (10, 4).
     n_thresholds : int, default 50
@@ -567,7 +586,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                     f"the cells rules (ProxyCells) take two groups, the data has "
                                     f"{data.n_groups} ({', '.join(map(str, data.groups))}): pass "
                                     "decision_set='thresholds'")
-        if decision_set == "cells":
+        if decision_set == "group_thresholds":
+            r = pf.rates(pf.PostProcessed(pf.LinearClassifier(X.shape[1])), data,
+                         group_mass_bound=self.group_mass_bound)
+        elif decision_set == "cells":
             big = n >= 20_000
             bins = (self.score_bins or (20 if big else 10), self.proxy_bins or (8 if big else 4))
             r = pf.rates(pf.ProxyCells(*bins), data, group_mass_bound=self.group_mass_bound)
@@ -642,27 +664,33 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ predict
-    def _expected(self, X):
+    def _expected(self, X, sensitive_features=None):
         check_is_fitted(self, "result_")
         X = _validate_data(self, X, reset=False, dtype=np.float64)
-        return np.clip(self.result_.predict_proba(X), 0.0, 1.0)
+        return np.clip(self.result_.predict_proba(X, _sensitive(sensitive_features)), 0.0, 1.0)
 
-    def predict_proba(self, X):
-        """``[P(ŷ = classes_[0]), P(ŷ = classes_[1])]`` of the randomized classifier, (n, 2)."""
-        p = self._expected(X)
+    def predict_proba(self, X, sensitive_features=None):
+        """``[P(ŷ = classes_[0]), P(ŷ = classes_[1])]`` of the randomized classifier, (n, 2).
+
+        ``sensitive_features`` (as given to ``fit``) is read by ``decision_set=
+        "group_thresholds"`` only, whose rule decides with the group."""
+        p = self._expected(X, sensitive_features)
         out = np.column_stack([1.0 - p, p])
         return out if self._positive() == 1 else out[:, ::-1]
 
     def _positive(self) -> int:
         return getattr(self, "_pos_index", 1)       # (an estimator pickled before pos_label)
 
-    def predict(self, X, random_state=None, randomized=True):
+    def predict(self, X, random_state=None, randomized=True, sensitive_features=None):
         """Predictions drawn from the randomized classifier (what its fairness guarantee
         speaks of).
 
         Parameters
         ----------
         X : array-like of shape (n, d)
+        sensitive_features : array-like of length n, optional
+            The rows' sensitive features, as given to ``fit``: needed by
+            ``decision_set="group_thresholds"`` (its rule reads the group), ignored otherwise.
         random_state : None, int or numpy.random.Generator
             Key of the per-row pseudo-random coins (:meth:`privfair.Result.predict`): a row
             gets the positive class when its coin is below its expected prediction.  None:
@@ -676,8 +704,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         X = _validate_data(self, X, reset=False, dtype=np.float64)
         if random_state is None and self.seed is not None:
             random_state = self.seed
-        codes = self.result_.predict_codes(X, random_state=random_state,
-                                           randomized=randomized)
+        codes = self.result_.predict_codes(X, _sensitive(sensitive_features),
+                                           random_state=random_state, randomized=randomized)
         ip = self._positive()
         pair = self.classes_[[1 - ip, ip]]          # code 0 = negative, 1 = positive
         return pair[codes]

@@ -437,3 +437,35 @@ def test_holdout_on_violation_reaches_the_solve_and_is_checked(data, monkeypatch
     with pytest.raises(InvalidInputError, match="holdout_on_violation"):
         _fast(holdout_on_violation="ignore").fit(X, y, sensitive_features=a)
     assert seen == ["warn"]
+
+
+# ------------------------------------------------------------------ group thresholds (#18)
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("protect", ["row", "sensitive"])
+def test_group_thresholds_fit_reads_the_group_at_prediction(protect):
+    """decision_set="group_thresholds": the postprocessing backend (a private linear score under
+    row), randomized thresholds per group; predict and predict_proba need sensitive_features
+    and use them (swapping every row's group changes the predictions)."""
+    X, y, a = synthetic(n=3000, seed=3)
+    clf = PrivateFairClassifier(groups=["F", "M"], classes=[0, 1], protect=protect,
+                                decision_set="group_thresholds", constraint="equalized_odds",
+                                level=0.05, delta=1e-5, seed=0,
+                                # 600 held-out rows cannot check a 0.05 gap: keep the rule
+                                holdout_on_violation="warn")
+    clf.fit(X, y, sensitive_features=a)
+    assert clf.backend_ == "postprocessing" and not clf.status_.startswith("fallback")
+    cert = clf.certificate_
+    assert cert.epsilon <= 1.0 + 1e-9 and cert.delta <= 1e-5
+    kinds = {e.mechanism for e in cert.releases}
+    assert "laplace" in kinds and (len(kinds) == 2) == (protect == "row")  # + the base's steps
+    proba = clf.predict_proba(X, sensitive_features=a)
+    assert proba.shape == (len(y), 2) and np.allclose(proba.sum(axis=1), 1.0)
+    swapped = np.where(a == "F", "M", "F")
+    assert not np.allclose(proba, clf.predict_proba(X, sensitive_features=swapped))
+    pred = clf.predict(X, sensitive_features=a)
+    assert set(np.unique(pred)) <= {0, 1} and np.array_equal(
+        pred, clf.predict(X, sensitive_features=a))            # the same coins every call
+    with pytest.raises(InvalidInputError, match="sensitive"):
+        clf.predict(X)
+    import pandas as pd
+    assert np.allclose(clf.predict_proba(X, sensitive_features=pd.Series(a)), proba)
