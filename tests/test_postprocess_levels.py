@@ -215,7 +215,12 @@ def test_row_rule_is_a_monotone_threshold_table_of_the_released_margin(data, row
     pairs, _, w_joint = problem_shape(res.plan.problem)
     p, status = J.solve_lp(Nt, data.n, w_joint, pairs, res.info["slack"], True)
     assert status == "optimal" and np.allclose(p, rule.p)
-    assert res.info["slack"] == [0.0] * len(pairs)            # slack 'auto' → 'none' for K > 2
+    # slack 'auto' → 'none' for K > 2; the default margin tightens every gap by one s.e.
+    den = np.maximum(Nt.sum(axis=0), 1.0)
+    assert res.plan.params["slack"] == "none" and res.plan.params["margin"] == 1.0
+    assert np.allclose(res.info["slack"], [-math.sqrt(0.25 / J.pair_den(den, q.a, q.y)
+                                                      + 0.25 / J.pair_den(den, q.b, q.y))
+                                           for q in pairs])
     assert {"base_theta", "cuts"} <= set(get_backend("postprocessing").exposes)
 
 
