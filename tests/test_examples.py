@@ -17,6 +17,7 @@ ARGS = {
     "adult_equalized_odds": ["--subsample", "3000", "--seed", "0"],
     "problem_adult_eo": ["--subsample", "3000", "--seed", "0"],
     "compare_published_algorithms": ["--subsample", "3000", "--seed", "0", "--oracle-B", "3"],
+    "group_thresholds_row": ["--subsample", "3000", "--seed", "0"],
 }
 
 

@@ -427,7 +427,8 @@ def _schedule(G, K, privacy, spent=()):
                               label="[J] Algorithm 1: noisy cell counts",
                               sensitivity_source=(f"cell counts N[k, a, y]: one row moves "
                                                   f"between two cells, ‖ΔN‖₁ ≤ 2 (protect="
-                                                  f"{privacy.protect!r}, base predictor public)"))]
+                                                  f"{privacy.protect!r}; the base predictor is "
+                                                  f"public or an earlier release)"))]
     ev = events(whole_epsilon(events, privacy, spent))[0]
     return Schedule([Scheduled("counts", ev, exact=True)], privacy.epsilon, privacy.delta, spent)
 
