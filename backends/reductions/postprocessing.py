@@ -46,7 +46,10 @@ non-decreasing in k, so every rule is a randomized threshold of the score per gr
 al.'s derived predictors of a score, which reach any point of each group's ROC hull.
 Privacy is unchanged: one row is in one cell, ‖ΔN‖₁ ≤ 2.  [J] Thm 3.1 is proved for a binary
 Ŷ only, so with K ≥ 3 levels the LP has no slack (``slack="auto"`` → ``"none"``; ``"paper"`` is
-refused) and the plan predicts no bound: the held-out check measures the released rule.
+refused) and the plan predicts no bound: the held-out check measures the released rule.  By
+default (``margin=None`` → 1) each gap's level is tightened by one sampling standard error of the
+gap computed from the released totals, so that the count noise does not leave the rule above
+its level on the rows it was fitted on (measured: docs/trust.md, "Group thresholds").
 
 A trainable base (``pf.PostProcessed(pf.LinearClassifier(d))``).  Under ``protect="sensitive"``
 (X, y public) it is the logistic regression of y on X.  Under ``protect="row"`` it is trained on
@@ -81,9 +84,9 @@ def _check_base(base):
 
 
 #: share of ε that trains a pf.LinearClassifier base under protect="row" (the rest: the counts).
-#: Chosen on a validation split of adult.data (docs/trust.md, "Equalized odds by group
-#: thresholds"; 6 splits, the default cut points): 0.6, 0.7 and 0.8 gave validation error 0.1635,
-#: 0.1621, 0.1620 and in-sample EO 0.0195, 0.0191, 0.0187 where 0.02 was asked; 0.5 lost 0.002 of
+#: Chosen on a validation split of adult.data (docs/trust.md, "Group thresholds"; 6 splits,
+#: the default cut points, no margin): 0.6, 0.7 and 0.8 gave validation error 0.1635, 0.1621,
+#: 0.1620 and in-sample EO 0.0195, 0.0191, 0.0187 where 0.02 was asked; 0.5 lost 0.002 of
 #: error with 12 and 16 equal levels.  0.7: the error gain stops there and the counts keep ε ≈ 0.3
 BASE_SHARE = 0.7
 

@@ -48,7 +48,7 @@ __all__ = ["PostProcessed", "PostProcessRule", "LogisticBase", "LinearScore", "g
 #: ball's radius r: fine near the decision boundary, coarse in the tails.  Every level adds one
 #: Laplace count to the sums the LP reads, and a small group's positives are few (Adult's women:
 #: ~630 in the training counts), so levels cost accuracy of the rates; these 9 were chosen on a
-#: validation split of adult.data (docs/trust.md, "Equalized odds by group thresholds") over
+#: validation split of adult.data (docs/trust.md, "Group thresholds") over
 #: uniform grids of 8–32 levels and other placements
 DEFAULT_MARGIN_CUTS = (-1.0, -0.6, -0.3, -0.1, 0.1, 0.3, 0.6, 1.0)
 #: the default number of equal-width levels of a probability score (the public logistic
