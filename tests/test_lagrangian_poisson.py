@@ -1,12 +1,13 @@
 """The lagrangian_sgda step sampler (#19): ``solver.poisson`` is a Poisson sample of rate q —
-every row in it independently with probability q — returned as unique indices (in the
-generator's order: sorting was measured not to pay, and changes the batch sums' rounding).
+every row in it independently with probability q — returned as unique indices in increasing
+order (the gaps between members are i.i.d. Geometric(q), so the rows are gathered in memory
+order at no sorting cost).
 
 Fast, fixed seed: each row's inclusion frequency over many draws matches q within 5 standard
 errors (and so does the mean batch size, to 5 standard errors of the Binomial(n, q) size);
 pairs of rows are included together with frequency q² (independence, within 5 s.e.); the
-indices are unique and in range; the draw is the binomial size then ``gen.choice`` (the same
-generator draws as before #19: fixed-seed runs unchanged).
+indices are unique, sorted and in range; the draw is the partial sums of ``gen.geometric``
+gaps below n, also when one block of gaps does not reach n.
 """
 
 from __future__ import annotations
@@ -43,15 +44,33 @@ def test_inclusion_frequencies_match_q_and_indices_are_unique():
     assert abs(pair / reps - q * q) < 5 * se2
 
 
-def test_the_draws_are_a_binomial_size_then_a_uniform_subset():
+def test_the_draws_are_geometric_gaps_and_sorted():
     n, q = 10_000, 0.016
     a, b = np.random.default_rng(7), np.random.default_rng(7)
     for _ in range(5):
         idx = poisson(a, n, q)
-        k = int(b.binomial(n, q))
-        ref = b.choice(n, size=k, replace=False, shuffle=False)
-        np.testing.assert_array_equal(idx, ref)
+        assert np.all(np.diff(idx) > 0), "not sorted"
+        rest = (n - 1 + 1) * q
+        gaps = b.geometric(q, size=int(rest + 6.0 * math.sqrt(rest) + 16))
+        ref = np.cumsum(gaps) - 1
+        np.testing.assert_array_equal(idx, ref[ref < n])
     assert a.random() == b.random()       # the same number of draws from the generator
+
+
+def test_a_sample_longer_than_one_block_of_gaps_continues():
+    class Ones:
+        """A generator whose gaps are all 1 (every row): more members than one block holds."""
+
+        def __init__(self):
+            self.calls = 0
+
+        def geometric(self, q, size):
+            self.calls += 1
+            return np.ones(size, np.int64)
+
+    gen = Ones()
+    np.testing.assert_array_equal(poisson(gen, 1_000_000, 0.99), np.arange(1_000_000))
+    assert gen.calls > 1
 
 
 def test_edge_rates():

@@ -3,8 +3,8 @@
 Fast.  With ``Dataset.X`` made to raise, the adapter's every read (a batch's design, the
 all-rows passes) and whole ``lagrangian_sgda`` and ``auto`` fits of a ``LinearClassifier`` still
 run, on a dataset that holds its X and on one taken by index, under both units and with a rate
-surrogate; and the per-batch reuse of the row norms, margins and masses (one step reads its
-batch several times at one θ) gives the numbers a fresh computation gives, at every θ.
+surrogate; and a step's one read of its batch, block by block (``LinearAdapter.step``), gives
+the masses and the clipped gradient of the row-by-row formula whatever the block size.
 """
 
 from __future__ import annotations
@@ -86,31 +86,37 @@ def test_whole_fits_never_read_dataset_x(no_whole_x, unit):
     assert no_whole_x == []
 
 
-def test_batch_reuse_gives_fresh_numbers_at_every_theta():
+@pytest.mark.parametrize("surrogate,scale", [(None, "capped"), (None, "fixed"),
+                                            ("logistic", "fixed")])
+def test_one_read_in_blocks_gives_the_row_by_row_numbers(surrogate, scale):
     data = binary(2000, 23)
-    r = _problem(data).rates
-    ad = models.LinearAdapter(r, sharpness=5.0, soft_scale="capped")
+    r = _problem(data, surrogate).rates
     rng = np.random.default_rng(3)
     idx = np.sort(rng.choice(data.n, 300, replace=False))
-    U = rng.normal(size=(300, 2))
-    theta = rng.normal(size=ad.P)
-
-    def fresh(th):
-        # the same reads on a new adapter: nothing reused
-        ref = models.LinearAdapter(r, sharpness=5.0, soft_scale="capped")
-        return ref.probs(th, idx), ref.grad_sum(th, idx, U, -U, clip=0.5)[0]
-
+    U, V = rng.normal(size=(300, 2)), rng.normal(size=(300, 2))
+    theta = rng.normal(size=data.n_features + 1)
+    CLIP = 0.05
+    ref = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale)
     for th in (theta, 3.0 * theta, -theta):
-        p = ad.probs(th, idx)
-        g, _ = ad.grad_sum(th, idx, U, -U, clip=0.5)
-        p_ref, g_ref = fresh(th)
-        np.testing.assert_array_equal(p, p_ref)
-        np.testing.assert_array_equal(g, g_ref)
-    # θ changed in place between the reads of one batch: its new value is read, not the old
-    th = theta.copy()
-    ad.probs(th, idx)
-    th *= 0.5
-    np.testing.assert_array_equal(ad.probs(th, idx), fresh(0.5 * theta)[0])
+        whole = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale)
+        blocks = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale)
+        blocks.block_rows = 64                       # 5 blocks, the last one short
+        P1, g1, c1 = whole.step(th, idx, U, V, clip=CLIP)
+        P2, g2, c2 = blocks.step(th, idx, U, V, clip=CLIP)
+        np.testing.assert_array_equal(P1, P2)        # masses are per row: the same bits
+        np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-12)   # the sum's order differs
+        assert c1 == c2 > 0                          # some rows clipped: the test is not vacuous
+        np.testing.assert_array_equal(P1, whole.probs(th, idx))
+        np.testing.assert_array_equal(g1, whole.grad_sum(th, idx, U, V, clip=CLIP)[0])
+        # the masses of the all-rows pass (chunk by chunk), row by row
+        np.testing.assert_allclose(P1, ref.probs(th, None)[idx], rtol=1e-13, atol=1e-15)
+    # one row at a time, the rows' clipped terms add up to the batch's sum
+    one = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale)
+    g_rows = sum(one.step(theta, idx[i:i + 1], U[i:i + 1], V[i:i + 1], clip=CLIP)[1]
+                 for i in range(300))
+    batch = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale).step(theta, idx, U, V,
+                                                                          clip=CLIP)[1]
+    np.testing.assert_allclose(g_rows, batch, rtol=1e-10, atol=1e-10)
 
 
 def test_batch_designs_reuse_one_buffer_and_hold_the_batch_rows():
@@ -124,7 +130,7 @@ def test_batch_designs_reuse_one_buffer_and_hold_the_batch_rows():
     for k in (300, 280, 310):          # Poisson batch sizes vary around the expected size
         idx = rng.choice(data.n, k, replace=False)
         Z = ad.design(idx)
-        np.testing.assert_array_equal(Z, np.hstack([Xv[idx], np.ones((k, 1))]))
+        np.testing.assert_array_equal(Z, Xv[idx])    # x̃ only: the intercept is in the products
         first = Z if first is None else first
         assert np.shares_memory(Z, first), "a new batch-sized array every step"
 

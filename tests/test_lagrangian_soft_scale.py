@@ -114,7 +114,7 @@ def test_row_gradient_is_exact_and_clipped_rows_have_norm_at_most_c(mode, log_ob
                        angle_sharpness=ka)
     idx = np.arange(n)
     Uf, Ug = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
-    Z = ad.design(idx)
+    Z = np.hstack([ad.design(idx), np.ones((n, 1))])   # [x̃, 1]
     if mode == "capped":
         # both branches of the min occur at this θ
         k = ad.kappa(theta, Z)

@@ -59,3 +59,43 @@ def test_an_unknown_totals_mode_is_refused_before_anything_is_spent():
         _problem(500).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lagrangian_sgda",
                             group_free_totals="sampled", budget=budget)
     assert budget.spent == (0.0, 0.0)
+
+
+def test_a_capped_public_batch_is_planned_from_public_quantities_and_certifies_the_same(
+        monkeypatch):
+    """``lagrangian.PUBLIC_ROWS`` (off by default) caps B'_t at a public number of rows:
+    q' = min(q, PUBLIC_ROWS/n) in the plan, the run reads B'_t at q' (its sums scaled by q/q'),
+    and the release — hence the certificate — is the default's."""
+    from privfair.backends import lagrangian
+    from privfair.backends.lagrangian import solver
+
+    prob = _problem()
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
+    sizes = []
+    original = solver.poisson
+
+    def counted(gen, n, q):
+        idx = original(gen, n, q)
+        sizes.append((q, idx.size))
+        return idx
+
+    def solve():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return prob.solve(privacy, backend="lagrangian_sgda", seed=0, progress=False,
+                              epochs=2, holdout=0)
+
+    default = solve()
+    q = default.plan.params["sampling_rate"]
+    assert default.plan.params["public_rate"] == q          # off by default: q' = q
+    monkeypatch.setattr(lagrangian, "PUBLIC_ROWS", 20)
+    monkeypatch.setattr(solver, "poisson", counted)
+    capped = solve()
+    n = prob.rates.n
+    assert capped.plan.params["public_rate"] == pytest.approx(20 / n) and 20 / n < q
+    rates = sorted({r for r, _ in sizes})
+    assert rates == sorted({q, 20 / n})                      # B_t at q, B'_t at q'
+    public = [k for r, k in sizes if r < q]
+    assert abs(np.mean(public) - 20) < 5 * np.sqrt(20 / len(public))
+    assert capped.certificate.epsilon == pytest.approx(default.certificate.epsilon, rel=1e-12)
+    assert np.isfinite(capped.metrics(prob.rates.data)["error"])

@@ -125,6 +125,8 @@ def _plan_params():
         Param("soft_scale", str, "the soft_scale a run reads ('auto' resolved)"),
         *from_options(OPTIONS_TABLE, "group_free_totals", "angle_sharpness", "randomize",
                       "dual_ball", "normalize", "dual_scale", "lr_schedule", "dual_schedule"),
+        Param("public_rate", float, "q', the rate of the public batch B'_t under "
+              "protect='sensitive' (q unless PUBLIC_ROWS caps it; unused under 'row')"),
         Param("private", bool, "whether the steps are private (ε < ∞)"),
     )
 
@@ -143,6 +145,23 @@ def default_rate(n: int) -> float:
         return 1.0 / 50.0                  # m = n/50: q is already the same for every n
     q = min(1.0, 256.0 / n)
     return min(1.0, 2.0 ** (math.ceil(4.0 * math.log2(q) - 1e-9) / 4.0))
+
+
+#: a cap on the public batch B'_t of protect="sensitive" (expected rows), or None: B'_t at the
+#: private batch's rate q.  Off: a cap of 4,096 rows (q' = q/3 there) changed the released rules
+#: on bench/gpu.py's synthetic at 10⁶ rows (validation split) — docs/lagrangian.md, *The public
+#: batch B'_t* (#19); kept so that bench/lagrangian_validation.py can measure other caps
+PUBLIC_ROWS = None
+
+
+def public_rate(n: int, q: float) -> float:
+    """q', the rate of the public batch B'_t under ``protect="sensitive"``: q (the private
+    batch's rate), or with a :data:`PUBLIC_ROWS` cap min(q, PUBLIC_ROWS/n) — public (n, q
+    only).  B'_t estimates the group-free gradient and totals, scaled by q/q' (unbiased at any
+    q'; the privacy proof holds for any q' — ``solver``)."""
+    if PUBLIC_ROWS is None or n <= 0:
+        return q
+    return min(q, PUBLIC_ROWS / n)
 
 
 #: the smallest noise multiplier tried (a PLD of a much narrower Gaussian is slow to build and
@@ -328,7 +347,8 @@ class LagrangianSGDA(Backend):
                   "angle_sharpness": o["angle_sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
                   "dual_scale": o["dual_scale"], "lr_schedule": o["lr_schedule"],
-                  "dual_schedule": o["dual_schedule"], "private": private}
+                  "dual_schedule": o["dual_schedule"], "private": private,
+                  "public_rate": public_rate(n, q)}
         budget, notes = [], []
         sched = None
         if private:

@@ -85,24 +85,32 @@ def sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
+#: a batch is read in blocks of about this many bytes of rows (#19): each block is gathered
+#: once into a buffer that stays in the cache while its margins, row terms and gradient
+#: product are computed (a public constant; it changes the float summation order only)
+BLOCK_BYTES = 4 << 20
+
+
 class LinearAdapter:
     """``pf.LinearClassifier`` (binary) in numpy; see the module docstring.
 
     Memory (#19).  The rows are read through the data's row source (``data.rows()``,
-    :mod:`privfair.data.passes`): a Poisson batch is gathered (``rows.gather``) into one batch-sized
-    design [x̃_i, 1], and a pass over every row (:meth:`label_totals`) reads one chunk at a time.
-    Neither X (nor, for a dataset taken by index, its gathered copy ``data.X``), nor [X, 1],
-    nor the clipped features of a surrogate (``rates._Xc``) is ever built whole: the extra
-    memory is a batch and a chunk, whatever n.  A batch's design holds the same numbers as the
-    rows of the old full [X̃, 1], so every product is the same arithmetic (same results, bit for
-    bit).
+    :mod:`privfair.data.passes`): a Poisson batch is gathered (``rows.gather``) block by block
+    into one block-sized buffer, and a pass over every row (:meth:`label_totals`) reads one
+    chunk at a time.  Neither X (nor, for a dataset taken by index, its gathered copy
+    ``data.X``), nor [X, 1], nor the clipped features of a surrogate (``rates._Xc``) is ever
+    built whole: the extra memory is a block, a chunk and a few batch-sized vectors, whatever n.
 
-    Per step the solver reads one batch several times at one θ (``probs``, then ``grad_sum``,
-    whose objective and constraint terms each read the masses): what depends on the batch only
-    (its rows' norms ‖x̃_i‖) and on the batch and θ (the margins Z·θ, the effective sharpness,
-    the masses) is computed once per batch and θ and reused (:meth:`_memo`) — the same numbers,
-    one product Z·θ and one row-norm pass per batch instead of up to four each (#19: at 10⁶
-    rows they were half of the step's time)."""
+    One read of a batch (#19, :meth:`step`).  A step needs the batch's soft predictions (the
+    histogram) and its clipped gradient sum; every per-row quantity depends on its row alone
+    (the margin z_i = x̃_i·w + b, the masses, the coefficients, the clipping factor), so the
+    batch is processed in blocks of ~:data:`BLOCK_BYTES`: a block's rows are gathered once,
+    and its margins, masses, row terms and its share of Σ_i dz_i·x̃_i are computed while the
+    block is in the cache.  Before: the batch was gathered into one batch-sized buffer, copied
+    into a design [x̃, 1] and read twice more from memory (Z·θ, Zᵀ·dz) — three to four times
+    the memory traffic.  The intercept is not a column: z = x̃·w + b and the gradient's last
+    coordinate is Σ dz_i (the same numbers up to float rounding).  The rows' norms ‖[x̃_i, 1]‖
+    (for clipping and the capped sharpness) are computed once, in one pass (:meth:`_row_norms`)."""
 
     batch_blas = True      # the solver runs its steps with BLAS on one thread (solver.train)
 
@@ -127,100 +135,80 @@ class LinearAdapter:
         self.rows = rows_of(rates.data)
         self.d = self.rows.n_features
         # a surrogate's rows are x̃_i = x_i·s_i (s_i = min(1, R/‖x_i‖), rates.clip_scale): the
-        # n-vector s is kept, x̃ is formed per batch / chunk
+        # n-vector s is kept, x̃ is formed per block / chunk
         self.scale = (np.asarray(rates.clip_scale, dtype=float) if self.surrogate is not None
                       else None)
         self.y = np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
-        self._batch = (None, None)       # (idx, its design): probs and grad_sum read one batch
-        self._bufs = None                # (design, gathered rows) buffers, reused (design)
-        self._cache = {}                 # the batch's row norms, and values at one θ (_memo)
+        self.block_rows = max(64, BLOCK_BYTES // (8 * max(1, self.d)))
+        self._buf = None                 # the block buffer, reused (design)
+        self._all_norms = None           # ‖[x̃_i, 1]‖ of every row (_row_norms)
 
-    def _fill(self, Z, X, scale):
-        """Z[:, :d] = x̃ (X times the rows' clipping scale, if any), Z[:, d] = 1."""
-        if scale is None:
-            Z[:, :-1] = X
-        else:
-            np.multiply(X, scale[:, None], out=Z[:, :-1])
-        Z[:, -1] = 1.0
-        return Z
-
+    # ------------------------------------------------------------------ rows
     def design(self, idx) -> np.ndarray:
-        """[x̃_i, 1] for the rows ``idx``: a (len(idx), P) array (the last batch's is kept, so
-        that the probabilities and the gradient of one step gather it once) — a view of a
-        buffer that the next batch overwrites."""
-        if self._batch[0] is idx:
-            return self._batch[1]
+        """x̃_i of the rows ``idx``: a (len(idx), d) array — a view of a buffer that the next
+        call overwrites.  The intercept is not a column (z = x̃·w + b); every method that
+        reads a design reads its first d columns, so [x̃, 1] is read the same way."""
         idx_a = np.asarray(idx)
         k = idx_a.shape[0]
-        if self._bufs is None or self._bufs[0].shape[0] < k:
-            # the design and the gathered rows in buffers reused from step to step (a Poisson
-            # batch's size varies: 10 % slack), not two new batch-sized arrays a step — at
-            # 10⁷ rows those are 130 MB each, fresh pages from the kernel every step
-            cap = int(k * 1.1) + 16
-            self._bufs = (np.empty((cap, self.d + 1)),
-                          np.empty((cap, self.d)) if isinstance(self.rows, ArrayRows) else None)
-            self._bufs[0][:, -1] = 1.0       # the intercept column, written once: a batch
-            #                                  fills the features only (one strided pass less)
-        Zb, Gb = self._bufs
-        X = (self.rows.gather(idx_a, out=Gb[:k]) if Gb is not None
-             else self.rows.gather(idx_a))
-        Z = Zb[:k]
-        if self.scale is None:
-            Z[:, :-1] = X
+        if isinstance(self.rows, ArrayRows):
+            if self._buf is None or self._buf.shape[0] < k:
+                # one block-sized buffer reused from block to block and step to step (a new
+                # array per block would be fresh pages from the kernel at large blocks)
+                self._buf = np.empty((max(k, self.block_rows), self.d))
+            X = self.rows.gather(idx_a, out=self._buf[:k])
         else:
-            np.multiply(X, self.scale[idx_a][:, None], out=Z[:, :-1])
-        self._batch = (idx, Z)          # holding idx keeps its identity unique
-        self._cache = {}
-        return Z
+            X = self.rows.gather(idx_a)
+        if self.scale is not None:
+            X = np.multiply(X, self.scale[idx_a][:, None], out=X)
+        return X
 
-    def _memo(self, key, Z, theta, compute):
-        """``compute()`` — a function of the design rows ``Z`` (and of θ unless ``theta`` is
-        None) — kept while ``Z`` is the current batch's design (and θ has the same value), so
-        that the reads of one step share it; rows that are not the batch (a chunk of an
-        all-rows pass) are computed afresh.  The same computation either way: the same numbers."""
-        if Z is not self._batch[1]:
-            return compute()
-        c = self._cache
-        if theta is not None and not (c.get("theta") is not None
-                                      and np.array_equal(c["theta"], theta)):
-            # a new θ: drop what depends on θ, keep the row norms
-            c = self._cache = {"norms": c["norms"]} if "norms" in c else {}
-            c["theta"] = np.array(theta, dtype=float, copy=True)
-        if key not in c:
-            c[key] = compute()
-        return c[key]
+    def _x(self, Z):
+        """The features x̃ of design rows ``Z``: its first d columns, C-contiguous (a design
+        [x̃, 1] given by a caller is copied, so that its products are the same arithmetic as
+        those of the adapter's own contiguous rows)."""
+        return Z if Z.shape[1] == self.d else np.ascontiguousarray(Z[:, :self.d])
+
+    def _margins(self, theta, Z):
+        """z_i = x̃_i·w + b of the design rows ``Z`` (θ = (w, b))."""
+        theta = np.asarray(theta, dtype=float)
+        z = self._x(Z) @ theta[:-1]
+        z += theta[-1]
+        return z
 
     def _norms(self, Z):
-        """‖x̃_i‖₂ of the design rows ``Z``: for the current batch, read off every row's norm
-        (:meth:`_row_norms`, one pass at the first batch); for other rows (a chunk of an
-        all-rows pass) computed from ``Z``."""
-        if Z is not None and Z is self._batch[1]:
-            return self._memo("norms", Z, None, lambda: self._row_norms()[self._batch[0]])
-        return np.linalg.norm(Z, axis=1)
+        """‖[x̃_i, 1]‖₂ of the design rows ``Z``: √(Σ_j x̃_ij² + 1)."""
+        X = self._x(Z)
+        return np.sqrt(np.einsum("ij,ij->i", X, X) + 1.0)
 
     def _row_norms(self):
         """‖[x̃_i, 1]‖₂ of every row (an n-vector: 8 bytes a row), computed once, chunk by
-        chunk.  Why (#19): a row's norm depends on the row alone, and recomputing it for every
+        chunk.  Why (#19): a row's norm depends on the row alone; recomputing it for every
         step's batch read each batch once more (T = 500 steps at rate 1/62.5: 8 reads of X's
-        size, ~1 s at 10⁶ rows; one pass here instead).  The same arithmetic as the norm of the
-        batch's design row (``np.linalg.norm`` of the same filled row: each row's sum of
-        squares is reduced alone), so the same numbers, bit for bit."""
-        if getattr(self, "_all_norms", None) is None:
+        size); here one pass, read off per batch — the same arithmetic as :meth:`_norms` of
+        the row, so a batch's norms equal those of an all-rows pass."""
+        if self._all_norms is None:
             out = np.empty(self.rows.n)
             s = 0
-            for Z, _ in self._chunks():
-                for b in range(0, Z.shape[0], 1024):      # Z·Z temporaries of 1,024 rows
-                    e = min(Z.shape[0], b + 1024)
-                    out[s + b:s + e] = np.linalg.norm(Z[b:e], axis=1)
-                s += Z.shape[0]
+            for X, _ in self._chunks():
+                for b in range(0, X.shape[0], 1024):      # temporaries of 1,024 rows
+                    e = min(X.shape[0], b + 1024)
+                    out[s + b:s + e] = self._norms(X[b:e])
+                s += X.shape[0]
             self._all_norms = out
         return self._all_norms
 
-    def _margins(self, theta, Z):
-        """z_i = x̃_i·θ (with the intercept) of the design rows ``Z``."""
-        return self._memo("z", Z, theta, lambda: Z @ theta)
+    def _chunks(self):
+        """(x̃, labels) of consecutive chunks of every row: the row source's chunk view itself
+        (no copy) without a surrogate, the scaled rows in a new chunk-sized array with one."""
+        for c in self.rows.chunks():
+            k = len(c)
+            X = c.X
+            if self.scale is not None:
+                X = X * self.scale[c.start:c.start + k][:, None]
+            yield X, self.y[c.start:c.start + k]
 
+    # ------------------------------------------------------------ sharpness
     def norm_scale(self, theta) -> float:
         """n(θ): ‖θ‖₂ for ``soft_scale`` "capped" (floored at 1e-12), max(1, ‖θ‖₂) for
         "angle", 1 for "fixed" — a function of θ, so of earlier releases only."""
@@ -229,138 +217,170 @@ class LinearAdapter:
         nt = float(np.linalg.norm(theta))
         return max(1e-12, nt) if self.scale_mode == "capped" else max(1.0, nt)
 
-    def _kappa(self, theta, Z):
-        """(effective sharpness, mask of the rows where it reads θ's direction, or None) at θ
-        for the design rows ``Z``: κ ("fixed"), min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) ("capped"), or
-        κ·√P/(n(θ)·‖x̃_i‖) ("angle"); the module docstring says why."""
+    def _kappa_of_norms(self, theta, xn):
+        """(effective sharpness, mask of the rows where it reads θ's direction, or None) for
+        rows of norms ``xn``: κ ("fixed"), min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) ("capped"), or
+        κ·√P/(n(θ)·‖x̃_i‖) ("angle"); the module docstring says why.  It does not read the
+        margins, so a batch's is computed once, before its blocks."""
         mode = self.scale_mode
         if mode == "fixed":
             return self.k, None
-        return self._memo("kappa", Z, theta, lambda: self._kappa_rows(theta, Z))
-
-    def _kappa_rows(self, theta, Z):
         n = self.norm_scale(theta)
-        ka = self.angle_k if self.scale_mode == "capped" else self.k
-        k = ka * np.sqrt(self.P) / (n * self._norms(Z))
-        if self.scale_mode == "angle":
-            return k, (np.ones(Z.shape[0], bool) if n > 1.0 else None)
+        ka = self.angle_k if mode == "capped" else self.k
+        k = ka * np.sqrt(self.P) / (n * xn)
+        if mode == "angle":
+            return k, (np.ones(xn.shape[0], bool) if n > 1.0 else None)
         act = k < self.k
         return np.where(act, k, self.k), (act if act.any() else None)
 
     def kappa(self, theta, Z=None):
-        """The effective sharpness at θ: κ for "fixed", else a vector over the rows of
-        ``Z``."""
-        return self._kappa(theta, Z)[0]
+        """The effective sharpness at θ: κ for "fixed", else a vector over the rows of the
+        design ``Z``."""
+        if self.scale_mode == "fixed":
+            return self.k
+        return self._kappa_of_norms(theta, self._norms(Z))[0]
 
-    def _mass(self, theta, idx, k=None, Z=None, y=None):
-        """(mass on ŷ = 1, its derivative in the margin z at a fixed n(θ)) of the rows ``idx``
-        (or of the design rows ``Z`` with labels ``y``): σ(k·z) (k the effective sharpness
-        :meth:`kappa` by default; the objective's cross-entropy reads k = 1), or the
-        surrogate's."""
-        if Z is None:
-            Z = self.design(idx)
+    # ---------------------------------------------------------------- masses
+    def _masses(self, z, k, y):
+        """(mass on ŷ = 1, its derivative in z at a fixed n(θ)) of rows of margins ``z``:
+        σ(k·z) (k a number or one per row), or the surrogate's masses (labels ``y``)."""
         if self.surrogate is None:
-            # the batch's masses at θ are read by probs and by grad_sum: computed once (for
-            # the effective sharpness or a constant one)
-            if k is None or isinstance(k, float):
-                return self._memo(("mass", k), Z, theta, lambda: self._sigmoid_mass(theta, Z, k))
-            return self._sigmoid_mass(theta, Z, k)
-        z = self._margins(theta, Z)
+            s = sigmoid(k * z)
+            return s, k * s * (1.0 - s)
         from privfair.statistics.stats import SURROGATES
 
         r = self.rates
-        sign = np.where((self.y[idx] if y is None else y) == 1, -1.0, 1.0)
+        sign = np.where(y == 1, -1.0, 1.0)
         val, der = SURROGATES[self.surrogate](sign * z)
         val = val / r.phi_at_bound
         der = np.where(val < 1.0, der / r.phi_at_bound, 0.0)
         val = np.minimum(val, 1.0)
         return np.where(sign > 0, val, 1.0 - val), der
 
-    def _sigmoid_mass(self, theta, Z, k):
+    def _mass(self, theta, idx, k=None, Z=None, y=None):
+        """(mass on ŷ = 1, its derivative) of the rows ``idx`` (or of the design rows ``Z``
+        with labels ``y``): σ(k·z) (k the effective sharpness by default), or the
+        surrogate's."""
+        if Z is None:
+            Z = self.design(idx)
+            y = self.y[np.asarray(idx)]
         z = self._margins(theta, Z)
-        k = self.kappa(theta, Z) if k is None else k
-        s = sigmoid(k * z)
-        return s, k * s * (1.0 - s)
-
-    def _chunks(self):
-        """(design, labels) of consecutive chunks of every row, the design in one reused
-        chunk-sized buffer (valid until the next chunk)."""
-        buf = None
-        for c in self.rows.chunks():
-            k = len(c)
-            if buf is None or buf.shape[0] < k:
-                buf = np.empty((k, self.d + 1))
-            sc = None if self.scale is None else self.scale[c.start:c.start + k]
-            yield self._fill(buf[:k], c.X, sc), self.y[c.start:c.start + k]
+        if k is None:
+            k = self._kappa_of_norms(theta, self._norms(Z))[0] \
+                if self.scale_mode != "fixed" else self.k
+        return self._masses(z, k, y)
 
     def probs(self, theta, idx) -> np.ndarray:
         """(len(idx), 2) prediction masses of the rows ``idx``; ``idx=None``: every row,
         computed chunk by chunk (an (n, 2) result, no n×P temporary)."""
         if idx is None:
-            out = [self._mass(theta, None, Z=Z, y=y)[0] for Z, y in self._chunks()]
+            out = [self._mass(theta, None, Z=X, y=y)[0] for X, y in self._chunks()]
             s = np.concatenate(out) if out else np.zeros(0)
         else:
-            s, _ = self._mass(theta, idx)
+            s = self.step(theta, idx)[0][:, 1]
         return np.stack([1.0 - s, s], axis=1)
 
     def label_totals(self, theta, L) -> np.ndarray:
-        """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L): a pass over the chunks (the same
-        sums, in the same order, as ``batch_counts`` of all rows at once)."""
+        """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L): a pass over the chunks."""
         C = np.zeros((L, L))
-        for Z, y in self._chunks():
-            s, _ = self._mass(theta, None, Z=Z, y=y)
+        for X, y in self._chunks():
+            s, _ = self._mass(theta, None, Z=X, y=y)
             np.add.at(C, y, np.stack([1.0 - s, s], axis=1))
         return C
 
+    # ------------------------------------------------------------ gradients
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):
         """(Σ_i clip(∇ψ_i), number of clipped rows) over the rows ``idx``."""
-        if len(idx) == 0:
-            return np.zeros(self.P), 0
-        Z = self.design(idx)
-        s, der = self._mass(theta, idx)
-        df = Uf[:, 1] - Uf[:, 0]
-        dg = Ug[:, 1] - Ug[:, 0]
-        # the row's gradient is dz_i·x̃_i − r_i·θ/‖θ‖: r_i = c_i·z_i/‖θ‖ is the radial part of
-        # the sharpened term c_i·x̃_i on the rows whose κ_i reads θ's direction (soft_scale
-        # "capped" / "angle"), c_i = ∂ψ_i/∂z_i at a fixed ‖θ‖
-        if self.cost_sensitive:
-            # the whole row term as a cost-sensitive cross-entropy: label 1[d < 0], weight |d|,
-            # d = ∂ψ/∂p(1) — the reductions approach's best response, made a gradient step
-            s1, _ = self._mass(theta, idx, 1.0)
-            d = df + dg
-            dz = d * np.where(d > 0, s1, 1.0 - s1)
-            c = None
-        elif self.log_objective:
-            s1, der1 = self._mass(theta, idx, 1.0)
-            py = np.where(self.y[idx] == 1, s1, 1.0 - s1)
-            c = dg * der
-            dz = df * der1 / np.maximum(py, P_MIN) + c
-        else:
-            c = (df + dg) * der
-            dz = c
+        _, g, clipped = self.step(theta, idx, Uf, Ug, clip)
+        return g, clipped
+
+    def step(self, theta, idx, Uf=None, Ug=None, clip=None):
+        """One read of the batch ``idx``: (its prediction masses (len(idx), 2), Σ_i
+        clip_C(∇ψ_i) (None without ``Uf``), the number of clipped rows).  The rows are
+        gathered block by block and each block is used while it is in the cache (class
+        docstring); every row's term is that of :meth:`grad_sum`'s formula, row by row."""
+        theta = np.asarray(theta, dtype=float)
+        idx = np.asarray(idx)
+        k = idx.shape[0]
+        s_all = np.empty(k)
+        want = Uf is not None
+        if k == 0:
+            return np.zeros((0, 2)), (np.zeros(self.P) if want else None), 0
+        y = self.y[idx]
         nrm = self.norm_scale(theta)
-        xn = self._norms(Z)
-        act = self._kappa(theta, Z)[1] if c is not None else None
-        if act is not None:
-            u = self._margins(theta, Z) / nrm     # z/‖θ‖ = x̃·θ̂
-            rad = np.where(act, c * u, 0.0)
-            # ‖dz·x̃ − rad·θ̂‖² = dz²‖x̃‖² − 2·dz·rad·(x̃·θ̂) + rad²
-            norms = np.sqrt(np.maximum(dz * dz * xn * xn - 2.0 * dz * rad * u + rad * rad,
-                                       0.0))
-        else:
+        # what does not depend on the margins, once per batch: the rows' norms (for the
+        # sharpness and for clipping), the effective sharpness and its angular rows, the
+        # coefficient differences
+        need_xn = self.scale_mode != "fixed" or (want and clip is not None)
+        xn = self._row_norms()[idx] if need_xn else None
+        kap, act = (self.k, None) if self.scale_mode == "fixed" else \
+            self._kappa_of_norms(theta, xn)
+        if want:
+            df = Uf[:, 1] - Uf[:, 0]
+            dg = Ug[:, 1] - Ug[:, 0]
+            # the radial part exists for the sharpened term (not for "cost_log"'s
+            # cross-entropy, which reads the unsharpened margin)
+            ract = None if self.cost_sensitive else act
+            w_sum, b_sum, rad_sum, clipped = np.zeros(self.d), 0.0, 0.0, 0
+        bs = self.block_rows
+        for a in range(0, k, bs):
+            e = min(k, a + bs)
+            X = self._x(self.design(idx[a:e]))
+            z = X @ theta[:-1]
+            z += theta[-1]
+            kb = kap if np.ndim(kap) == 0 else kap[a:e]
+            s, der = self._masses(z, kb, y[a:e])
+            s_all[a:e] = s
+            if not want:
+                continue
+            dfb, dgb = df[a:e], dg[a:e]
+            # the row's gradient is dz_i·x̃_i − r_i·θ/‖θ‖: r_i = c_i·z_i/‖θ‖ is the radial
+            # part of the sharpened term c_i·x̃_i on the rows whose κ_i reads θ's direction
+            # (soft_scale "capped" / "angle"), c_i = ∂ψ_i/∂z_i at a fixed ‖θ‖
+            if self.cost_sensitive:
+                # the whole row term as a cost-sensitive cross-entropy: label 1[d < 0],
+                # weight |d|, d = ∂ψ/∂p(1) — the reductions approach's best response
+                s1 = sigmoid(z)
+                dd = dfb + dgb
+                dz = dd * np.where(dd > 0, s1, 1.0 - s1)
+                c = None
+            elif self.log_objective:
+                s1 = sigmoid(z)
+                der1 = s1 * (1.0 - s1)
+                py = np.where(y[a:e] == 1, s1, 1.0 - s1)
+                c = dgb * der
+                dz = dfb * der1 / np.maximum(py, P_MIN) + c
+            else:
+                c = (dfb + dgb) * der
+                dz = c
             rad = None
-            norms = np.abs(dz) * xn
-        clipped = 0
-        if clip is not None:
-            f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
-            clipped = int(np.sum(norms > clip))
-            dz = dz * f
+            if ract is not None:
+                u = z / nrm                          # z/‖θ‖ = x̃·θ̂
+                rad = np.where(ract[a:e], c * u, 0.0)
+            if clip is not None:
+                xb = xn[a:e]
+                if rad is not None:
+                    # ‖dz·x̃ − rad·θ̂‖² = dz²‖x̃‖² − 2·dz·rad·(x̃·θ̂) + rad²
+                    norms = np.sqrt(np.maximum(dz * dz * xb * xb - 2.0 * dz * rad * u
+                                               + rad * rad, 0.0))
+                else:
+                    norms = np.abs(dz) * xb
+                f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+                clipped += int(np.count_nonzero(norms > clip))
+                dz = dz * f
+                if rad is not None:
+                    rad = rad * f
+            w_sum += X.T @ dz
+            b_sum += float(dz.sum())
             if rad is not None:
-                rad = rad * f
-        out = Z.T @ dz
-        if rad is not None:
-            out = out - (np.sum(rad) / nrm) * theta
-        return out, clipped
+                rad_sum += float(rad.sum())
+        P = np.stack([1.0 - s_all, s_all], axis=1)
+        if not want:
+            return P, None, 0
+        out = np.append(w_sum, b_sum)
+        if ract is not None:
+            out = out - (rad_sum / nrm) * theta
+        return P, out, clipped
 
     def project(self, theta):
         """Every step: the ball for surrogate rates (ℓ depends on the scale), else nothing."""
@@ -438,6 +458,15 @@ class TorchAdapter:
             z = torch.func.functional_call(self.module, params, (X,))
             return self._probs(self._kappa(params, X) * z,
                                self.binary_logit).double().cpu().numpy()
+
+    def step(self, theta, idx, Uf=None, Ug=None, clip=None):
+        """(:meth:`probs`, :meth:`grad_sum` (None without ``Uf``), clipped rows) of the batch
+        ``idx``: the numpy adapter's one-read step, here the two reads."""
+        P = self.probs(theta, idx)
+        if Uf is None:
+            return P, None, 0
+        g, clipped = self.grad_sum(theta, idx, Uf, Ug, clip)
+        return P, g, clipped
 
     def label_totals(self, theta, L, chunk_rows=65536) -> np.ndarray:
         """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L), ``chunk_rows`` rows at a time (no
