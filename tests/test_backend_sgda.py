@@ -988,3 +988,24 @@ def test_average_false_releases_each_stages_last_iterate():
     assert len(seen) == 6
     assert np.allclose(np.ravel(res.decisions[0]), seen[-1])
     assert not np.allclose(seen[-1], np.mean(seen, axis=0))
+
+
+def test_batches_gathered_from_the_rows_give_the_same_fit_as_the_design(monkeypatch):
+    """#19: above DESIGN_CAP_BYTES a linear model's batches are gathered from the rows per step
+    (no n × (d + 1) design, no copy of X); the fit is the same, bit for bit (the same float32
+    rows in the same order, the same Poisson batches), with the held-out split's training part
+    read through its row source."""
+    from privfair.backends.sgda import train as T
+
+    data = _binary(3000, 0)
+    prob = _dp_problem(data, level=0.05)
+    privacy = pf.DP(1.0, 1e-6)
+    a = prob.solve(privacy, backend=SGDA, seed=3, epochs=4)
+    monkeypatch.setattr(T, "DESIGN_CAP_BYTES", 0)
+
+    def no_design(*args, **kw):
+        raise AssertionError("the design was built above the cap")
+    monkeypatch.setattr(E.LinearAdapter, "design", no_design)
+    b = prob.solve(privacy, backend=SGDA, seed=3, epochs=4)
+    assert np.array_equal(a.decision, b.decision)
+    assert a.info["train_errors"] == b.info["train_errors"]

@@ -388,7 +388,7 @@ class SGDABackend(Backend):
         mexp = P["sampling_rate"] * n
 
         # --- the knob: which λ ---------------------------------------------------------------
-        errors = [float(np.mean(np.asarray(ds.predict(d, data.X)) != data.y)) for d in checkpoints]
+        errors = _train_errors(ds, checkpoints, data)
         mix, sel = ((len(checkpoints) - 1, 1.0),), {}
         if P["select"]:
             mix, sel = SEL.choose(problem, checkpoints, errors, o, P, released, private, draws)
@@ -423,6 +423,18 @@ class SGDABackend(Backend):
 # ------------------------------------------------------------------------------ helpers
 
 
+def _train_errors(ds, checkpoints, data):
+    """Each checkpoint's training error (X and y are public under protect="sensitive"), in one
+    pass over the rows' chunks: a dataset taken by index (the held-out split's training part)
+    is never gathered into a copy of X (#19)."""
+    wrong = np.zeros(len(checkpoints))
+    for c in data.rows().chunks():
+        for j, d in enumerate(checkpoints):
+            wrong[j] += np.count_nonzero(np.asarray(ds.predict(d, c.X)) != c.y)
+    return [float(w / max(data.n, 1)) for w in wrong]
+
+
 from .. import register  # noqa: E402
 
 register(SGDABackend())
+
