@@ -311,6 +311,9 @@ class Backend:
     bound_on_h: bool = False
     #: True when the backend runs without private data (ε = ∞ reference runs only)
     non_private_only: bool = False
+    #: True when every plan the backend makes has ``rank = 0`` (ranked first): a solve plans it
+    #: before the others and skips them once it has a plan (``planner.plan(first_only=True)``)
+    always_ranks_first: bool = False
     #: True when the backend's sensitivities use Δℓ, so conditional rates need a group-mass
     #: bound (the planner then spends a share of ε estimating it when none was declared)
     needs_group_mass: bool = True

@@ -158,3 +158,38 @@ def test_astronomical_iteration_counts_are_called_impractical():
     assert an.iterations["lopt_T"] > 1e8                 # the number stays for programs
     row = next(line for line in str(an).splitlines() if line.startswith("lopt_T"))
     assert "impractical" in row and f"{an.iterations['lopt_T']}" not in row
+
+
+def test_a_solve_does_not_plan_backends_that_cannot_beat_a_first_ranked_plan(monkeypatch):
+    """#19: lagrangian_sgda's plans always rank first, so a solve plans it before the others and
+    skips them (sgda's noise calibration cost ~1 s of a 10⁶-row fit); ``prob.plan`` still plans
+    and explains every backend.  Control: sgda's plan is called by ``prob.plan``."""
+    import warnings
+
+    from privfair.backends import get
+    from privfair.planning.planner import plan
+
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 3))
+    a = rng.choice(["a", "b"], n)
+    y = (X[:, 0] + 0.5 * (a == "a") + rng.normal(size=n) > 0).astype(int)
+    data = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+    r = pf.rates(pf.LinearClassifier(3), data)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
+    privacy = pf.DP(1.0, 1e-6)
+    assert get("lagrangian_sgda").always_ranks_first
+    calls = []
+    sgda = get("sgda")
+    real = type(sgda).plan
+    monkeypatch.setattr(type(sgda), "plan", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    full = prob.plan(privacy)
+    assert calls and "sgda" in [p.backend for p in full.ranked] and not full.skipped
+    calls.clear()
+    lazy = plan(prob, privacy, first_only=True)
+    assert not calls and "sgda" in lazy.skipped and lazy.chosen.backend == "lagrangian_sgda"
+    assert "not planned" in lazy.explain()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = prob.solve(privacy, seed=0, progress=False)
+    assert not calls and res.backend == full.chosen.backend == "lagrangian_sgda"

@@ -268,6 +268,7 @@ class LagrangianSGDA(Backend):
     theorem = ("private Lagrangian SGDA (RaCO-DP, Yaghini et al. ICLR 2026, generalized to any "
                "f, g of ℓ): Poisson-subsampled Gaussian per step (histogram + gradient), PLD")
     needs_group_mass = False      # no sensitivity of ℓ is used: the histogram is released
+    always_ranks_first = True     # every plan has rank 0 (plan(): measured, not bounded)
     option_table = OPTIONS_TABLE
     plan_params = _plan_params()
     exposes = {

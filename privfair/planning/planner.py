@@ -39,6 +39,9 @@ class Plans:
     refused: dict             # name -> reason
     analysis: object
     group_mass_share: float
+    #: backends a solve did not plan because a plan that always ranks first was made
+    #: (``plan(..., first_only=True)``; ``prob.plan`` plans every backend)
+    skipped: tuple = ()
 
     def explain(self, refused: bool = True) -> str:
         """The ranking, then the refusals — backends refused for the same reason on one line.
@@ -62,6 +65,9 @@ class Plans:
             out.append("refused:")
             for names, why in group_names(self.refused.items()):
                 out += wrap(f"   - {names}: {why}", "    ")
+        if self.skipped:
+            out += wrap(f"not planned (a backend that always ranks first accepted): "
+                        f"{', '.join(self.skipped)}", "    ")
         return "\n".join(out)
 
     def __str__(self):
@@ -160,11 +166,18 @@ def _plan_one(b, problem, analysis, privacy, options):
             f"ε={privacy.epsilon:g}, δ={privacy.delta:g}") from err
 
 
-def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options) -> Plans:
+def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, *,
+         first_only: bool = False, **options) -> Plans:
     """Rank the backends that accept ``problem`` under ``privacy``; see :class:`Plans`.
 
     An option the named backend does not take (with ``"auto"``: that no backend takes) raises
-    :class:`~privfair.errors.InvalidInputError` here, before :func:`solve` reserves any budget."""
+    :class:`~privfair.errors.InvalidInputError` here, before :func:`solve` reserves any budget.
+
+    ``first_only`` (what :func:`solve` asks): the backends whose every plan ranks first
+    (``Backend.always_ranks_first``) are planned before the others, and once one of them has
+    planned the others are not — they could not be chosen, and planning one can cost a noise
+    calibration of about a second (#19: ~6 numpy passes of a 10⁶-row fit).  They are listed in
+    ``Plans.skipped``.  ``prob.plan(...)`` plans every backend (its ``explain()`` ranks them all)."""
     from privfair.backends import BACKENDS, get, priority
 
     if not isinstance(privacy, DP):
@@ -173,9 +186,15 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
     analysis = problem.analyze(privacy, alpha=alpha)
     ranking_analysis = _planning_analysis(problem, analysis)
     names = list(BACKENDS) if backend == "auto" else [get(backend).name]
-    ranked, refused = [], {}
+    first = [nm for nm in names if getattr(BACKENDS[nm], "always_ranks_first", False)]
+    if first_only and backend == "auto":
+        names = first + [nm for nm in names if nm not in first]
+    ranked, refused, skipped = [], {}, []
     for name in names:
         b = BACKENDS[name]
+        if first_only and name not in first and any(p.backend in first for p in ranked):
+            skipped.append(name)
+            continue
         if b.non_private_only and privacy.is_private and backend == "auto":
             refused[name] = "reference solver for ε = ∞ only"
             continue
@@ -203,7 +222,8 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, **options
     ranked.sort(key=lambda p: (p.rank, p.predicted_excess_risk, priority(p.backend)))
     chosen = ranked[0] if ranked else None
     return Plans(chosen=chosen, ranked=ranked, refused=refused, analysis=analysis,
-                 group_mass_share=chosen.params["group_mass_share"] if chosen else 0.0)
+                 group_mass_share=chosen.params["group_mass_share"] if chosen else 0.0,
+                 skipped=tuple(skipped))
 
 
 def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=None,
@@ -327,7 +347,7 @@ def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, opt
         train, held = partition(data, m, rng)
         problem = _training_part(problem, train)
 
-    plans = plan(problem, privacy, backend=backend, alpha=alpha, **options)
+    plans = plan(problem, privacy, backend=backend, alpha=alpha, first_only=True, **options)
     if plans.chosen is None:
         reasons = "; ".join(f"{k}: {v}" for k, v in plans.refused.items())
         raise BackendRefusedError("backend", backend, f"no backend accepts this problem — {reasons}")
