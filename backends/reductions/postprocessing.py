@@ -146,7 +146,8 @@ class PostprocessingBackend(Backend):
                                        "protect='row' unless ε = ∞"),
         "laplace_scale": (PUBLIC, "the count release's scale b = 2/ε"),
         "released_counts": (RELEASED, "the Laplace cell counts"),
-        "slack": (PUBLIC, "[J] Thm 3.1's slack, from released denominators"),
+        "slack": (RELEASED, "each gap's slack: [J] Thm 3.1's, minus the margin's tightening, both "
+                            "from the released totals (post-processing)"),
         "status": (RELEASED, "the LP's status on the released counts"),
         "gamma": (PUBLIC, "the constraint levels"),
         "base_theta": (RELEASED, "the pf.LinearClassifier base trained privately (protect='row'), "
