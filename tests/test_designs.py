@@ -140,19 +140,35 @@ def test_oracle_learner_row_norm_bound_is_the_dense_one(monkeypatch):
 
 
 def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
+    """The regression oracle's sums are passes over the rows' chunks (#19: hat_gram, hat_tdot):
+    with 64-row chunks they give the decisions of the dense x̂ = (x, 1) products (a stand-in
+    that builds the dense matrix and sums it at once: the pre-#19 computation)."""
     data = _ol_data()
     r = pf.rates(pf.LinearClassifier(2, radius=2.0), data, group_mass_bound=0.1)
     gap = pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]), pf.abs(r.tpr["a"] - r.tpr["b"]))
     prob = pf.Problem(pf.minimize(r.error()), [gap <= 0.05])
     runs, calls = {}, []
-    for how in ("view", "dense"):
-        if how == "dense":
-            monkeypatch.setattr(privfair.models.designs, "ClippedRows", _dense_factory(calls))
+    for how in ("chunks", "dense"):
+        if how == "chunks":
+            monkeypatch.setattr(pf.data.passes, "chunk_rows_for", lambda *a, **k: 64)
+        else:
+            def dense_gram(chunk):
+                calls.append(len(chunk))
+                U = np.hstack([chunk.X, np.ones((len(chunk), 1))])
+                return U.T @ U
+
+            def dense_tdot(chunk, v):
+                U = np.hstack([chunk.X, np.ones((len(chunk), 1))])
+                return U.T @ np.asarray(v, dtype=float)[chunk.start:chunk.start + len(chunk)]
+            monkeypatch.setattr(pf.data.passes, "chunk_rows_for", lambda *a, **k: 10 ** 9)
+            monkeypatch.setattr(OL, "hat_gram", dense_gram)
+            monkeypatch.setattr(OL, "hat_tdot", dense_tdot)
         runs[how] = [prob.solve(pf.DP(math.inf), backend="oracle_learner", T=20, B=3.0,
                                 holdout=0),
                      prob.solve(pf.DP(5.0, 1e-6), backend="oracle_learner", seed=0, T=5, B=3.0,
                                 holdout=0)]
-    assert len(calls) == 2
+    assert calls == [data.n, data.n]          # the dense run: one chunk of every row, per solve
+    runs["view"] = runs["chunks"]
     for got, want in zip(runs["view"], runs["dense"]):
         assert len(got.decisions) == len(want.decisions)
         np.testing.assert_allclose(np.asarray(got.decisions), np.asarray(want.decisions),
