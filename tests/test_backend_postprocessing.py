@@ -9,7 +9,7 @@ import pytest
 import privfair as pf
 from privfair.errors import BackendRefusedError, InvalidInputError
 from privfair.statistics.metrics import summary
-from privfair.privacy.testing import check_dp, goodness_of_fit, laplace_llr
+from privfair.privacy.testing import check_dp, goodness_of_fit, laplace_llr, repeated_releases
 from scipy import stats
 
 
@@ -142,16 +142,11 @@ def _released(data, eps, runs, seed, mult=1.0, monkeypatch=None):
     post-processing, checked above) returning the released counts of every run; ``mult`` < 1
     runs them inside the audit's ``reduced_noise(mult)``."""
     from privfair.backends import get
-    from privfair.privacy import reduced_noise
-    from privfair.privacy.randomness import as_source
 
     prob = eo_problem(data, level=0.05)
     b = get("postprocessing")
     plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), {})
-    src = as_source(seed)
-    with reduced_noise(mult):
-        return np.array([b.run(plan, rng=src, accountant=None).info["released_counts"].ravel()
-                         for _ in range(runs)])
+    return repeated_releases(b, plan, "released_counts", runs, seed, mult)
 
 
 _llr = laplace_llr      # log p_D(x)/p_D′(x) of the Laplace release

@@ -21,7 +21,7 @@ from privfair.models.postprocess import (DEFAULT_MARGIN_CUTS, DEFAULT_PROBABILIT
                                          LinearScore, LogisticBase, check_cuts, default_cuts,
                                          score_levels, threshold_labels)
 from privfair.privacy import Accountant
-from privfair.privacy.testing import check_dp, goodness_of_fit, laplace_llr
+from privfair.privacy.testing import check_dp, goodness_of_fit, laplace_llr, repeated_releases
 
 ROW = pf.DP(1.0, 1e-5, protect="row")
 
@@ -457,8 +457,6 @@ def _released(data, protect, eps, runs, seed, mult=1.0):
     """``runs`` end-to-end runs of the backend's ``run`` (the LP stubbed: post-processing)
     returning the released counts; ``mult`` < 1 runs them inside ``reduced_noise(mult)``."""
     from privfair.backends import get
-    from privfair.privacy import reduced_noise
-    from privfair.privacy.randomness import as_source
 
     privacy = pf.DP(eps, protect=protect)
     prob = eo_problem(data, decisions=pf.PostProcessed(_score, bins=list(CUTS)))
@@ -469,10 +467,7 @@ def _released(data, protect, eps, runs, seed, mult=1.0):
     assert plan.params["levels"] == len(CUTS) + 1
     (ev,) = plan.schedule.events()
     assert ev.dimension == 2 * (len(CUTS) + 1) * 2 and ev.epsilon == eps
-    src = as_source(seed)
-    with reduced_noise(mult):
-        return np.array([b.run(plan, rng=src, accountant=None).info["released_counts"].ravel()
-                         for _ in range(runs)])
+    return repeated_releases(b, plan, "released_counts", runs, seed, mult)
 
 
 _llr = laplace_llr      # log p_D(x)/p_D′(x) of the Laplace release

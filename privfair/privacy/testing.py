@@ -52,7 +52,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["DeltaEstimate", "DPCheck", "EventTest", "HeldoutCheck", "estimate_delta", "check_dp",
-           "check_dp_heldout", "goodness_of_fit", "laplace_llr"]
+           "check_dp_heldout", "goodness_of_fit", "laplace_llr", "repeated_releases"]
 
 
 # e^ε is evaluated at min(ε, 200).  Every nonzero frequency or Clopper–Pearson upper bound these
@@ -351,3 +351,18 @@ def laplace_llr(x, mu, mu_p, scale) -> np.ndarray:
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
     return ((np.abs(x - mu_p) - np.abs(x - mu)) / scale).sum(axis=1)
+
+
+def repeated_releases(backend, plan, field: str, runs: int, seed, noise_multiplier=1.0):
+    """``runs`` end-to-end runs of ``backend.run(plan)`` (no accountant: a test's samples),
+    returning ``Result.info[field]`` of each, flattened, as the rows of an array — the samples of
+    a neighbouring-dataset test.  ``noise_multiplier`` < 1 runs them inside
+    :func:`privfair.privacy.reduced_noise` (the negative control).  ``seed`` seeds one source
+    shared by the runs."""
+    from .randomness import as_source
+    from .release import reduced_noise
+
+    src = as_source(seed)
+    with reduced_noise(noise_multiplier):
+        return np.array([np.ravel(backend.run(plan, rng=src, accountant=None).info[field])
+                         for _ in range(runs)])
