@@ -20,6 +20,11 @@ and the stages
   the ProxyCells(20, 8) or the ``LinearClassifier(d, radius=10)`` problem (demographic parity
   ≤ 0.02, ε = 1, δ = 1/n² or ``--delta``) under protect="sensitive" (``_s``) or protect="row" (``_r``); the
   backend auto chose is printed beside the time.  Not in the default stages (minutes at 10⁷).
+* ``post_s``, ``post_r`` — a whole ``backend="postprocessing"`` fit (plan, run, the default
+  held-out check) of ``pf.PostProcessed(pf.LinearClassifier(d, radius=10))`` (group thresholds
+  of a linear score; demographic parity ≤ 0.02, ε = 1, δ as above) under protect="sensitive"
+  (the public logistic base) or protect="row" (the base trained by ``lagrangian_sgda``).  Not
+  in the default stages.
 
 For each stage: median wall time over ``--repeats`` (and min–max), rows/s, and its cost in
 numpy passes (t / t_numpy, and the same ratio of this process's CPU times, steadier on a shared
@@ -64,7 +69,7 @@ import sys
 import time
 
 STAGES = ("numpy", "pass", "score", "dense", "rates", "cells", "auto_cells_s", "auto_cells_r",
-          "auto_linear_s", "auto_linear_r")
+          "auto_linear_s", "auto_linear_r", "post_s", "post_r")
 
 
 def _peak_gb() -> float:
@@ -206,13 +211,26 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
         out.setdefault("backend", {})[f"auto_{kind}_{protect[0]}"] = res.backend
         return res
 
+    def post(protect):
+        import warnings
+
+        r = pf.rates(pf.PostProcessed(pf.LinearClassifier(d, radius=10.0)), data)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection[0] - r.selection[1]) <= 0.02])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # the held-out check's status warnings
+            return prob.solve(pf.DP(1.0, delta or 1.0 / n ** 2, protect=protect),
+                              backend="postprocessing", seed=0, progress=False)
+
     run = {"numpy": numpy_pass, "pass": our_pass, "score": lambda: pf.scores.fit_score(data),
            "dense": lambda: _dense_fit(X, y), "rates": rates, "cells": cells,
            "auto_cells_s": lambda: auto("cells", "sensitive"),
            "auto_cells_r": lambda: auto("cells", "row"),
            "auto_linear_s": lambda: auto("linear", "sensitive"),
-           "auto_linear_r": lambda: auto("linear", "row")}
-    if any(s == "cells" or s.startswith("auto") for s in stages):
+           "auto_linear_r": lambda: auto("linear", "row"),
+           "post_s": lambda: post("sensitive"), "post_r": lambda: post("row")}
+    whole = ("cells", "post_s", "post_r")
+    if any(s in whole or s.startswith("auto") for s in stages):
         # one-time imports (the LP solvers, the backends: seconds, independent of n) are not
         # part of a fit's cost in passes over X
         import cvxpy  # noqa: F401
@@ -226,9 +244,9 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
             continue
         # whole fits repeat at small n only (minutes each at 10⁷)
         reps = repeats if stage in ("numpy", "pass") or n <= (
-            1e5 if stage.startswith("auto") else 1e6) else 1
+            1e5 if stage.startswith(("auto", "post")) else 1e6) else 1
         try:
-            if warm and (stage == "cells" or stage.startswith("auto")):
+            if warm and (stage in whole or stage.startswith("auto")):
                 run[stage]()      # untimed: the plan-time calibrations (cached by key) done
             out["t"][stage], _ = _timed(run[stage], max(1, reps))
         except Exception as exc:          # noqa: BLE001 - a stage's failure is a result too

@@ -20,6 +20,8 @@ import numpy as np
 # the recogniser (constraints → gap terms) lives in the compiling layer, privfair/analysis/gap_terms.py;
 # its names stay importable from here
 from privfair.analysis.gap_terms import Knob, Term, Unsupported, extract_terms, objective_weights  # noqa: F401
+# N[k, a, y]: one home, where the backend's pass over the rows sums it chunk by chunk (#19)
+from privfair.models.postprocess import cell_counts  # noqa: F401
 
 #: the label index of a selection-rate pair (P(ŷ = 1 | g), both labels): demographic parity
 SELECTION = -1
@@ -215,13 +217,6 @@ def regression_sensitivity(rates, w, x1, group_mass_bound=None, constants=None):
 
 
 # ----------------------------------------------------------------------------- [J] Algorithm 1
-def cell_counts(yhat, group, y, G, K=2):
-    """Counts N[k, g, y] (shape (K, G, 2)) of the base level k (the binary ŷ when K = 2) —
-    private; released only through the Laplace mechanism."""
-    flat = (yhat.astype(np.int64) * G + group) * 2 + y
-    return np.bincount(flat, minlength=2 * K * G).reshape(K, G, 2).astype(float)
-
-
 def thm31_slack(den_a, den_b, n_groups, epsilon, beta):
     """[J] LP (1): 4 ln(4|A|/β)/(min{q̃_a, q̃_b}·m·ε), with q̃·m the (clamped) noisy group-label
     counts ``den``."""

@@ -52,13 +52,21 @@ gap computed from the released totals, so that the count noise does not leave th
 its level on the rows it was fitted on (measured: docs/trust.md, "Group thresholds").
 
 A trainable base (``pf.PostProcessed(pf.LinearClassifier(d))``).  Under ``protect="sensitive"``
-(X, y public) it is the logistic regression of y on X.  Under ``protect="row"`` it is trained on
+(X, y public) it is the logistic regression of y on X (:func:`public_base`: Newton steps over
+passes of the rows).  Under ``protect="row"`` it is trained on
 the same rows by ``lagrangian_sgda`` minimising the error (no constraint; ``output="average"``)
 with ``base_share`` of ε and the whole δ; the counts' Laplace ε is then the largest that fits
 beside those events under the accountant's composition (``whole_epsilon(…, spent=…)``), so the
 certificate is the accountant's composition of both releases ≤ (ε, δ).  The counts are computed
 with the released θ — public post-processing of the first release — so the second release is
 ε₂-DP for every θ and sequential (adaptive) composition applies.
+
+Reading the rows (#19).  Every read of X is a pass over chunks of rows (``data.rows()``,
+:mod:`privfair.data.passes`): the counts N[k, a, y] are summed chunk by chunk
+(:func:`privfair.models.postprocess.level_counts`, exact integer merges), the public base's
+Newton steps are passes, and the private base is ``lagrangian_sgda``'s (passes and per-step
+batches).  No n×d temporary is made, and a dataset taken by index (the held-out split's
+training part) is never gathered into a copy.
 """
 
 from __future__ import annotations
@@ -327,7 +335,8 @@ class PostprocessingBackend(Backend):
 
     def run(self, plan, *, rng, accountant, device="cpu", progress=True):
         """Small dense work on the CPU (``device`` is ignored)."""
-        from privfair.models.postprocess import LinearScore, LogisticBase, as_base, score_levels
+        from privfair.data import passes
+        from privfair.models.postprocess import LinearScore, as_base, level_counts
         from privfair.privacy.randomness import as_source
         from privfair.results.result import Result
 
@@ -353,22 +362,24 @@ class PostprocessingBackend(Backend):
             if privacy.protect == "row" and privacy.is_private:
                 self.refuse("protect='row': supply a base predictor trained on public data")
             # X, y are public under protect="sensitive" (and at ε = ∞ nothing is protected)
-            base = LogisticBase.fit(data.X, data.y)
+            base = public_base(data)
             if ds.trainable is not None:
                 info["base_theta"] = np.array(list(base.coef) + [base.intercept])
-        # validated before anything is released; the shape check reads n only (public), and
-        # under protect="row" (X private) a non-finite score counts as level 0 rather than
-        # failing on some private row (a data-dependent failure — issue #16)
-        yhat = score_levels(base, data.X, cuts,
-                            nonfinite="negative" if privacy.protect == "row" else "raise")
         pairs, knobs, w_joint = getattr(plan, "_shape", None) or problem_shape(problem)
         G, n = r.G, r.n
-        N = J.cell_counts(yhat, data.group, data.y, G, K)
+        # N[k, a, y] in one pass over the rows, the base applied chunk by chunk: no temporary
+        # of the data's size, and the held-out split's training part (taken by index) is never
+        # gathered whole (#19).  The shape check reads a chunk's length only (public); under
+        # protect="row" (X private) a non-finite score counts as level 0 rather than failing
+        # on some private row (a data-dependent failure — issue #16)
+        N = passes.rows_of(data).map_sum(
+            level_counts, base, cuts, G, "negative" if privacy.protect == "row" else "raise")
+        N = np.zeros((K, G, 2)) if N is None else N          # no rows: no chunk
         # X is public under protect="sensitive" (and the base predictor is public), so the
         # base's positive rate is public there; under protect="row" it is an exact mean of
         # private rows and is not exposed (issue #16)
         if K == 2 and (privacy.protect == "sensitive" or not privacy.is_private):
-            info["base_positive_rate"] = float(yhat.mean())
+            info["base_positive_rate"] = float(N[1].sum() / n)
         if privacy.is_private:
             schedule = getattr(plan, "schedule", None)
             if schedule is None:
@@ -398,6 +409,26 @@ class PostprocessingBackend(Backend):
         trace = [{"released_counts": Nr.tolist(), "slack": slacks, "lp_status": status,
                   "p": p_tab.tolist()}]
         return Result(self.name, [rule], [1.0], ds, plan=plan, trace=trace, info=info)
+
+
+def public_base(data, C=1.0):
+    """The base fitted when none is given (protect="sensitive", or ε = ∞): the logistic
+    regression of y on X — scikit-learn's ``LogisticRegression(C=C)`` objective,
+    C·Σ log-loss + ‖w‖²/2 with the intercept unpenalised — minimised by damped Newton steps,
+    each one pass over the rows (:func:`privfair.statistics.scores.fit_score`; no copy of X, no
+    n×d temporary: #19).  It agrees with scikit-learn's lbfgs fit to that solver's tolerance
+    (tests/test_postprocess_rows.py).  Deterministic: identical on neighbouring datasets under
+    protect="sensitive", which leaves X and y unchanged.  One label only: a constant base."""
+    from privfair.models.postprocess import LogisticBase
+    from privfair.statistics.scores import fit_score
+
+    y = np.asarray(data.y)
+    if np.count_nonzero(np.bincount(y, minlength=2)) < 2:   # one class: the fit diverges
+        return LogisticBase(tuple(np.zeros(data.n_features)),
+                            10.0 if y.size and y[0] == 1 else -10.0)
+    ridge = np.full(data.n_features + 1, 1.0 / C)
+    ridge[0] = 0.0                  # θ = (b, w): the intercept is not penalised
+    return LogisticBase.from_theta(fit_score(data, ridge=ridge))
 
 
 def _base_plan(problem, privacy, share):

@@ -116,6 +116,24 @@ def score_levels(base, X, cuts, nonfinite="raise"):
     return np.where(finite, levels, 0).astype(np.int64)
 
 
+def cell_counts(levels, group, y, G, K=2):
+    """Counts N[k, g, y] (shape (K, G, 2), float) of the rows' base levels k (the binary ŷ when
+    K = 2), group codes and binary label codes — private; released only through the Laplace
+    mechanism ([J] Algorithm 1)."""
+    flat = (np.asarray(levels).astype(np.int64) * G + group) * 2 + y
+    return np.bincount(flat, minlength=2 * K * G).reshape(K, G, 2).astype(float)
+
+
+def level_counts(chunk, base, cuts, n_groups, nonfinite="raise"):
+    """The pass (:mod:`privfair.data.passes`) of the counts N[k, a, y] of the base's score
+    levels (:func:`score_levels`) over one chunk of rows: the chunk's (K, G, 2)
+    :func:`cell_counts`; chunks merge by addition, exactly (integer counts below 2⁵³).  The
+    base is applied to one chunk at a time, so no temporary of the data's size is made (#19:
+    the training part of the held-out split, taken by index, is never gathered)."""
+    levels = score_levels(base, chunk.X, cuts, nonfinite)
+    return cell_counts(levels, chunk.group, chunk.y, int(n_groups), len(cuts) + 1)
+
+
 def check_cuts(bins):
     """``bins`` (the :class:`PostProcessed` argument) as ``None`` (binary), ``"default"`` (the
     validated grid of :func:`default_cuts`), an int K ≥ 3 (an equal-width grid of K levels) or
@@ -192,7 +210,10 @@ def as_base(base):
 @dataclass(frozen=True)
 class LogisticBase:
     """The base score fitted by the backend when none is given: σ(x·w + b), from a
-    logistic regression of y on X (never on the sensitive attribute)."""
+    logistic regression of y on X (never on the sensitive attribute).  The fit is the
+    ``postprocessing`` backend's (``public_base``: scikit-learn's ``LogisticRegression()``
+    objective, C = 1 and the intercept unpenalised, minimised by Newton steps over passes of
+    the rows, #19); :meth:`from_theta` builds the base from its θ."""
 
     coef: tuple
     intercept: float
@@ -202,16 +223,11 @@ class LogisticBase:
         return 0.5 * (1.0 + np.tanh(0.5 * z))
 
     @classmethod
-    def fit(cls, X, y, C: float = 1.0):
-        """Deterministic fit (lbfgs) of y on X: identical on neighbouring datasets under
-        ``protect="sensitive"``, which leaves X and y unchanged."""
-        from sklearn.linear_model import LogisticRegression
-
-        y = np.asarray(y)
-        if np.unique(y).size < 2:       # one class only: a constant base
-            return cls(tuple(np.zeros(np.shape(X)[1])), 10.0 if y.size and y[0] == 1 else -10.0)
-        m = LogisticRegression(C=C, max_iter=1000).fit(np.asarray(X, float), y)
-        return cls(tuple(float(v) for v in m.coef_[0]), float(m.intercept_[0]))
+    def from_theta(cls, theta):
+        """The base of θ = (b, w), intercept first (as :func:`privfair.scores.fit_score`
+        returns it)."""
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        return cls(tuple(float(v) for v in theta[1:]), float(theta[0]))
 
 
 @dataclass(frozen=True, eq=False)

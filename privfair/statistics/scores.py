@@ -51,7 +51,8 @@ def logistic_from_statistic(Z, T, ridge=1.0, iters=50, tol=1e-10, *, design=None
     Z : (n, d) array, or a row source (a Dataset, a Dask dataset, :class:`passes.ArrayRows`)
         The rows z_i (with ``design``, the rows are ``design``'s map of the source's rows).
     T : (d,) array -- the statistic Σ t_i z_i (noisy or exact).
-    ridge, iters, tol : the ridge weight, the Newton iteration cap, the Newton-decrement
+    ridge, iters, tol : the ridge weight (a number, or one weight ≥ 0 per coordinate: the
+        penalty is Σ_j ridge_j θ_j²/2), the Newton iteration cap, the Newton-decrement
         tolerance (stop when λ²/2 < tol).
     design : None or a :mod:`privfair.data.passes` design -- how rows become z (default: z is the
         row itself; ``passes.INTERCEPT`` prepends a 1 without copying the rows).
@@ -106,7 +107,7 @@ def logistic_fits(rows, fits, ridge=1.0, iters=50, tol=1e-10) -> list:
                                   or np.shape(start[2]) != (d, d) or np.shape(start[1]) != (d,)):
             raise InvalidInputError("start", "a partial of another shape", "pass the (f, g, H) "
                                     "of passes.logistic_terms at θ = 0 with the Hessian")
-        gens.append(_newton(design, d, T, float(ridge), iters, tol, start,
+        gens.append(_newton(design, d, T, _ridge(ridge, d), iters, tol, start,
                             bool(spec.get("start_single", False))))
     out, asked = [None] * len(gens), {}
     for i, gen in enumerate(gens):
@@ -128,6 +129,19 @@ def logistic_fits(rows, fits, ridge=1.0, iters=50, tol=1e-10) -> list:
                 out[k] = stop.value
                 del asked[k]
     return out
+
+
+def _ridge(ridge, d):
+    """``ridge`` as the fit uses it: a float (one weight for every coordinate: the same float
+    operations as always), or a (d,) array of per-coordinate weights ≥ 0 (e.g. 0 on the
+    intercept, as scikit-learn's ``LogisticRegression``; #19)."""
+    if np.ndim(ridge) == 0:
+        return float(ridge)
+    r = np.asarray(ridge, dtype=float)
+    if r.shape != (d,) or not np.all(np.isfinite(r)) or np.any(r < 0):
+        raise InvalidInputError("ridge", f"array of shape {r.shape}", f"pass one finite weight "
+                                f"≥ 0 per column of the design ({d}), or one number")
+    return r
 
 
 def _newton(design, d, T, ridge, iters, tol, start, start_single):
@@ -236,7 +250,9 @@ def fit_score(X, y=None, ridge=1.0, *, chunk_rows=None) -> np.ndarray:
     ``fit_score(X, y)`` on arrays, or ``fit_score(data)`` on a Dataset or a Dask dataset
     (its label codes; binary labels).  The design [1, x] is never materialised: Zᵀy and every
     Newton step are chunked passes (:mod:`privfair.data.passes`), on the Dask workers for a Dask
-    dataset, where only the (d+1)-vectors and (d+1)² matrices come back.
+    dataset, where only the (d+1)-vectors and (d+1)² matrices come back.  ``ridge``: one
+    weight, or d+1 of them, intercept first (``[0, 1/C, …]`` is scikit-learn's
+    ``LogisticRegression(C=C)``, whose intercept is not penalised).
     """
     if y is None:
         rows = passes.rows_of(X, chunk_rows)
