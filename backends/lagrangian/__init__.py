@@ -295,6 +295,11 @@ class LagrangianSGDA(Backend):
                 return Verdict(False, "pf.LinearClassifier is binary; use pf.TorchModel("
                                       "torch.nn.Linear(d, L), d, L) for multi-class labels")
         elif type(ds).__name__ == "TorchModel":
+            if getattr(r.data, "rows_on_workers", False):
+                # public: the dataset's kind (decided before anything is spent)
+                return Verdict(False, "a pf.TorchModel reads its rows in memory; on a Dask "
+                                      "dataset use pf.LinearClassifier (its steps run as "
+                                      "passes on the workers), or data.to_dataset()")
             if importlib.util.find_spec("torch") is None:    # pragma: no cover
                 return Verdict(False, "pf.TorchModel needs torch: pip install torch")
             if ds.n_classes != r.L:
@@ -398,8 +403,12 @@ class LagrangianSGDA(Backend):
                                     soft_scale=P.get("soft_scale", "fixed"),
                                     angle_sharpness=P.get("angle_sharpness", 10.0))
         draws = plan.schedule.open(accountant, rng) if plan.schedule is not None else None
-        gen = float_generator(draws.source if draws is not None else as_source(rng))
-        ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress)
+        source = draws.source if draws is not None else as_source(rng)
+        gen = float_generator(source)
+        # a Dask dataset's steps are passes over Poisson samples drawn on the workers from
+        # per-partition seeds of ``source`` (solver.PassBatches); in memory, ``gen`` samples
+        ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress,
+                                           source=source)
         if P["output"] == "last" or not ckpts:
             decisions, weights = [state["last"]], [1.0]
         elif P["output"] == "average":

@@ -91,6 +91,118 @@ def sigmoid(z):
 BLOCK_BYTES = 4 << 20
 
 
+class RowTerms:
+    """The per-row arithmetic of :class:`LinearAdapter` with public parameters only: the
+    sharpness, the masses and a block's clipped row gradients — what a Dask worker runs on its
+    rows (#19, :func:`batch_pass`).  It holds no row and nothing computed from rows (the model's
+    constants: P, κ, κ_a, the soft scale, the objective's form, a surrogate's public
+    φ(B)), so it is pickled with the pass; the adapter's in-memory step calls the same methods,
+    so the two paths run the same arithmetic row by row."""
+
+    def __init__(self, P, sharpness, angle_sharpness, scale_mode, log_objective,
+                 cost_sensitive, surrogate=None, phi_at_bound=None):
+        self.P, self.k, self.angle_k = int(P), float(sharpness), float(angle_sharpness)
+        self.scale_mode, self.surrogate = scale_mode, surrogate
+        self.log_objective, self.cost_sensitive = bool(log_objective), bool(cost_sensitive)
+        self.phi_at_bound = phi_at_bound
+
+    def norms(self, X):
+        """‖[x̃_i, 1]‖₂ of the feature rows ``X``: √(Σ_j x̃_ij² + 1)."""
+        return np.sqrt(np.einsum("ij,ij->i", X, X) + 1.0)
+
+    def norm_scale(self, theta) -> float:
+        """n(θ): ‖θ‖₂ for ``soft_scale`` "capped" (floored at 1e-12), max(1, ‖θ‖₂) for
+        "angle", 1 for "fixed" — a function of θ, so of earlier releases only."""
+        if self.scale_mode == "fixed":
+            return 1.0
+        nt = float(np.linalg.norm(theta))
+        return max(1e-12, nt) if self.scale_mode == "capped" else max(1.0, nt)
+
+    def kappa_of_norms(self, theta, xn):
+        """(effective sharpness, mask of the rows where it reads θ's direction, or None) for
+        rows of norms ``xn``: κ ("fixed"), min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) ("capped"), or
+        κ·√P/(n(θ)·‖x̃_i‖) ("angle"); the module docstring says why.  It does not read the
+        margins, so a batch's is computed once, before its blocks."""
+        mode = self.scale_mode
+        if mode == "fixed":
+            return self.k, None
+        n = self.norm_scale(theta)
+        ka = self.angle_k if mode == "capped" else self.k
+        k = ka * np.sqrt(self.P) / (n * xn)
+        if mode == "angle":
+            return k, (np.ones(xn.shape[0], bool) if n > 1.0 else None)
+        act = k < self.k
+        return np.where(act, k, self.k), (act if act.any() else None)
+
+    def masses(self, z, k, y):
+        """(mass on ŷ = 1, its derivative in z at a fixed n(θ)) of rows of margins ``z``:
+        σ(k·z) (k a number or one per row), or the surrogate's masses (labels ``y``)."""
+        if self.surrogate is None:
+            s = sigmoid(k * z)
+            return s, k * s * (1.0 - s)
+        from privfair.statistics.stats import SURROGATES
+
+        sign = np.where(y == 1, -1.0, 1.0)
+        val, der = SURROGATES[self.surrogate](sign * z)
+        val = val / self.phi_at_bound
+        der = np.where(val < 1.0, der / self.phi_at_bound, 0.0)
+        val = np.minimum(val, 1.0)
+        return np.where(sign > 0, val, 1.0 - val), der
+
+    def block(self, X, y, theta, kap, ract, nrm, df, dg, xn, clip):
+        """One block of a batch: (masses s (k,), the block's gradient parts or None).
+
+        ``X`` (k, d) the rows' x̃, ``y`` their labels, ``kap`` their sharpness (a number or
+        (k,)), ``ract`` the mask of their angular rows (None: no radial part), ``nrm`` = n(θ),
+        ``df``, ``dg`` the coefficient differences u[1] − u[0] of the objective and of the
+        constraints (None: masses only), ``xn`` the rows' norms (for clipping), ``clip`` C or
+        None.  The gradient parts are (Σ dz_i·x̃_i, Σ dz_i, Σ r_i or None, clipped rows):
+        the row's gradient is dz_i·[x̃_i, 1] − r_i·θ/‖θ‖ (:meth:`LinearAdapter.step`)."""
+        z = X @ theta[:-1]
+        z += theta[-1]
+        s, der = self.masses(z, kap, y)
+        if df is None:
+            return s, None
+        # the row's gradient is dz_i·x̃_i − r_i·θ/‖θ‖: r_i = c_i·z_i/‖θ‖ is the radial
+        # part of the sharpened term c_i·x̃_i on the rows whose κ_i reads θ's direction
+        # (soft_scale "capped" / "angle"), c_i = ∂ψ_i/∂z_i at a fixed ‖θ‖
+        if self.cost_sensitive:
+            # the whole row term as a cost-sensitive cross-entropy: label 1[d < 0],
+            # weight |d|, d = ∂ψ/∂p(1) — the reductions approach's best response
+            s1 = sigmoid(z)
+            dd = df + dg
+            dz = dd * np.where(dd > 0, s1, 1.0 - s1)
+            c = None
+        elif self.log_objective:
+            s1 = sigmoid(z)
+            der1 = s1 * (1.0 - s1)
+            py = np.where(y == 1, s1, 1.0 - s1)
+            c = dg * der
+            dz = df * der1 / np.maximum(py, P_MIN) + c
+        else:
+            c = (df + dg) * der
+            dz = c
+        rad = None
+        if ract is not None:
+            u = z / nrm                          # z/‖θ‖ = x̃·θ̂
+            rad = np.where(ract, c * u, 0.0)
+        clipped = 0
+        if clip is not None:
+            if rad is not None:
+                # ‖dz·x̃ − rad·θ̂‖² = dz²‖x̃‖² − 2·dz·rad·(x̃·θ̂) + rad²
+                norms = np.sqrt(np.maximum(dz * dz * xn * xn - 2.0 * dz * rad * u
+                                           + rad * rad, 0.0))
+            else:
+                norms = np.abs(dz) * xn
+            f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+            clipped = int(np.count_nonzero(norms > clip))
+            dz = dz * f
+            if rad is not None:
+                rad = rad * f
+        return s, (X.T @ dz, float(dz.sum()), None if rad is None else float(rad.sum()),
+                   clipped)
+
+
 class LinearAdapter:
     """``pf.LinearClassifier`` (binary) in numpy; see the module docstring.
 
@@ -132,13 +244,20 @@ class LinearAdapter:
 
             raise InvalidInputError("soft_scale", soft_scale, "pass 'capped', 'fixed' or 'angle'")
         self.scale_mode = soft_scale if self.surrogate is None else "fixed"
+        #: the per-row arithmetic, public parameters only (what a Dask worker runs)
+        self.terms = RowTerms(self.P, self.k, self.angle_k, self.scale_mode, self.log_objective,
+                              self.cost_sensitive, self.surrogate,
+                              rates.phi_at_bound if self.surrogate is not None else None)
         self.rows = rows_of(rates.data)
         self.d = self.rows.n_features
         # a surrogate's rows are x̃_i = x_i·s_i (s_i = min(1, R/‖x_i‖), rates.clip_scale): the
         # n-vector s is kept, x̃ is formed per block / chunk
         self.scale = (np.asarray(rates.clip_scale, dtype=float) if self.surrogate is not None
                       else None)
-        self.y = np.asarray(rates.data.y)
+        #: where the rows stay on Dask workers (``data.rows_on_workers``) no per-row array is
+        #: held here: a step is a pass over a Poisson sample (:meth:`sampled_step`)
+        self.on_workers = bool(getattr(rates.data, "rows_on_workers", False))
+        self.y = None if self.on_workers else np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
         self.block_rows = max(64, BLOCK_BYTES // (8 * max(1, self.d)))
         self._buf = None                 # the block buffer, reused (design)
@@ -178,8 +297,7 @@ class LinearAdapter:
 
     def _norms(self, Z):
         """‖[x̃_i, 1]‖₂ of the design rows ``Z``: √(Σ_j x̃_ij² + 1)."""
-        X = self._x(Z)
-        return np.sqrt(np.einsum("ij,ij->i", X, X) + 1.0)
+        return self.terms.norms(self._x(Z))
 
     def _row_norms(self):
         """‖[x̃_i, 1]‖₂ of every row (an n-vector: 8 bytes a row), computed once, chunk by
@@ -210,28 +328,12 @@ class LinearAdapter:
 
     # ------------------------------------------------------------ sharpness
     def norm_scale(self, theta) -> float:
-        """n(θ): ‖θ‖₂ for ``soft_scale`` "capped" (floored at 1e-12), max(1, ‖θ‖₂) for
-        "angle", 1 for "fixed" — a function of θ, so of earlier releases only."""
-        if self.scale_mode == "fixed":
-            return 1.0
-        nt = float(np.linalg.norm(theta))
-        return max(1e-12, nt) if self.scale_mode == "capped" else max(1.0, nt)
+        """n(θ) (:meth:`RowTerms.norm_scale`)."""
+        return self.terms.norm_scale(theta)
 
     def _kappa_of_norms(self, theta, xn):
-        """(effective sharpness, mask of the rows where it reads θ's direction, or None) for
-        rows of norms ``xn``: κ ("fixed"), min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) ("capped"), or
-        κ·√P/(n(θ)·‖x̃_i‖) ("angle"); the module docstring says why.  It does not read the
-        margins, so a batch's is computed once, before its blocks."""
-        mode = self.scale_mode
-        if mode == "fixed":
-            return self.k, None
-        n = self.norm_scale(theta)
-        ka = self.angle_k if mode == "capped" else self.k
-        k = ka * np.sqrt(self.P) / (n * xn)
-        if mode == "angle":
-            return k, (np.ones(xn.shape[0], bool) if n > 1.0 else None)
-        act = k < self.k
-        return np.where(act, k, self.k), (act if act.any() else None)
+        """(effective sharpness, mask of its angular rows or None): :meth:`RowTerms.kappa_of_norms`."""
+        return self.terms.kappa_of_norms(theta, xn)
 
     def kappa(self, theta, Z=None):
         """The effective sharpness at θ: κ for "fixed", else a vector over the rows of the
@@ -242,20 +344,8 @@ class LinearAdapter:
 
     # ---------------------------------------------------------------- masses
     def _masses(self, z, k, y):
-        """(mass on ŷ = 1, its derivative in z at a fixed n(θ)) of rows of margins ``z``:
-        σ(k·z) (k a number or one per row), or the surrogate's masses (labels ``y``)."""
-        if self.surrogate is None:
-            s = sigmoid(k * z)
-            return s, k * s * (1.0 - s)
-        from privfair.statistics.stats import SURROGATES
-
-        r = self.rates
-        sign = np.where(y == 1, -1.0, 1.0)
-        val, der = SURROGATES[self.surrogate](sign * z)
-        val = val / r.phi_at_bound
-        der = np.where(val < 1.0, der / r.phi_at_bound, 0.0)
-        val = np.minimum(val, 1.0)
-        return np.where(sign > 0, val, 1.0 - val), der
+        """(mass on ŷ = 1, its derivative in z): :meth:`RowTerms.masses`."""
+        return self.terms.masses(z, k, y)
 
     def _mass(self, theta, idx, k=None, Z=None, y=None):
         """(mass on ŷ = 1, its derivative) of the rows ``idx`` (or of the design rows ``Z``
@@ -323,57 +413,24 @@ class LinearAdapter:
             ract = None if self.cost_sensitive else act
             w_sum, b_sum, rad_sum, clipped = np.zeros(self.d), 0.0, 0.0, 0
         bs = self.block_rows
+        terms = self.terms
         for a in range(0, k, bs):
             e = min(k, a + bs)
             X = self._x(self.design(idx[a:e]))
-            z = X @ theta[:-1]
-            z += theta[-1]
             kb = kap if np.ndim(kap) == 0 else kap[a:e]
-            s, der = self._masses(z, kb, y[a:e])
-            s_all[a:e] = s
             if not want:
+                s_all[a:e] = terms.block(X, y[a:e], theta, kb, None, nrm, None, None, None,
+                                         None)[0]
                 continue
-            dfb, dgb = df[a:e], dg[a:e]
-            # the row's gradient is dz_i·x̃_i − r_i·θ/‖θ‖: r_i = c_i·z_i/‖θ‖ is the radial
-            # part of the sharpened term c_i·x̃_i on the rows whose κ_i reads θ's direction
-            # (soft_scale "capped" / "angle"), c_i = ∂ψ_i/∂z_i at a fixed ‖θ‖
-            if self.cost_sensitive:
-                # the whole row term as a cost-sensitive cross-entropy: label 1[d < 0],
-                # weight |d|, d = ∂ψ/∂p(1) — the reductions approach's best response
-                s1 = sigmoid(z)
-                dd = dfb + dgb
-                dz = dd * np.where(dd > 0, s1, 1.0 - s1)
-                c = None
-            elif self.log_objective:
-                s1 = sigmoid(z)
-                der1 = s1 * (1.0 - s1)
-                py = np.where(y[a:e] == 1, s1, 1.0 - s1)
-                c = dgb * der
-                dz = dfb * der1 / np.maximum(py, P_MIN) + c
-            else:
-                c = (dfb + dgb) * der
-                dz = c
-            rad = None
-            if ract is not None:
-                u = z / nrm                          # z/‖θ‖ = x̃·θ̂
-                rad = np.where(ract[a:e], c * u, 0.0)
-            if clip is not None:
-                xb = xn[a:e]
-                if rad is not None:
-                    # ‖dz·x̃ − rad·θ̂‖² = dz²‖x̃‖² − 2·dz·rad·(x̃·θ̂) + rad²
-                    norms = np.sqrt(np.maximum(dz * dz * xb * xb - 2.0 * dz * rad * u
-                                               + rad * rad, 0.0))
-                else:
-                    norms = np.abs(dz) * xb
-                f = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
-                clipped += int(np.count_nonzero(norms > clip))
-                dz = dz * f
-                if rad is not None:
-                    rad = rad * f
-            w_sum += X.T @ dz
-            b_sum += float(dz.sum())
-            if rad is not None:
-                rad_sum += float(rad.sum())
+            s, (w_b, b_b, rad_b, clipped_b) = terms.block(
+                X, y[a:e], theta, kb, None if ract is None else ract[a:e], nrm, df[a:e],
+                dg[a:e], None if xn is None else xn[a:e], clip)
+            s_all[a:e] = s
+            clipped += clipped_b
+            w_sum += w_b
+            b_sum += b_b
+            if rad_b is not None:
+                rad_sum += rad_b
         P = np.stack([1.0 - s_all, s_all], axis=1)
         if not want:
             return P, None, 0
@@ -389,6 +446,74 @@ class LinearAdapter:
     def release(self, theta) -> np.ndarray:
         """θ scaled into the user's ball: the same rule 1[x·w + b > 0] (positive scaling)."""
         return self.ds.project(np.asarray(theta, dtype=float))
+
+
+def _coefficient_rows(table, cell):
+    """The rows ``table[c]`` of a coefficient table (G, L, L) or (L, L) flattened to its last
+    axis, for the codes ``cell`` (g·L + y, or y) — as the solver reads them."""
+    t = np.asarray(table)
+    return np.take(t.reshape(-1, t.shape[-1]), cell, axis=0)
+
+
+def batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
+    """A pass function (:mod:`privfair.data.passes`): one chunk of a step's Poisson batch,
+    read where the rows are (on a Dask worker, #19) — the same per-row arithmetic as
+    :meth:`LinearAdapter.step` (:meth:`RowTerms.block`).
+
+    ``terms`` a :class:`RowTerms` (public constants), θ the current iterate, ``tf``, ``tg``
+    the coefficient tables of the objective and of the constraints — (G, L, L) read by the
+    row's cell g·L + y (``by_group``) or (L, L) read by its label — all functions of earlier
+    releases; ``clip`` C or None.  Returns the partial sums (C (G, L, L) the batch histogram
+    Σ p_i ⊗ e_(g_i, y_i) (G = 1 and every row in group 0 without ``by_group``), Σ dz_i·x̃_i
+    (d,), Σ dz_i, Σ r_i (the radial parts; 0.0 without), the number of clipped rows): they merge
+    by addition, and the client forms the gradient [Σ dz·x̃, Σ dz] − (Σ r/n(θ))·θ
+    (:func:`assemble_gradient`).  No row, index or per-row value leaves the worker."""
+    if terms.surrogate is not None:       # pf.rates refuses surrogates on a Dask dataset
+        raise ValueError("batch_pass: surrogate rates are read in memory only")
+    X = np.asarray(chunk.X, dtype=float)
+    y = np.asarray(chunk.y)
+    theta = np.asarray(theta, dtype=float)
+    grp = np.asarray(chunk.group) if by_group else np.zeros(y.shape[0], np.int64)
+    cell = grp * L + y if by_group else y
+    xn = terms.norms(X) if (terms.scale_mode != "fixed" or clip is not None) else None
+    kap, act = (terms.k, None) if terms.scale_mode == "fixed" else \
+        terms.kappa_of_norms(theta, xn)
+    Uf, Ug = _coefficient_rows(tf, cell), _coefficient_rows(tg, cell)
+    s, (w, b, rad, clipped) = terms.block(
+        X, y, theta, kap, None if terms.cost_sensitive else act, terms.norm_scale(theta),
+        Uf[:, 1] - Uf[:, 0], Ug[:, 1] - Ug[:, 0], xn, clip)
+    from .histogram import batch_counts
+
+    C = batch_counts(grp, y, np.stack([1.0 - s, s], axis=1), G if by_group else 1, L)
+    return (C, w, b, 0.0 if rad is None else rad, clipped)
+
+
+def assemble_gradient(terms, theta, w, b, rad) -> np.ndarray:
+    """The batch's gradient sum from :func:`batch_pass`'s merged parts: [Σ dz·x̃, Σ dz] −
+    (Σ r/n(θ))·θ (the radial parts are linear in θ/‖θ‖, so they merge as one number)."""
+    out = np.append(np.asarray(w, dtype=float), float(b))
+    if rad:
+        out = out - (float(rad) / terms.norm_scale(theta)) * np.asarray(theta, dtype=float)
+    return out
+
+
+def label_totals_pass(chunk, terms, theta, L):
+    """A pass function: Σ_i e_(y_i) ⊗ p_i(θ) over one chunk, (L, L) — the group-free totals of
+    ``protect="sensitive"`` with ``group_free_totals="exact"`` read where the rows are (the
+    arithmetic of :meth:`LinearAdapter.label_totals`)."""
+    if terms.surrogate is not None:
+        raise ValueError("label_totals_pass: surrogate rates are read in memory only")
+    X = np.asarray(chunk.X, dtype=float)
+    y = np.asarray(chunk.y)
+    theta = np.asarray(theta, dtype=float)
+    k = terms.k if terms.scale_mode == "fixed" else \
+        terms.kappa_of_norms(theta, terms.norms(X))[0]
+    z = X @ theta[:-1]
+    z += theta[-1]
+    s, _ = terms.masses(z, k, y)
+    C = np.zeros((L, L))
+    np.add.at(C, y, np.stack([1.0 - s, s], axis=1))
+    return C
 
 
 class TorchAdapter:

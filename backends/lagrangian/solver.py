@@ -135,24 +135,148 @@ def _rows_of(table, cell):
     return np.take(t.reshape(-1, t.shape[-1]), cell, axis=0)
 
 
-def train(problem, adapter, P, draws, gen, progress=False):
+class GatheredBatches:
+    """A step's batch reads where the rows are in memory: the Poisson samples B_t (and B'_t)
+    drawn here (:func:`poisson`, from ``gen``), each batch's rows gathered and read once by
+    ``adapter.step``.  (The numbers of every fixed-seed run before #19's Dask path.)"""
+
+    def __init__(self, adapter, rates, gen):
+        self.adapter, self.gen = adapter, gen
+        self.n, self.G, self.L = rates.n, rates.G, rates.L
+        self.g_all, self.y_all = np.asarray(rates.data.group), np.asarray(rates.data.y)
+
+    def read(self, theta, q, tables, clip, q_pub=None, pub_tables=None, pub_counts=False):
+        """(C (G, L, L) the histogram Σ_{B_t} p_i ⊗ e_(g_i, y_i), the clipped gradient sum over
+        B_t of the coefficient tables ``tables`` = (t_f, t_g) (G, L, L), and — with
+        ``pub_tables`` (L, L) — B'_t's unclipped gradient sum and (``pub_counts``) its label
+        totals Σ e_(y_i) ⊗ p_i, both times q/q'; else None, None)."""
+        G, L, ad = self.G, self.L, self.adapter
+        idx = poisson(self.gen, self.n, q)
+        gi, yi = self.g_all[idx], self.y_all[idx]
+        cell = gi * L + yi
+        # one read of the batch: its soft predictions (the histogram) and its clipped
+        # gradient sum (the numpy adapter gathers each block of rows once, models.LinearAdapter);
+        # a row's coefficients c[g_i, y_i] are read off the (G·L, L) table by its cell
+        # (``_rows_of``: the same numbers as c[gi, yi], ~15× faster on a batch)
+        Pb, gsum, _ = ad.step(theta, idx, _rows_of(tables[0], cell), _rows_of(tables[1], cell),
+                              clip=clip)
+        C = H.batch_counts(gi, yi, Pb, G, L)
+        if pub_tables is None:
+            return C, gsum, None, None
+        idx2 = poisson(self.gen, self.n, q_pub)      # public batch B'_t, independent of B_t
+        y2 = self.y_all[idx2]
+        P2, pub, _ = ad.step(theta, idx2, _rows_of(pub_tables[0], y2),
+                             _rows_of(pub_tables[1], y2), clip=None)
+        if q_pub != q:
+            # B'_t at rate q' estimates the same batch-scaled sums (unbiased at any q')
+            pub, P2 = pub * (q / q_pub), P2 * (q / q_pub)
+        tot = H.batch_counts(np.zeros(len(idx2), np.int64), y2, P2, 1, L)[0] \
+            if pub_counts else None
+        return C, gsum, pub, tot
+
+    def label_totals(self, theta):
+        """Σ_i e_(y_i) ⊗ p_i(θ) over every row, (L, L): the adapter's pass over the chunks."""
+        return self.adapter.label_totals(theta, self.L)
+
+
+class PassBatches:
+    """A step's batch reads as passes over Poisson samples, where the rows cannot be gathered
+    (a Dask dataset's rows stay on its workers, #19).
+
+    Each read is ``rows.poisson_map_sum(models.batch_pass, rate, source, ...)``: the client
+    draws one 256-bit seed per partition from the run's secure ``source``, each worker samples
+    its own rows (independent seeds: the union is one Poisson(q) sample of all the rows — the
+    law the accountant's subsampled event assumes), computes its sampled rows' histogram and
+    clipped gradient sum with the coefficient tables (public: functions of earlier releases)
+    and sends back those sums only.  A step's coefficients are fixed before its batch is
+    drawn, so one pass gives both blocks of the step's release (the histogram need not be
+    released before the gradient is read); under ``protect="sensitive"`` B'_t is a second,
+    independent sample drawn in the same round trip (``rows.poisson_map_sums`` where the row
+    source has it).  The seeds and the samples are never released.  Noise is added on the
+    client, after the merge, by the same code as :class:`GatheredBatches`' (``_train``)."""
+
+    def __init__(self, adapter, rates, source):
+        from . import models
+
+        self.models, self.terms, self.rows = models, adapter.terms, adapter.rows
+        self.source, self.G, self.L = source, rates.G, rates.L
+        self.d = adapter.d
+
+    def _sums(self, jobs):
+        rows = self.rows
+        if hasattr(rows, "poisson_map_sums"):      # every sample in one round trip (Dask)
+            return rows.poisson_map_sums(jobs, self.source)
+        return [rows.poisson_map_sum(fn, rate, self.source, *params) for fn, rate, params in jobs]
+
+    def _merged(self, part, G, theta):
+        """(C, gradient sum) from a merged :func:`models.batch_pass` partial (None: nobody was
+        sampled)."""
+        if part is None:
+            return np.zeros((G, self.L, self.L)), np.zeros(self.d + 1)
+        C, w, b, rad, _ = part
+        return (np.asarray(C, dtype=float),
+                self.models.assemble_gradient(self.terms, theta, w, b, rad))
+
+    def read(self, theta, q, tables, clip, q_pub=None, pub_tables=None, pub_counts=False):
+        """As :meth:`GatheredBatches.read`, by passes (the samples are other draws of the same
+        law, so a run's numbers differ from the in-memory run's; its certificate does not)."""
+        bp, terms, L = self.models.batch_pass, self.terms, self.L
+        theta = np.asarray(theta, dtype=float)
+        jobs = [(bp, q, (terms, theta, tables[0], tables[1], True, self.G, L, clip))]
+        if pub_tables is not None:
+            jobs.append((bp, q_pub, (terms, theta, pub_tables[0], pub_tables[1], False, 1, L,
+                                     None)))
+        parts = self._sums(jobs)
+        C, gsum = self._merged(parts[0], self.G, theta)
+        if pub_tables is None:
+            return C, gsum, None, None
+        tot, pub = self._merged(parts[1], 1, theta)
+        tot = tot[0]
+        if q_pub != q:
+            pub, tot = pub * (q / q_pub), tot * (q / q_pub)
+        return C, gsum, pub, (tot if pub_counts else None)
+
+    def label_totals(self, theta):
+        """Σ_i e_(y_i) ⊗ p_i(θ) over every row, (L, L): one pass (no sample)."""
+        C = self.rows.map_sum(self.models.label_totals_pass, self.terms,
+                              np.asarray(theta, dtype=float), self.L)
+        return np.zeros((self.L, self.L)) if C is None else np.asarray(C, dtype=float)
+
+
+def batches_for(adapter, rates, gen, source=None):
+    """How a run reads its batches: :class:`GatheredBatches` where the row source gathers rows
+    (in memory; a torch adapter's tensors), else :class:`PassBatches` (a row source that only
+    runs passes — a Dask dataset's; the numpy adapter's per-row arithmetic travels)."""
+    rows = getattr(adapter, "rows", None)
+    if rows is None or hasattr(rows, "gather") or not hasattr(adapter, "terms"):
+        return GatheredBatches(adapter, rates, gen)
+    if source is None:
+        from privfair.privacy.randomness import as_source
+
+        source = as_source(gen)
+    return PassBatches(adapter, rates, source)
+
+
+def train(problem, adapter, P, draws, gen, progress=False, source=None):
     """Run the loop of the module docstring; returns (checkpoints, trace, state).
 
     ``P`` holds the plan's parameters; ``draws`` is the schedule's :class:`Draws` (None for a
-    non-private run: no noise); ``gen`` a numpy Generator for the Poisson samples."""
+    non-private run: no noise); ``gen`` a numpy Generator for the Poisson samples drawn in
+    memory; ``source`` the run's :class:`~privfair.privacy.randomness.RandomSource`, from which
+    a Dask run draws its per-partition seeds (default: one over ``gen``)."""
+    batches = batches_for(adapter, problem.rates, gen, source)
     if getattr(adapter, "batch_blas", False):
         # the numpy adapter's products are batch-sized: BLAS on one thread (see there); a
         # torch adapter keeps its own threads
         with blas_single_thread():
-            return _train(problem, adapter, P, draws, gen, progress)
-    return _train(problem, adapter, P, draws, gen, progress)
+            return _train(problem, adapter, P, draws, batches, progress)
+    return _train(problem, adapter, P, draws, batches, progress)
 
 
-def _train(problem, adapter, P, draws, gen, progress):
+def _train(problem, adapter, P, draws, batches, progress):
     r = problem.rates
     lay = H.Layout(r)
     G, L, n = r.G, r.L, r.n
-    g_all, y_all = np.asarray(r.data.group), np.asarray(r.data.y)
     q, T, m = P["sampling_rate"], P["T"], P["sampling_rate"] * r.n
     sensitive = P["protect"] == "sensitive"
     q_pub = P.get("public_rate", q)        # the public batch B'_t's rate q' ("sensitive")
@@ -201,43 +325,29 @@ def _train(problem, adapter, P, draws, gen, progress):
             # bounded however large the multipliers grow (see ``dual_project``)
             s_ = 1.0 / (1.0 + float(lam.sum()))
             cf, cg = cf * s_, cg * s_
-        idx = poisson(gen, n, q)
-        gi, yi = g_all[idx], y_all[idx]
-        cell = gi * L + yi
-        # one read of the batch: its soft predictions (the histogram) and its clipped
-        # gradient sum (the numpy adapter gathers each block of rows once, models.LinearAdapter);
-        # a row's coefficients c[g_i, y_i] are read off the (G·L, L) table by its cell
-        # (``_rows_of``: the same numbers as c[gi, yi], ~15× faster on a batch)
+        clip = C if draws is not None else None
         if not sensitive:
-            Pb, gsum, k = adapter.step(theta, idx, _rows_of(cf, cell), _rows_of(cg, cell),
-                                       clip=C if draws is not None else None)
-            hist = H.batch_counts(gi, yi, Pb, G, L)
+            hist, gsum, _, _ = batches.read(theta, q, (cf, cg), clip)
             pub_tot = None
         else:
             # the group-free reference: the π̂-weighted mean over groups (post-processing of
             # releases), so that the private part is a contrast of mean ≈ 0 over the groups
             wgt = (pi / pi.sum(axis=0, keepdims=True))[:, :, None]        # (G, L, 1)
             cf_ref, cg_ref = (wgt * cf).sum(axis=0), (wgt * cg).sum(axis=0)   # (L, L)
-            Pb, gsum, k = adapter.step(theta, idx, _rows_of(cf - cf_ref, cell),
-                                       _rows_of(cg - cg_ref, cell),
-                                       clip=C if draws is not None else None)
-            idx2 = poisson(gen, n, q_pub)      # public batch B'_t, independent of B_t
-            y2 = y_all[idx2]
-            P2, pub, _ = adapter.step(theta, idx2, _rows_of(cf_ref, y2), _rows_of(cg_ref, y2),
-                                      clip=None)
-            if q_pub != q:
-                # B'_t at rate q' estimates the same batch-scaled sums (unbiased at any q')
-                pub, P2 = pub * (q / q_pub), P2 * (q / q_pub)
-            hist = H.centred_counts(gi, yi, Pb, G, L)
+            # B_t with the group-dependent coefficients; B'_t (rate q', independent of B_t)
+            # with the group-free ones, read on its own rows (never a product over B_t's)
+            hist, gsum, pub, P2tot = batches.read(theta, q, (cf - cf_ref, cg - cg_ref), clip,
+                                                  q_pub, (cf_ref, cg_ref), totals_batch)
+            hist = hist - hist.mean(axis=0, keepdims=True)    # H.centred_counts of the batch
             # the group-free totals Σ_g C[g, y, ŷ] read x, y, θ only (public under this unit):
             # "exact" — on all rows, scaled to a batch (a pass over the rows chunk by chunk,
             # every step); "batch" — on the public batch B'_t already read for the group-free
             # gradient (unbiased for the same scaled totals; sampling noise only, which the EMA
             # averages; one batch instead of n rows a step, #19)
             if totals_batch:
-                pub_tot = H.batch_counts(np.zeros(len(idx2), np.int64), y2, P2, 1, L)[0]
+                pub_tot = P2tot
             else:
-                pub_tot = adapter.label_totals(theta, L) * q
+                pub_tot = batches.label_totals(theta) * q
         if draws is not None:
             noise = np.asarray(draws.gaussian_noise("steps", (Dh + adapter.P,)), dtype=float)
             hist = hist + noise[:Dh].reshape(G, L, L) * (Hb / a)

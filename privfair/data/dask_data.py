@@ -174,6 +174,20 @@ def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params, sele
                                 params, select)
 
 
+def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
+    """Several passes, each over its own Poisson sample of one partition's arrays: ``jobs`` =
+    [(fn, rate, seed, params), ...]; the list of their partial sums (the partition is
+    converted and selected once for all of them)."""
+    X, y, g = _select_arrays(arrays, select)
+    rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
+    return [passes.poisson_pass(rows, rate, seed, fn, params) for fn, rate, seed, params in jobs]
+
+
+def _partition_poisson_passes(df, schema, chunk_rows, jobs, select=None):
+    """:func:`_arrays_poisson_passes` on one DataFrame partition (converted on the worker)."""
+    return _arrays_poisson_passes(_partition_arrays(df, schema), chunk_rows, jobs, select)
+
+
 def _partition_frame(df, select):
     """The rows of one DataFrame partition that ``select`` keeps (``to_dataset`` of a view)."""
     i = _selected_positions(len(df), select)
@@ -248,6 +262,38 @@ class DaskRows:
         for part in dask.compute(*tasks, **kw):
             total = passes.merge(total, part)
         return total
+
+    def poisson_map_sums(self, jobs, source) -> list:
+        """Several passes over **independent** Poisson samples in one round trip: ``jobs`` =
+        [(fn, rate, params), ...]; returns each job's merged sum (None where nothing was
+        sampled), as ``[self.poisson_map_sum(fn, rate, source, *params) for ...]`` would.
+
+        The client draws one 256-bit seed per (job, partition) from ``source`` (job by job,
+        :func:`privfair.data.passes.poisson_seeds`); one task per partition converts the
+        partition once and runs every job on its own seeded sample.  Why (#19): a
+        ``lagrangian_sgda`` step under ``protect="sensitive"`` reads the private batch B_t and
+        the independent public batch B'_t; one round trip instead of two halves the per-step
+        latency.  The seeds and the samples are secret, as in :meth:`poisson_map_sum`."""
+        dask, _ = _dask()
+        parts = self.arrays if self.arrays is not None else self.ddf.to_delayed()
+        k = len(parts)
+        seeds = passes.poisson_seeds(source, k * len(jobs))
+        sels = self._selects(k)
+        tasks = []
+        for i, (p, sel) in enumerate(zip(parts, sels)):
+            mine = [(fn, rate, seeds[j * k + i], params)
+                    for j, (fn, rate, params) in enumerate(jobs)]
+            if self.arrays is not None:
+                tasks.append(dask.delayed(_arrays_poisson_passes, pure=False)(
+                    p, self.chunk_rows, mine, sel))
+            else:
+                tasks.append(dask.delayed(_partition_poisson_passes, pure=False)(
+                    p, self.schema, self.chunk_rows, mine, sel))
+        kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
+        totals = [None] * len(jobs)
+        for part in dask.compute(*tasks, **kw):
+            totals = [passes.merge(t, v) for t, v in zip(totals, part)]
+        return totals
 
 
 class DaskDataset:

@@ -1,0 +1,190 @@
+"""``lagrangian_sgda`` with a ``pf.LinearClassifier`` on a Dask dataset (#19).
+
+A step's batch reads are passes over Poisson samples drawn on the workers from per-partition
+seeds (``solver.PassBatches``, ``models.batch_pass``): only the batch's histogram, its clipped
+gradient sum and a count of clipped rows come back.  Checked here: one step's passes give the
+sums the in-memory adapter computes on the same sampled rows; without sampling or noise (q = 1,
+ε = ∞) a whole Dask solve gives the in-memory solve's rule up to float summation order; a
+private Dask solve has the in-memory certificate and a useful rule under both units."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask.dataframe", reason="the Dask engine is the optional extra "
+                                              "privfair[dask]")
+distributed = pytest.importorskip("distributed", reason="the Dask engine's tests start a "
+                                                        "distributed.LocalCluster")
+
+import dask.dataframe as dd  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import privfair as pf  # noqa: E402
+from privfair.backends.lagrangian import histogram as H  # noqa: E402
+from privfair.backends.lagrangian import models, solver  # noqa: E402
+from privfair.data import dask_data, passes  # noqa: E402
+from privfair.privacy.randomness import as_source  # noqa: E402
+
+N, D, PARTS = 2000, 4, 3
+GROUPS = ["F", "M"]
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(N, D))
+    sex = rng.choice(GROUPS, N, p=[0.35, 0.65])
+    X[:, 0] += 0.8 * (sex == "M")
+    y = (1.5 * X[:, 0] + 0.5 * X[:, 1] + rng.logistic(size=N) > 0.8).astype(int)
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
+    df["sex"], df["income"] = sex, y
+    return df
+
+
+def _on_dask(df):
+    return pf.Dataset.from_dask(dd.from_pandas(df, npartitions=PARTS), label="income",
+                                sensitive="sex", groups=GROUPS)
+
+
+def _memory(df):
+    return pf.Dataset(df[[f"x{j}" for j in range(D)]].to_numpy(), df["income"].to_numpy(),
+                      df["sex"].to_numpy(), group_names=GROUPS, labels=[0, 1])
+
+
+def _problem(data):
+    r = pf.rates(pf.LinearClassifier(D, radius=10.0), data)
+    return pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.05])
+
+
+def _solve(data, privacy, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _problem(data).solve(privacy, backend="lagrangian_sgda", seed=0,
+                                    progress=False, **kw)
+
+
+def _sampled_rows(data, rate, seeds):
+    """The rows a Dask pass samples with one seed per partition (partition order, offsets)."""
+    out, start = [], 0
+    for size, seed in zip(data.ddf.map_partitions(len).compute(), seeds):
+        out.append(start + passes.poisson_rows(size, rate, seed))
+        start += size
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("scale,objective", [("capped", "log"), ("fixed", "cost_log"),
+                                             ("angle", "linear")])
+def test_one_steps_passes_are_the_in_memory_sums_on_the_same_rows(client, frame, monkeypatch,
+                                                                  scale, objective):
+    data, mem = _on_dask(frame), _memory(frame)
+    rd, rm = _problem(data).rates, _problem(mem).rates
+    kw = dict(sharpness=5.0, soft_scale=scale, log_objective=objective == "log",
+              cost_sensitive=objective == "cost_log")
+    ad, am = models.LinearAdapter(rd, **kw), models.LinearAdapter(rm, **kw)
+    batches = solver.batches_for(ad, rd, None, as_source(7))
+    assert isinstance(batches, solver.PassBatches)          # a Dask row source cannot gather
+    assert isinstance(solver.batches_for(am, rm, None), solver.GatheredBatches)
+    back = []                                             # what comes back to the client
+    sums = dask_data.DaskRows.poisson_map_sums
+
+    def recording(self, jobs, source):
+        out = sums(self, jobs, source)
+        back.extend(out)
+        return out
+
+    monkeypatch.setattr(dask_data.DaskRows, "poisson_map_sums", recording)
+    rng = np.random.default_rng(2)
+    theta = rng.normal(size=D + 1)
+    tf, tg = rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 2, 2))   # (G, L, L) tables
+    rf, rg = rng.normal(size=(2, 2)), rng.normal(size=(2, 2))         # (L, L): by label
+    q, q_pub, CLIP = 0.2, 0.15, 0.3
+    C, g, pub, tot = batches.read(theta, q, (tf, tg), CLIP, q_pub, (rf, rg), True)
+    # the same seeds, drawn again from the same source: B_t's, then B'_t's, one per partition
+    seeds = passes.poisson_seeds(as_source(7), 2 * PARTS)
+    idx, idx2 = _sampled_rows(data, q, seeds[:PARTS]), _sampled_rows(data, q_pub, seeds[PARTS:])
+    assert 250 < idx.size < 550 and idx2.size > 200
+    assert not np.array_equal(idx[:50], idx2[:50])         # independent samples
+    gi, yi = mem.group[idx], mem.y[idx]
+    P, g_want, clipped = am.step(theta, idx, tf[gi, yi], tg[gi, yi], clip=CLIP)
+    assert clipped > 0                                     # the clipping is exercised
+    np.testing.assert_allclose(C, H.batch_counts(gi, yi, P, 2, 2), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g, g_want, rtol=1e-11, atol=1e-11)
+    y2 = mem.y[idx2]
+    P2, pub_want, _ = am.step(theta, idx2, rf[y2], rg[y2])
+    scale_ = q / q_pub
+    np.testing.assert_allclose(pub, pub_want * scale_, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(tot, H.batch_counts(np.zeros(idx2.size, np.int64), y2, P2, 1,
+                                                   2)[0] * scale_, rtol=1e-12, atol=1e-12)
+    # the exact group-free totals: one pass over every row
+    np.testing.assert_allclose(batches.label_totals(theta), am.label_totals(theta, 2),
+                               rtol=1e-12, atol=1e-9)
+    # only sums came back: a (G, L, L) histogram, a d-vector, numbers — nothing per row
+    leaves = [np.asarray(v) for part in back for v in part]
+    assert leaves and max(v.size for v in leaves) <= 2 * 2 * 2
+
+
+@pytest.mark.parametrize("unit", ["row", "sensitive"])
+def test_without_sampling_or_noise_a_dask_solve_is_the_in_memory_solve(client, frame, unit):
+    # q = 1 (every row in every batch) and ε = ∞ (no noise, no clipping): the two paths read
+    # the same rows, so the same rule up to float summation order
+    data, mem = _on_dask(frame), _memory(frame)
+    inf = pf.DP(math.inf, protect=unit)
+    opts = dict(holdout=0, batch_size=N, epochs=4)
+    got, want = _solve(data, inf, **opts), _solve(mem, inf, **opts)
+    assert got.plan.params["T"] == want.plan.params["T"] == 4
+    np.testing.assert_allclose(np.array(got.decisions), np.array(want.decisions), rtol=1e-9,
+                               atol=1e-10)
+    np.testing.assert_array_equal(got.weights, want.weights)
+
+
+def _error(res, df):
+    X = df[[f"x{j}" for j in range(D)]].to_numpy()
+    y = df["income"].to_numpy()
+    return sum(w * np.mean(((X @ np.asarray(d)[:-1] + d[-1]) > 0).astype(int) != y)
+               for d, w in zip(res.decisions, res.weights))
+
+
+@pytest.fixture(scope="module")
+def easy():
+    """An easy problem: the label follows two features that do not depend on the group, so the
+    accurate rule is nearly fair and the constant rule errs on ~half of the rows."""
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(N, D))
+    sex = rng.choice(GROUPS, N, p=[0.35, 0.65])
+    y = (2.0 * X[:, 0] + X[:, 1] + rng.logistic(size=N) > 0).astype(int)
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
+    df["sex"], df["income"] = sex, y
+    return df
+
+
+@pytest.mark.parametrize("unit", ["row", "sensitive"])
+def test_private_dask_solve_has_the_in_memory_certificate_and_a_useful_rule(client, easy, unit):
+    data, mem = _on_dask(easy), _memory(easy)
+    priv = pf.DP(2.0, 1e-5, protect=unit)
+    got, want = _solve(data, priv, holdout=0, epochs=3), _solve(mem, priv, holdout=0, epochs=3)
+    # the same plan, so the same event: the certificates are equal
+    assert got.certificate == want.certificate
+    assert got.plan.params["noise_multiplier"] == want.plan.params["noise_multiplier"] > 0
+    base = min(easy["income"].mean(), 1 - easy["income"].mean())
+    assert base > 0.4
+    assert _error(got, easy) < base - 0.15, (_error(got, easy), _error(want, easy), base)
+
+
+def test_default_held_out_check_runs_on_the_workers(client, frame):
+    # the default 20 % check: the training view's steps are passes on its rows, the check's
+    # soft counts one pass on the held-out rows
+    res = _solve(_on_dask(frame), pf.DP(2.0, 1e-5, protect="sensitive"), epochs=2)
+    assert res.holdout is not None and res.holdout.n_held_out == round(0.2 * N)
+
+
+def test_torch_model_is_refused_on_a_dask_dataset_before_anything_is_spent(client, frame):
+    torch = pytest.importorskip("torch", reason="pf.TorchModel needs torch")
+    data = _on_dask(frame)
+    r = pf.rates(pf.TorchModel(torch.nn.Linear(D, 2), D, 2), data)
+    prob = pf.Problem(pf.minimize(r.error()))
+    with pytest.raises(pf.errors.PrivfairError, match="Dask"):
+        prob.solve(pf.DP(1.0, 1e-5), backend="lagrangian_sgda", seed=0, progress=False,
+                   holdout=0)
