@@ -137,3 +137,31 @@ def test_public_base_of_one_label_is_constant():
                      group_names=["a", "b"], labels=[0, 1])
     base = public_base(one)
     assert base.coef == (0.0, 0.0) and base.intercept == 10.0
+
+
+def test_group_codes_name_every_row_as_str_of_its_values():
+    """The factorized group codes (#19) are the row-by-row definition: a row's group is the
+    name str(v) (several attributes: "v1|v2") of its values — for integer codes, strings, and
+    mixed object columns — and an unknown group is refused naming the first such row."""
+    from privfair.models.postprocess import group_codes
+
+    def by_rows(raw, groups):
+        raw = np.asarray(raw, dtype=object)
+        keys = ([str(v) for v in raw] if raw.ndim == 1
+                else ["|".join(str(v) for v in row) for row in raw])
+        return np.array([list(groups).index(k) for k in keys])
+
+    rng = np.random.default_rng(0)
+    ints = rng.integers(0, 3, 500)
+    letters = np.array(["a", "b"], dtype=object)[rng.integers(0, 2, 500)]
+    mixed = np.stack([letters, ints.astype(object)], axis=1)
+    cases = [(ints, ("0", "1", "2")), (ints.astype(bool), ("False", "True")),
+             (letters, ("b", "a")), (mixed, tuple(f"{a}|{i}" for a in "ab" for i in range(3))),
+             (ints[:, None], ("2", "1", "0"))]
+    for raw, groups in cases:
+        assert np.array_equal(group_codes(raw, groups, 500), by_rows(
+            raw[:, 0] if np.ndim(raw) == 2 and np.shape(raw)[1] == 1 else raw, groups))
+    with pytest.raises(pf.errors.InvalidInputError) as err:
+        group_codes(ints, ("0", "1"), 500)
+    first = int(np.flatnonzero(ints == 2)[0])
+    assert err.value.field == "sensitive" and f"row {first} " in str(err.value)
