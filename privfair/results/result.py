@@ -133,7 +133,9 @@ class Result:
         if d is not None and X.shape[1] != d:
             raise DataError("X", f"{X.shape[1]} features",
                             f"the decision was fitted on {d} features; pass X with {d} columns")
-        if not np.isfinite(X).all():
+        from ..data.dataset import _first_nonfinite
+
+        if _first_nonfinite(X) is not None:      # chunk by chunk: no n×d boolean mask (#19)
             raise DataError("X", "NaN or infinite values",
                             "impute or drop them before predicting (a prediction on NaN is not "
                             "defined)")
@@ -338,9 +340,25 @@ def _mix(z):
 
 def row_coins(X, key: int) -> np.ndarray:
     """u(x) ∈ [0, 1) per row: a pseudo-random function of ``key`` and the row's float64 bits
-    (splitmix64 chained over the columns), so a row gets the same coin in any batch."""
-    rows = np.ascontiguousarray(X, dtype=np.float64)
-    rows = np.where(rows == 0.0, 0.0, rows)           # -0.0 and 0.0 are the same feature
+    (splitmix64 chained over the columns), so a row gets the same coin in any batch.
+
+    Computed a block of rows at a time (each coin reads its own row only, so the coins are the
+    same): the float64 copy that folds −0.0 into 0.0 is block-sized, not another X (#19: at
+    2·10⁶ × 101 a whole-X copy made ``predict`` peak at +1.7 GB).
+    """
+    from ..data.passes import chunk_rows_for
+
+    X = np.asarray(X)
+    out = np.empty(X.shape[0])
+    k = chunk_rows_for(X.shape[1]) if X.ndim == 2 and X.shape[1] else max(1, X.shape[0])
+    for s in range(0, X.shape[0], k):
+        out[s:s + k] = _row_coins(X[s:s + k], key)
+    return out
+
+
+def _row_coins(X, key: int) -> np.ndarray:
+    rows = np.array(X, dtype=np.float64)              # a block-sized copy, modified in place
+    rows[rows == 0.0] = 0.0                           # -0.0 and 0.0 are the same feature
     words = rows.view(np.uint64).reshape(rows.shape)
     with np.errstate(over="ignore"):
         h = np.full(len(rows), np.uint64(key), dtype=np.uint64)
