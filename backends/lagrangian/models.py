@@ -67,6 +67,9 @@ part, which reads x, y, θ only and is computed on an independent batch (``solve
   p(1) = σ(x·w + b) with θ free, and the released θ is scaled into the user's ball (the same
   rule).  With ``pf.rates(..., surrogate=...)`` ℓ is defined by the surrogate masses of
   :mod:`privfair.statistics.stats` on the clipped features, and θ is projected on the ball every step.
+  On a Dask dataset (rows on the workers, #19) the adapter holds no per-row array: a step is
+  :func:`batch_pass` run on each partition's Poisson sample (``solver.PassBatches``), with the
+  public constants of :class:`RowTerms` — the same per-row arithmetic as :meth:`LinearAdapter.step`.
 * :class:`TorchAdapter` — ``pf.TorchModel`` (any module; softmax, or sigmoid of one logit);
   per-example gradients with ``torch.func`` (vmap of grad), on CPU or CUDA.
 """

@@ -48,7 +48,11 @@ Under "sensitive" the histogram's noise is further projected on the centred subs
 The batches.  B_t (and B'_t) are exact Poisson samples: :func:`poisson` draws the gaps between
 consecutive members as i.i.d. Geometric(q), which gives every set S the probability
 q^|S|(1 − q)^(n − |S|) — each row in independently with probability q, the law the accountant's
-subsampled event assumes.
+subsampled event assumes.  On a Dask dataset (:class:`PassBatches`, #19) each partition samples
+its own rows, each row independently with probability q, from its own 256-bit seed drawn on the
+client from the run's secure source: independent partitions, so the union is again one
+Poisson(q) sample of all the rows, and the step's sums (histogram, clipped gradient) come back
+merged — the same release, the same event, the same certificate.
 
 Preconditions.  δ > 0; f and every g_j have (sub)gradients (every expression of the language
 does); p_i on the simplex (softmax / sigmoid / the surrogate masses of :mod:`privfair.statistics.stats`).
