@@ -126,13 +126,15 @@ def test_one_steps_passes_are_the_in_memory_sums_on_the_same_rows(client, frame,
     assert leaves and max(v.size for v in leaves) <= 2 * 2 * 2
 
 
-@pytest.mark.parametrize("unit", ["row", "sensitive"])
-def test_without_sampling_or_noise_a_dask_solve_is_the_in_memory_solve(client, frame, unit):
+@pytest.mark.parametrize("unit,totals", [("row", "batch"), ("sensitive", "batch"),
+                                         ("sensitive", "exact")])
+def test_without_sampling_or_noise_a_dask_solve_is_the_in_memory_solve(client, frame, unit,
+                                                                       totals):
     # q = 1 (every row in every batch) and ε = ∞ (no noise, no clipping): the two paths read
     # the same rows, so the same rule up to float summation order
     data, mem = _on_dask(frame), _memory(frame)
     inf = pf.DP(math.inf, protect=unit)
-    opts = dict(holdout=0, batch_size=N, epochs=4)
+    opts = dict(holdout=0, batch_size=N, epochs=4, group_free_totals=totals)
     got, want = _solve(data, inf, **opts), _solve(mem, inf, **opts)
     assert got.plan.params["T"] == want.plan.params["T"] == 4
     np.testing.assert_allclose(np.array(got.decisions), np.array(want.decisions), rtol=1e-9,
