@@ -68,6 +68,7 @@ import numpy as np
 from privfair.util.threads import blas_single_thread
 
 from . import histogram as H
+from . import models
 
 
 def poisson(gen, n, q):
@@ -132,11 +133,9 @@ def _schedule_factor(kind, t, T):
 
 
 def _rows_of(table, cell):
-    """The rows ``table[c]`` of a coefficient table (G, L, L) or (L, L) flattened to its
-    last axis, for the codes ``cell`` (g·L + y, or y): one ``np.take`` along axis 0 instead of
-    fancy indexing by two index arrays."""
-    t = np.asarray(table)
-    return np.take(t.reshape(-1, t.shape[-1]), cell, axis=0)
+    """The rows ``table[c]`` of a coefficient table by the codes ``cell``
+    (:func:`models.coefficient_rows`, the one home of this read; the worker's pass reads it)."""
+    return models.coefficient_rows(table, cell)
 
 
 class GatheredBatches:
@@ -200,8 +199,6 @@ class PassBatches:
     client, after the merge, by the same code as :class:`GatheredBatches`' (``_train``)."""
 
     def __init__(self, adapter, rates, source):
-        from . import models
-
         self.models, self.terms, self.rows = models, adapter.terms, adapter.rows
         self.source, self.G, self.L = source, rates.G, rates.L
         self.d = adapter.d
