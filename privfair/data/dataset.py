@@ -64,7 +64,7 @@ def _as_features(X, feature_names, copy=True):
     if X.ndim != 2:
         raise DataError("X", f"shape {X.shape}",
                         "pass a 2-D array of shape (n_rows, n_features); reshape(-1, 1) for one feature")
-    bad = _first_nonfinite(X)
+    bad = first_nonfinite(X)
     if bad is not None:
         (i, j), total = bad
         col = names[j] if names else j
@@ -81,7 +81,7 @@ def _as_features(X, feature_names, copy=True):
     return X, names
 
 
-def _first_nonfinite(X):
+def first_nonfinite(X):
     """((row, column) of the first NaN/inf, how many) or None — checked chunk by chunk, so no
     n×d boolean temporary is built."""
     from .passes import chunk_rows_for

@@ -133,9 +133,9 @@ class Result:
         if d is not None and X.shape[1] != d:
             raise DataError("X", f"{X.shape[1]} features",
                             f"the decision was fitted on {d} features; pass X with {d} columns")
-        from ..data.dataset import _first_nonfinite
+        from ..data.dataset import first_nonfinite
 
-        if _first_nonfinite(X) is not None:      # chunk by chunk: no n×d boolean mask (#19)
+        if first_nonfinite(X) is not None:      # chunk by chunk: no n×d boolean mask (#19)
             raise DataError("X", "NaN or infinite values",
                             "impute or drop them before predicting (a prediction on NaN is not "
                             "defined)")
