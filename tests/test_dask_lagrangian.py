@@ -134,7 +134,10 @@ def test_without_sampling_or_noise_a_dask_solve_is_the_in_memory_solve(client, f
     # the same rows, so the same rule up to float summation order
     data, mem = _on_dask(frame), _memory(frame)
     inf = pf.DP(math.inf, protect=unit)
-    opts = dict(holdout=0, batch_size=N, epochs=4, group_free_totals=totals)
+    # "sensitive": its split steps (B'_t and the group-free totals; the default runs the row
+    # steps, which the "row" case covers)
+    opts = dict(holdout=0, batch_size=N, epochs=4, group_free_totals=totals,
+                sensitive_algorithm="split")
     got, want = _solve(data, inf, **opts), _solve(mem, inf, **opts)
     assert got.plan.params["T"] == want.plan.params["T"] == 4
     np.testing.assert_allclose(np.array(got.decisions), np.array(want.decisions), rtol=1e-9,
@@ -162,11 +165,15 @@ def easy():
     return df
 
 
-@pytest.mark.parametrize("unit", ["row", "sensitive"])
-def test_private_dask_solve_has_the_in_memory_certificate_and_a_useful_rule(client, easy, unit):
+@pytest.mark.parametrize("unit,steps", [("row", "row"), ("sensitive", "row"),
+                                        ("sensitive", "split")])
+def test_private_dask_solve_has_the_in_memory_certificate_and_a_useful_rule(client, easy, unit,
+                                                                           steps):
     data, mem = _on_dask(easy), _memory(easy)
     priv = pf.DP(2.0, 1e-5, protect=unit)
-    got, want = _solve(data, priv, holdout=0, epochs=3), _solve(mem, priv, holdout=0, epochs=3)
+    opts = dict(holdout=0, epochs=3, sensitive_algorithm=steps)
+    got, want = _solve(data, priv, **opts), _solve(mem, priv, **opts)
+    assert got.info["algorithm_unit"] == ("sensitive" if steps == "split" else "row")
     # the same plan, so the same event: the certificates are equal
     assert got.certificate == want.certificate
     assert got.plan.params["noise_multiplier"] == want.plan.params["noise_multiplier"] > 0

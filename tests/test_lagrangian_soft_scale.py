@@ -61,9 +61,10 @@ def test_capped_soft_prediction_enforces_parity_where_the_fixed_one_did_not():
 
 
 def test_the_default_is_capped_for_a_linear_classifier_under_row_privacy():
-    """"auto": "capped" under protect="row" (where clipping the objective's row gradient made
-    the constraint run away), "fixed" under "sensitive" (the objective's group-free part is
-    public and unclipped there; "capped" did not validate better)."""
+    """"auto": "capped" for the row steps (where clipping the objective's row gradient made
+    the constraint run away) — protect="row", and "sensitive" by default — and "fixed" for the
+    split steps of protect="sensitive" (the objective's group-free part is public and
+    unclipped there; "capped" did not validate better)."""
     data = _synthetic(500, 3, 2)
     r = pf.rates(pf.LinearClassifier(3, radius=1.0), data)
     prob = pf.Problem(pf.Minimize(r.error()),
@@ -71,9 +72,12 @@ def test_the_default_is_capped_for_a_linear_classifier_under_row_privacy():
     plan = prob.plan(pf.DP(1.0, 1e-5, protect="row"), backend="lagrangian_sgda").chosen
     assert plan.params["soft_scale"] == "capped" and plan.params["angle_sharpness"] == 10.0
     plan = prob.plan(pf.DP(1.0, 1e-5, protect="sensitive"), backend="lagrangian_sgda").chosen
-    assert plan.params["soft_scale"] == "fixed"
+    assert plan.params["soft_scale"] == "capped" and plan.params["algorithm_unit"] == "row"
     plan = prob.plan(pf.DP(1.0, 1e-5, protect="sensitive"), backend="lagrangian_sgda",
-                     soft_scale="capped").chosen
+                     sensitive_algorithm="split").chosen
+    assert plan.params["soft_scale"] == "fixed" and plan.params["algorithm_unit"] == "sensitive"
+    plan = prob.plan(pf.DP(1.0, 1e-5, protect="sensitive"), backend="lagrangian_sgda",
+                     sensitive_algorithm="split", soft_scale="capped").chosen
     assert plan.params["soft_scale"] == "capped"
     # surrogate rates read their own masses
     rs = pf.rates(pf.LinearClassifier(3, radius=1.0), data, surrogate="logistic",
@@ -90,10 +94,13 @@ def test_a_torch_model_reads_the_fixed_sharpness_unless_capped_is_asked():
     r = pf.rates(pf.TorchModel(torch.nn.Linear(3, 2), 3, 2), data)
     prob = pf.Problem(pf.Minimize(r.error()),
                       [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
-    priv = pf.DP(1.0, 1e-5)
-    assert prob.plan(priv, backend="lagrangian_sgda").chosen.params["soft_scale"] == "fixed"
-    assert prob.plan(priv, backend="lagrangian_sgda", soft_scale="capped").chosen.params[
+    priv = pf.DP(1.0, 1e-5, protect="sensitive")
+    split = dict(backend="lagrangian_sgda", sensitive_algorithm="split")
+    assert prob.plan(priv, **split).chosen.params["soft_scale"] == "fixed"
+    assert prob.plan(priv, soft_scale="capped", **split).chosen.params[
         "soft_scale"] == "capped"
+    # the row steps (protect="row", and "sensitive" by default) read the capped band
+    assert prob.plan(priv, backend="lagrangian_sgda").chosen.params["soft_scale"] == "capped"
 
 
 @pytest.mark.parametrize("mode", ["capped", "fixed", "angle"])

@@ -38,14 +38,14 @@ def test_batch_totals_read_no_full_pass_and_certify_the_same(totals, monkeypatch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = prob.solve(privacy, backend="lagrangian_sgda", seed=0, progress=False, epochs=2,
-                         group_free_totals=totals, holdout=0)
+                         group_free_totals=totals, holdout=0, sensitive_algorithm="split")
     T = res.plan.params["T"]
     assert res.plan.params["group_free_totals"] == totals
     assert len(calls) == (T if totals == "exact" else 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         other = prob.solve(privacy, backend="lagrangian_sgda", seed=1, progress=False,
-                           epochs=2, holdout=0,
+                           epochs=2, holdout=0, sensitive_algorithm="split",
                            group_free_totals="batch" if totals == "exact" else "exact")
     assert res.certificate.epsilon == pytest.approx(other.certificate.epsilon, rel=1e-12)
     assert [e.mechanism for e in res.certificate.releases] == \
@@ -82,8 +82,9 @@ def test_a_capped_public_batch_is_planned_from_public_quantities_and_certifies_t
     def solve():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # the public batch B'_t belongs to the split steps
             return prob.solve(privacy, backend="lagrangian_sgda", seed=0, progress=False,
-                              epochs=2, holdout=0)
+                              epochs=2, holdout=0, sensitive_algorithm="split")
 
     default = solve()
     q = default.plan.params["sampling_rate"]

@@ -17,9 +17,11 @@ clipped gradient sum — are blocks of *one* Poisson-subsampled Gaussian release
 1 (block shares a², b², a² + b² = 1), their coefficients functions of earlier releases only, so T
 steps are ``subsampled_gaussian_event(z, 1, q, count=T, neighbouring="replace")`` under both
 units — ``protect="row"`` (one row replaced: its histogram vector and its full clipped gradient
-move) and ``protect="sensitive"`` (one row's group changes: only the group-centred histogram and
-the gradient of the group-dependent coefficients are private; the group-free parts read x, y, θ
-and are computed on an independent public batch).  z is fitted once at plan time with
+move) and ``protect="sensitive"``, which by default runs the same row steps (a row whose group
+changes is a row replaced; ``sensitive_algorithm="row"``) or, with ``sensitive_algorithm=
+"split"``, steps in which only the group-centred histogram and the gradient of the
+group-dependent coefficients are private and the group-free parts, which read x, y, θ, are
+computed on an independent public batch.  z is fitted once at plan time with
 :func:`privfair.privacy.release.calibrate` (PLD), the release is scheduled in a
 :class:`~privfair.privacy.release.Schedule` and drawn through :class:`Draws`; the certificate is
 the accountant's composition of that one event.  The histogram noise is Gaussian inside the
@@ -37,9 +39,11 @@ share a² = 0.3, primal step ``lr``, dual step ``lr_dual``, ‖λ‖₁ ≤ λ_m
 released histograms, output the uniform mixture of 20 checkpoints of the second half; the
 constraints' soft prediction under ``protect="row"`` σ(κ_i·z_i), κ_i = min(5,
 10·√P/(‖θ‖·‖x̃_i‖)) (``soft_scale="capped"``, ``models``: never sharper than an angular band
-of θ's direction, #18; for a ``TorchModel`` ‖θ‖ over every parameter); under "sensitive" κ = 5
-unless "capped" is asked, and the group-free totals from the public batch
-(``group_free_totals="batch"``, #19).
+of θ's direction, #18; for a ``TorchModel`` ‖θ‖ over every parameter); ``protect="sensitive"``
+runs the row steps (``sensitive_algorithm="row"``: on the validation splits the split steps'
+unclipped public objective left the private constraint terms too weak — docs/lagrangian.md);
+the split steps read κ = 5 unless "capped" is asked, and the group-free totals from the public
+batch (``group_free_totals="batch"``, #19).
 """
 
 from __future__ import annotations
@@ -88,8 +92,15 @@ def _table():
                    "'capped' under protect='row', 'fixed' under 'sensitive' (a "
                    "pf.LinearClassifier or a pf.TorchModel); surrogate rates read their own "
                    "masses"),
+        Option("sensitive_algorithm", "str", "row", choices=("row", "split"),
+               doc="protect='sensitive': 'row' runs the row unit's steps (each row's whole "
+                   "Lagrangian gradient clipped and noised, the histogram uncentred: DP for a "
+                   "whole row replaced, which implies the sensitive relation); 'split' clips "
+                   "and noises only the group-dependent parts and reads the group-free ones "
+                   "off a public batch B'_t (docs/lagrangian.md, *Which steps run under "
+                   "protect='sensitive'*)"),
         Option("group_free_totals", "str", "batch", choices=("exact", "batch"),
-               doc="protect='sensitive': the group-free totals Σ_g C[g, y, ŷ] (public: x, y, θ "
+               doc="sensitive_algorithm='split': the group-free totals Σ_g C[g, y, ŷ] (public: x, y, θ "
                    "only) from the public batch B'_t ('batch', one batch a step) or from every "
                    "row each step ('exact', n rows a step)"),
         Option("angle_sharpness", default=10.0, doc="κ_a, the angular band of "
@@ -113,6 +124,8 @@ def _plan_params():
 
     return (
         Param("protect", str, "the privacy unit: 'row' or 'sensitive'"),
+        Param("algorithm_unit", str, "the unit whose steps run: 'row' (protect='row', or "
+              "'sensitive' with sensitive_algorithm='row') or 'sensitive' (the split steps)"),
         Param("T", int, "the steps, ⌈epochs/q⌉"),
         Param("sampling_rate", float, "q, the Poisson sampling rate"),
         Param("batch_size", float, "the expected Poisson batch q·n"),
@@ -123,10 +136,11 @@ def _plan_params():
         Param("checkpoint_steps", list, "the steps whose iterates the output reads (ints)"),
         *from_options(OPTIONS_TABLE, "objective_surrogate", "sharpness"),
         Param("soft_scale", str, "the soft_scale a run reads ('auto' resolved)"),
-        *from_options(OPTIONS_TABLE, "group_free_totals", "angle_sharpness", "randomize",
+        *from_options(OPTIONS_TABLE, "sensitive_algorithm", "group_free_totals",
+                      "angle_sharpness", "randomize",
                       "dual_ball", "normalize", "dual_scale", "lr_schedule", "dual_schedule"),
-        Param("public_rate", float, "q', the rate of the public batch B'_t under "
-              "protect='sensitive' (q unless PUBLIC_ROWS caps it; unused under 'row')"),
+        Param("public_rate", float, "q', the rate of the public batch B'_t of the split "
+              "steps (q unless PUBLIC_ROWS caps it; unused by the row steps)"),
         Param("private", bool, "whether the steps are private (ε < ∞)"),
     )
 
@@ -207,6 +221,12 @@ def _event(z, q, T, unit="row"):
         label="lagrangian_sgda steps (histogram + gradient, one Poisson batch each)")
 
 
+def _unit(P) -> str:
+    """The unit whose steps a plan's parameters run (plans made before the option: their
+    protect)."""
+    return P.get("algorithm_unit", P["protect"])
+
+
 def _soft_scale(asked, rates, protect):
     """The ``soft_scale`` a run reads (docs/lagrangian.md, *The constraints' soft prediction*):
     for a ``LinearClassifier`` without a surrogate as asked, "auto" being "capped" under
@@ -279,6 +299,7 @@ class LagrangianSGDA(Backend):
         "gradient_noise": (PUBLIC, "σ of the gradient sum per step: z·C/b"),
         "checkpoint_steps": (PUBLIC, "the planned checkpoint steps"),
         "unit": (PUBLIC, "the privacy unit"),
+        "algorithm_unit": (PUBLIC, "whose steps ran: the option sensitive_algorithm and the unit"),
         "output": (PUBLIC, "the output rule"),
     }
 
@@ -340,15 +361,20 @@ class LagrangianSGDA(Backend):
         steps = (sorted({half + int(round((i + 1) * (T - half) / K)) - 1 for i in range(K)})
                  if mix else [T - 1])
         private = privacy.is_private
+        # the steps that run: the row unit's unless the split ones are asked under "sensitive"
+        # (a row's group changing is a row replaced, so the row steps prove both relations)
+        unit = "sensitive" if (privacy.protect == "sensitive"
+                               and o["sensitive_algorithm"] == "split") else "row"
         z = noise_multiplier(privacy.epsilon, privacy.delta, T, q) if private else 0.0
-        params = {"protect": privacy.protect, "T": T, "sampling_rate": q, "batch_size": q * n,
+        params = {"protect": privacy.protect, "algorithm_unit": unit, "T": T, "sampling_rate": q, "batch_size": q * n,
                   "epochs": o["epochs"], "noise_multiplier": z, "clip": o["clip"],
                   "hist_share": o["hist_share"], "lr": o["lr"], "lr_dual": o["lr_dual"],
                   "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
                   "output": o["output"], "checkpoint_steps": steps,
                   "objective_surrogate": o["objective_surrogate"], "sharpness": o["sharpness"],
                   # the direction-based bands exist for a LinearClassifier's logit only
-                  "soft_scale": _soft_scale(o["soft_scale"], r, privacy.protect),
+                  "soft_scale": _soft_scale(o["soft_scale"], r, unit),
+                  "sensitive_algorithm": o["sensitive_algorithm"],
                   "group_free_totals": o["group_free_totals"],
                   "angle_sharpness": o["angle_sharpness"],
                   "randomize": o["randomize"], "dual_ball": o["dual_ball"], "normalize": o["normalize"],
@@ -358,10 +384,15 @@ class LagrangianSGDA(Backend):
         budget, notes = [], []
         sched = None
         if private:
-            sched = _schedule(privacy.epsilon, privacy.delta, T, q, privacy.protect, z)
+            sched = _schedule(privacy.epsilon, privacy.delta, T, q, unit, z)
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}, z = {z:.3g}): "
                            "histogram and clipped Lagrangian gradient in one release",
                            privacy.epsilon, privacy.delta))
+        if privacy.protect == "sensitive" and unit == "row":
+            notes.append("protect='sensitive' runs the row unit's steps (sensitive_algorithm="
+                         "'row'): every row's whole Lagrangian gradient is clipped and noised, "
+                         "which is DP for a whole row replaced and so for its group changing "
+                         "(docs/lagrangian.md)")
         notes.append("predicted excess risk ∞: no utility theorem is proved for this non-convex "
                      "game; ranked on measured behaviour (docs/lagrangian.md)")
         if getattr(r, "surrogate", None) is None and type(r.decisions).__name__ == \
@@ -421,11 +452,12 @@ class LagrangianSGDA(Backend):
             decisions, weights = randomized(decisions, weights, P["sharpness"], P["randomize"])
         decisions = [adapter.release(d) for d in decisions]
         z, C, a2 = P["noise_multiplier"], P["clip"], P["hist_share"]
-        Hb = math.sqrt(1 - 1 / r.G) if P["protect"] == "sensitive" else 1.0
+        Hb = math.sqrt(1 - 1 / r.G) if _unit(P) == "sensitive" else 1.0
         info = {"lambda": state["lambda"], "rates_estimate": state["rates_estimate"],
                 "noise_multiplier": z, "histogram_noise": z * Hb / math.sqrt(a2),
                 "gradient_noise": z * C / math.sqrt(1 - a2),
                 "checkpoint_steps": list(P["checkpoint_steps"]), "unit": P["protect"],
+                "algorithm_unit": _unit(P),
                 "output": P["output"]}
         return Result(self.name, decisions, weights, r.decisions, plan=plan, trace=trace,
                       info=info)

@@ -16,9 +16,14 @@ Algorithm (Φ_λ = f + Σ_j λ_j g_j over ℓ; m = q·n; a² + b² = 1, a² the 
         θ ← Π(θ − η_θ ĝ_t / m);  λ ← Π_Λ(λ + η_λ g(ℓ̂(Ĉ)))    Λ = {λ ≥ 0, ‖λ‖₁ ≤ λ_max}
     output: the uniform mixture of K checkpoints of the second half (or the last iterate)
 
-Theorem (privacy).  Under ``protect="row"`` (one row replaced) h_i = p_i ⊗ e_{(g_i, y_i)}
+Theorem (privacy).  Two sets of steps run: the *row* steps (``protect="row"``, and
+``protect="sensitive"`` with ``sensitive_algorithm="row"``, the default) and the *split* steps
+(``protect="sensitive"``, ``sensitive_algorithm="split"``).  The row steps are DP for one row
+replaced; two datasets that differ in one row's group (x, y fixed) differ in one row, so the
+same event proves the sensitive relation too (the certificate names the relation asked).
+Under the row steps (one row replaced) h_i = p_i ⊗ e_{(g_i, y_i)}
 with H = 1 (‖h_i‖₂ ≤ ‖p_i‖₁ = 1) and ∇ψ_i the row's full Lagrangian gradient.  Under
-``protect="sensitive"`` (one row's group changes, x, y fixed) h_i = p_i ⊗ (e_{g_i} − 1/G) at
+the split steps (one row's group changes, x, y fixed) h_i = p_i ⊗ (e_{g_i} − 1/G) at
 label y_i with H = √(1 − 1/G) (``histogram.centred_counts``), and ∇ψ_i is the gradient of the
 row's *group-dependent* part (coefficients c − c_ref(y), c_ref(y) the π̂-weighted mean of c[·, y] over groups); the
 group-free parts — Σ_g C[g, y, ŷ] (on every row, or on B'_t with ``group_free_totals="batch"``)
@@ -279,7 +284,9 @@ def _train(problem, adapter, P, draws, batches, progress):
     lay = H.Layout(r)
     G, L, n = r.G, r.L, r.n
     q, T, m = P["sampling_rate"], P["T"], P["sampling_rate"] * r.n
-    sensitive = P["protect"] == "sensitive"
+    # the split steps, or the row unit's (which protect="sensitive" runs by default: see the
+    # package docstring, sensitive_algorithm)
+    sensitive = P.get("algorithm_unit", P["protect"]) == "sensitive"
     q_pub = P.get("public_rate", q)        # the public batch B'_t's rate q' ("sensitive")
     a, b = math.sqrt(P["hist_share"]), math.sqrt(1.0 - P["hist_share"])
     z, C = P["noise_multiplier"], P["clip"]
