@@ -58,6 +58,7 @@ array([ 3., 14., 17.])
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -319,17 +320,46 @@ def poisson_seeds(source, k: int) -> list:
     return [tuple(int(v) for v in row) for row in w]
 
 
+def poisson_sample(gen, n, q):
+    """A Poisson sample of ``range(n)`` with rate q, as unique indices in increasing order.
+
+    Each row is in it independently with probability q: the gaps between consecutive
+    members (from −1) are i.i.d. Geometric(q) on {1, 2, …} (``gen.geometric``), and the
+    sample is every partial sum below n.  For every set S = {s_1 < … < s_k},
+    P(S) = Π_j q(1 − q)^(s_j − s_(j−1) − 1) · (1 − q)^(n − 1 − s_k) = q^k (1 − q)^(n − k) —
+    exactly the Poisson sample's law (the privacy analysis depends on the distribution of the
+    *set* only).  Why gaps (#19): the indices come out sorted at no cost, and a step's rows
+    are then gathered in memory order (measured at 10⁶ rows: ~0.4 ms of a ~3.5 ms step less;
+    before, a uniform subset of a Binomial(n, q) size came out unsorted and sorting it cost
+    what the sorted gather saved); and the work is ~q·n draws, not n uniforms (a Dask worker
+    sampling its 10⁶-row partition: 3.0 ms a step with one uniform per row, ~0.2 ms by gaps).
+    ``gen`` is a numpy Generator (``lagrangian_sgda`` in memory: one over the run's secure
+    source; :func:`poisson_rows`: one seeded per partition)."""
+    if q >= 1.0:
+        return np.arange(n)
+    if n <= 0 or q <= 0.0:
+        return np.zeros(0, np.int64)
+    parts, last = [], -1
+    while True:
+        rest = (n - 1 - last) * q              # expected members still to come
+        gaps = gen.geometric(q, size=int(rest + 6.0 * math.sqrt(rest) + 16))
+        idx = last + np.cumsum(gaps)
+        if idx[-1] >= n:                       # the sample ends inside this draw
+            parts.append(idx[:np.searchsorted(idx, n)])
+            break
+        parts.append(idx)
+        last = int(idx[-1])
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def poisson_rows(n: int, rate, seed) -> np.ndarray:
     """The sorted indices of a Poisson(``rate``) sample of ``range(n)`` drawn from ``seed``
-    (4 words): row i is in it iff the i-th uniform of the seeded stream is below ``rate``."""
+    (4 words): :func:`poisson_sample` on a generator seeded with them (each row in
+    independently with probability ``rate``)."""
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate <= 1:
         raise InvalidInputError("rate", rate, "pass a sampling probability in [0, 1]")
     gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(seed))))
-    out, step = [], 1 << 20         # uniforms drawn in blocks: no n-sized float temporary
-    for s in range(0, int(n), step):
-        e = min(int(n), s + step)
-        out.append(s + np.flatnonzero(gen.random(e - s) < rate))
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    return np.asarray(poisson_sample(gen, int(n), float(rate)), dtype=np.int64)
 
 
 def poisson_pass(rows, rate, seed, fn, params):
