@@ -180,8 +180,10 @@ def erm_from_rates(rates, r, denominators="public"):
     coef = np.maximum(coef, 0.0)
     scale = 1.0 / rates.phi_at_bound
     n = rates.n
-    # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy (#19)
-    U = designs.ClippedRows(rates.data.X, rates.clip_scale)
+    # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy; over the
+    # row source's chunks when the data were taken by index (never gathering their X, #19)
+    data = rates.data
+    U = designs.ClippedRows(data.X if data.is_materialized else data.rows(), rates.clip_scale)
     # SparseLinear(l2=Λ) is in the loss's units unless declared "scaled": this ERM's loss is
     # the surrogate divided by φ(B), so its ridge is Λ/φ(B) (public: B and φ are) — issue #20
     factor = scale if getattr(ds, "l2_units", "loss") == "loss" else 1.0

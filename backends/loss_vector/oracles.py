@@ -184,21 +184,38 @@ def erm_gradient_fn(rates, r, device=None):
     dev = "cuda" if device == "cuda" else "cpu"
     # X itself and the per-row clipping scale c (x̃_i = c_i·x_i): no clipped n×d copy (#19);
     # on the CPU the tensor shares X's memory (read only here, hence no warning about it)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        X = torch.as_tensor(rates.data.X, dtype=torch.float64, device=dev)
+    data = rates.data
+    if data.is_materialized or dev == "cuda":
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            if data.is_materialized:
+                X = torch.as_tensor(data.X, dtype=torch.float64, device=dev)
+            else:   # taken by index: filled chunk by chunk on the device, never on the host (#19)
+                X = torch.empty((data.n, data.n_features), dtype=torch.float64, device=dev)
+                for ch in data.rows().chunks():
+                    X[ch.start:ch.start + len(ch)] = torch.as_tensor(ch.X, device=dev)
+        blocks = [(0, X)]
+    else:   # taken by index, on the CPU: a tensor of X would be the copy; read the chunks
+        blocks = None
     c = torch.as_tensor(rates.clip_scale, dtype=torch.float64, device=dev)
-    sign = torch.as_tensor(np.where(rates.data.y == 1, -1.0, 1.0), device=dev)
+    sign = torch.as_tensor(np.where(data.y == 1, -1.0, 1.0), device=dev)
     coef = torch.as_tensor(row_coefficients(rates, r, "clamped"), device=dev)
     phiB, phi = rates.phi_at_bound, rates.surrogate_row.torch   # the one surrogate table
 
     def grad(theta):
         th = torch.as_tensor(theta, dtype=torch.float64, device=dev)
-        u = sign * ((X @ th[:-1]) * c + th[-1])
-        val, der = phi(u)
-        der = torch.where(val / phiB < 1.0, der / phiB, 0.0 * der)
-        cd = coef * der
-        return torch.cat([X.T @ (cd * c), cd.sum().reshape(1)])
+        gw = gb = None
+        parts = blocks if blocks is not None else (
+            (ch.start, torch.as_tensor(ch.X)) for ch in data.rows().chunks())
+        for s, Xb in parts:
+            e = s + Xb.shape[0]
+            u = sign[s:e] * ((Xb @ th[:-1]) * c[s:e] + th[-1])
+            val, der = phi(u)
+            der = torch.where(val / phiB < 1.0, der / phiB, 0.0 * der)
+            cd = coef[s:e] * der
+            tw, tb = Xb.T @ (cd * c[s:e]), cd.sum()
+            gw, gb = (tw, tb) if gw is None else (gw + tw, gb + tb)
+        return torch.cat([gw, gb.reshape(1)])
     return grad
 
 

@@ -46,9 +46,18 @@ class ClippedRows:
     view) and ``(U * h[:, None]).T @ U`` (the Gram matrix, by a chunked pass), and
     ``np.asarray(U)`` (the dense matrix, for tests and small data only).
 
+    The rows are an in-memory array X, or a row source of :mod:`privfair.data.passes` (e.g. the
+    :class:`~privfair.data.passes.IndexedRows` of a dataset taken by index — the held-out split's
+    training part, #19), read chunk by chunk: every product then reads one gathered chunk at a
+    time and no n×d array is built.  On an array the products are the dense ones (unchanged);
+    on a source U θ gives each row's margin from its chunk and Uᵀv sums the chunks' products
+    (equal to the array's up to float summation order); the Gram matrix is the same chunked
+    pass either way (the same numbers as on the copy ``X[index]``).
+
     Parameters
     ----------
-    X : (n, d) float array -- the rows (held, never written).
+    X : (n, d) float array, or a row source with ``chunks()``, ``n`` and ``n_features`` -- the
+        rows (held, never written).
     scale : (n,) array -- c_i.
     weight : (n,) array or None -- w_i (rows of ``U * w[:, None]``).
     """
@@ -58,21 +67,48 @@ class ClippedRows:
     dtype = np.dtype(float)
 
     def __init__(self, X, scale, weight=None, chunk_rows=None):
-        self.X = np.asarray(X, dtype=float)
+        if hasattr(X, "chunks") and getattr(X, "X", None) is not None:
+            X = X.X                                        # an ArrayRows: its array
+        if hasattr(X, "chunks"):
+            self.rows, self.X = X, None                    # a row source: read by chunks
+            n, d = int(X.n), int(X.n_features)
+        else:
+            self.rows, self.X = None, np.asarray(X, dtype=float)
+            if self.X.ndim != 2:
+                raise InvalidInputError("X", f"shape {self.X.shape}", "pass a 2-D array of rows")
+            n, d = self.X.shape
+        self._n, self._d = n, d
         self.scale = np.asarray(scale, dtype=float).reshape(-1)
-        n = self.X.shape[0]
-        if self.X.ndim != 2 or self.scale.shape != (n,):
+        if self.scale.shape != (n,):
             raise InvalidInputError("scale", f"shape {self.scale.shape}",
                                     f"pass one scale per row of X ({n})")
         self.weight = None if weight is None else np.asarray(weight, dtype=float).reshape(n)
         self.chunk_rows = chunk_rows
 
+    @classmethod
+    def of(cls, data, scale):
+        """U over a :class:`privfair.Dataset`'s rows: its X when it holds one array, else its
+        row source (a dataset taken by index: its X is never gathered, #19)."""
+        if getattr(data, "is_materialized", True):
+            return cls(data.X, scale)
+        return cls(data.rows(), scale)
+
+    def _same_rows(self, other) -> bool:
+        if self.rows is not None or other.rows is not None:
+            return self.rows is other.rows
+        return other.X is self.X
+
+    def _chunks(self):
+        """(start, X chunk) pairs of the row source."""
+        for c in self.rows.chunks():
+            yield c.start, c.X
+
     @property
     def shape(self):
-        return (self.X.shape[0], self.X.shape[1] + 1)
+        return (self._n, self._d + 1)
 
     def __len__(self):
-        return self.X.shape[0]
+        return self._n
 
     def _row_factor(self):
         return self.scale if self.weight is None else self.scale * self.weight
@@ -82,7 +118,12 @@ class ClippedRows:
         if theta.shape[0] != self.shape[1]:
             raise InvalidInputError("theta", f"shape {theta.shape}",
                                     f"pass {self.shape[1]} entries (d coefficients, intercept last)")
-        z = self.X @ theta[:-1]
+        if self.rows is None:
+            z = self.X @ theta[:-1]
+        else:           # each row's margin from its gathered chunk (row-wise: no n×d array)
+            z = np.empty((self._n,) + theta.shape[1:])
+            for s, Xc in self._chunks():
+                z[s:s + Xc.shape[0]] = Xc @ theta[:-1]
         z *= self.scale if z.ndim == 1 else self.scale[:, None]
         z += theta[-1]
         if self.weight is not None:
@@ -95,8 +136,8 @@ class ClippedRows:
             raise InvalidInputError("h", f"shape {h.shape}", "multiply by one weight per row "
                                     "(an (n,) or (n, 1) array)")
         h = h.reshape(-1)
-        return ClippedRows(self.X, self.scale, h if self.weight is None else self.weight * h,
-                           self.chunk_rows)
+        return ClippedRows(self.X if self.rows is None else self.rows, self.scale,
+                           h if self.weight is None else self.weight * h, self.chunk_rows)
 
     __rmul__ = __mul__
 
@@ -105,7 +146,8 @@ class ClippedRows:
         return _Transposed(self)
 
     def __array__(self, dtype=None, copy=None):
-        out = np.hstack([self.X * self.scale[:, None], np.ones((self.shape[0], 1))])
+        X = self.X if self.rows is None else np.concatenate([Xc for _, Xc in self._chunks()])
+        out = np.hstack([X * self.scale[:, None], np.ones((self.shape[0], 1))])
         if self.weight is not None:
             out *= self.weight[:, None]
         return out if dtype is None else out.astype(dtype)
@@ -130,20 +172,34 @@ class _Transposed:
     def __matmul__(self, other):
         U = self.U
         if isinstance(other, ClippedRows):
-            if other.X is not U.X or not (other.scale is U.scale
-                                          or np.array_equal(other.scale, U.scale)):
+            if not U._same_rows(other) or not (other.scale is U.scale
+                                               or np.array_equal(other.scale, U.scale)):
                 raise InvalidInputError("other", repr(other), "a Gram matrix of two clipped "
                                         "designs needs the same rows and scales")
             w = np.ones(U.shape[0])
             for f in (U.weight, other.weight):
                 if f is not None:
                     w = w * f
-            rows = passes.ArrayRows(U.X, extra={"c": U.scale, "w": w}, chunk_rows=U.chunk_rows)
-            return rows.map_sum(_gram_terms)
+            if U.rows is None:
+                rows = passes.ArrayRows(U.X, extra={"c": U.scale, "w": w},
+                                        chunk_rows=U.chunk_rows)
+                return rows.map_sum(_gram_terms)
+            total = None        # the same pass over the source's chunks (same boundaries)
+            for s, Xc in U._chunks():
+                e = s + Xc.shape[0]
+                total = passes.merge(total, _gram_terms(passes.Chunk(
+                    Xc, start=s, extra={"c": U.scale[s:e], "w": w[s:e]})))
+            return total
         v = np.asarray(other, dtype=float)
         if v.shape[0] != U.shape[0]:
             raise InvalidInputError("v", f"shape {v.shape}", f"pass one entry per row ({U.shape[0]})")
         f = U._row_factor()
         vs = v * (f if v.ndim == 1 else f[:, None])
         vi = v if U.weight is None else v * (U.weight if v.ndim == 1 else U.weight[:, None])
-        return np.concatenate([U.X.T @ vs, vi.sum(axis=0, keepdims=True)], axis=0)
+        if U.rows is None:
+            Xtv = U.X.T @ vs
+        else:           # Σ over chunks of X_cᵀ v_c (the dense product's sum, in another order)
+            Xtv = np.zeros((U._d,) + vs.shape[1:])
+            for s, Xc in U._chunks():
+                Xtv += Xc.T @ vs[s:s + Xc.shape[0]]
+        return np.concatenate([Xtv, vi.sum(axis=0, keepdims=True)], axis=0)

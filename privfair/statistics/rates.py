@@ -78,6 +78,19 @@ def rates(decisions, data, surrogate=None, group_mass_bound=None, *, feature_bou
     return Rates(decisions, data, surrogate, group_mass_bound, feature_bound=feature_bound)
 
 
+def _clip_scales(data, feature_bound) -> np.ndarray:
+    """c_i = min(1, R/‖x_i‖₂) (:func:`privfair.statistics.soft.clip_scales`).  For data taken
+    by index and not materialized (the held-out split's training part) the norms are read
+    chunk by chunk from its row source — ``soft.row_norms`` reads ``data.X``, whose first access
+    gathers a copy of the selected rows (#19: 6.5 GB at 10⁷ × 101).  Row-wise: the same values."""
+    if getattr(data, "is_materialized", True):
+        return clip_scales(data, feature_bound)
+    norms = np.empty(data.n)
+    for c in data.rows().chunks():
+        norms[c.start:c.start + len(c)] = np.sqrt(np.einsum("ij,ij->i", c.X, c.X))
+    return np.minimum(1.0, feature_bound / np.maximum(norms, 1e-300))
+
+
 class _Accessor:
     """``r.fp["Female"]`` -> the index expression of one coordinate; ``.index(g)`` -> int."""
 
@@ -151,7 +164,7 @@ class Rates:
                                         "row-norm bound, e.g. feature_bound=1.0")
             # Clip each row to the public bound R so that |z| <= B on the ball: only the
             # per-row scale c_i ≤ 1 is stored (soft.clip_scales)
-            self._clip_scale = clip_scales(data, R)
+            self._clip_scale = _clip_scales(data, R)
             self._Xc_cache = None
             self.margin_bound = decisions.radius * math.sqrt(R * R + 1.0)
             self._phiB = phi_at(surrogate, self.margin_bound)
@@ -428,8 +441,19 @@ class Rates:
 
         y=0: mass φ̃(z), derivative φ̃'(z); y=1: mass 1 − φ̃(−z), derivative +φ̃'(−z).
         """
-        z = (self.data.X @ theta[:-1]) * self._clip_scale + theta[-1]   # = x̃·w + b
+        z = self._per_row(lambda X: X @ theta[:-1]) * self._clip_scale + theta[-1]   # x̃·w + b
         return self._soft_from_margins(z, self.data.y)
+
+    def _rows_T_dot(self, v) -> np.ndarray:
+        """Xᵀv (v one entry per row): on X itself, or — for data taken by index and not
+        materialized — summed chunk by chunk over its row source (no copy of X, #19; the
+        sum's order differs from the dense product's: equal up to float rounding)."""
+        if self.data.is_materialized:
+            return self.data.X.T @ v
+        out = np.zeros(self.data.n_features)
+        for c in self.data.rows().chunks():
+            out += c.X.T @ v[c.start:c.start + len(c)]
+        return out
 
     def soft_from_margins(self, z, y):
         """(mass on ŷ = 1, its derivative in z) of rows with margins z = x̃·w + b and labels y
@@ -498,9 +522,13 @@ class Rates:
         s, der = self._soft(theta)
         # d(w·ℓ)/d(mass on ŷ=1) for a row of cell (g, y): +1/n on (y, 1), −1/n on (y, 0), etc.
         a = self.cell_coefficients(wts, group_mass_bound)
-        value = float(wts @ self.evaluate(theta, group_mass_bound))
+        if getattr(self.decisions, "randomized", False):   # evaluate reads predict_proba
+            value = float(wts @ self.evaluate(theta, group_mass_bound))
+        else:   # ℓ(θ) from the masses s just computed (what evaluate computes again: one pass)
+            value = float(wts @ self._from_counts(soft_counts(self._cell, s, self.G, self.L),
+                                                  group_mass_bound))
         coef = a.ravel()[self._cell] * der                 # der = d(mass on ŷ=1)/dz >= 0
-        grad = np.concatenate([self.data.X.T @ (coef * self._clip_scale), [coef.sum()]])
+        grad = np.concatenate([self._rows_T_dot(coef * self._clip_scale), [coef.sum()]])
         return value, grad
 
     # -- row influence ----------------------------------------------------------------------
