@@ -5,8 +5,9 @@ Fast.  A dataset taken by index (``take(rows, copy=False)``; the default held-ou
 training part is one) is never gathered whole: with ``Dataset.X`` made to raise on such a view,
 ``objective_perturbation``, ``output_perturbation``, ``dual_frank_wolfe`` and ``lopt`` solve it
 and give the rule of the same solve on a copy of the rows (same seed), up to float summation
-order (a chunked Uᵀv adds the rows in another order than the dense product).  Chunks are made
-small (``passes.chunk_rows_for`` patched) so that every pass crosses several of them.
+order (a chunked Uᵀv adds the rows in another order than the dense product).  Chunks and blocks
+are made small (``passes.chunk_rows_for``, ``designs.BLOCK_ROWS`` patched) so that every pass
+crosses several of them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 import privfair as pf
 from privfair.data import dataset as dataset_module
 from privfair.data import passes
+from privfair.models import designs
 from privfair.models.designs import ClippedRows
 
 CHUNK = 97          # rows per chunk in these tests: every pass reads many chunks
@@ -27,6 +29,7 @@ CHUNK = 97          # rows per chunk in these tests: every pass reads many chunk
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(passes, "chunk_rows_for", lambda d, chunk_bytes=None: CHUNK)
+    monkeypatch.setattr(designs, "BLOCK_ROWS", 61)        # the reused blocks of row_blocks
 
 
 def _forbid_view_x(monkeypatch):

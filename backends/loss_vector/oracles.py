@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privfair.analysis import formulas as F
+from privfair.models.designs import row_blocks
 
 from ..erm.reduction import row_coefficients
 from .exponential import RHO
@@ -205,8 +206,8 @@ def erm_gradient_fn(rates, r, device=None):
     def grad(theta):
         th = torch.as_tensor(theta, dtype=torch.float64, device=dev)
         gw = gb = None
-        parts = blocks if blocks is not None else (
-            (ch.start, torch.as_tensor(ch.X)) for ch in data.rows().chunks())
+        parts = blocks if blocks is not None else (     # one reused block, used at once
+            (s, torch.as_tensor(Xb)) for s, Xb in row_blocks(data.rows()))
         for s, Xb in parts:
             e = s + Xb.shape[0]
             u = sign[s:e] * ((Xb @ th[:-1]) * c[s:e] + th[-1])

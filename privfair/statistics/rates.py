@@ -18,6 +18,7 @@ import numpy as np
 from ..data.dataset import Dataset
 from ..errors import GroupMassError, InvalidInputError
 from ..models.decisions import DecisionSet, LinearClassifier
+from ..models.designs import row_blocks
 from ..models.surrogates import SURROGATE_TABLE, SURROGATES, Surrogate
 from .counts import all_counts, hard_counts, soft_counts
 from .group_mass import group_mass_arrays
@@ -441,7 +442,13 @@ class Rates:
 
         y=0: mass φ̃(z), derivative φ̃'(z); y=1: mass 1 − φ̃(−z), derivative +φ̃'(−z).
         """
-        z = self._per_row(lambda X: X @ theta[:-1]) * self._clip_scale + theta[-1]   # x̃·w + b
+        if self.data.is_materialized:
+            z = self.data.X @ theta[:-1]
+        else:   # taken by index: each row's margin from its block of rows (no copy of X, #19)
+            z = np.empty(self.n)
+            for s, Xb in row_blocks(self.data.rows()):
+                z[s:s + Xb.shape[0]] = Xb @ theta[:-1]
+        z = z * self._clip_scale + theta[-1]                                # = x̃·w + b
         return self._soft_from_margins(z, self.data.y)
 
     def _rows_T_dot(self, v) -> np.ndarray:
@@ -451,8 +458,8 @@ class Rates:
         if self.data.is_materialized:
             return self.data.X.T @ v
         out = np.zeros(self.data.n_features)
-        for c in self.data.rows().chunks():
-            out += c.X.T @ v[c.start:c.start + len(c)]
+        for s, Xb in row_blocks(self.data.rows()):
+            out += Xb.T @ v[s:s + Xb.shape[0]]
         return out
 
     def soft_from_margins(self, z, y):
