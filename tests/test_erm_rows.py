@@ -170,3 +170,17 @@ def test_lopt_oracle_gradient_of_a_view_equals_the_copy(monkeypatch, small_chunk
     assert reads == [] and not view.is_materialized
     assert np.abs(want).max() > 1e-3
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["thresholds", "finite"])
+def test_evaluate_all_of_a_view_counts_chunk_by_chunk(monkeypatch, small_chunks, kind):
+    _, view, copy = _view_and_copy()
+    if kind == "thresholds":
+        ds = pf.Thresholds(np.linspace(-2.0, 2.0, 9), score=0)
+    else:
+        ds = pf.FiniteSet(np.random.default_rng(8).normal(size=(5, view.n_features + 1)))
+    want = pf.rates(ds, copy, group_mass_bound=0.05).evaluate_all()
+    reads = _forbid_view_x(monkeypatch)
+    got = pf.rates(ds, view, group_mass_bound=0.05).evaluate_all()
+    assert reads == [] and not view.is_materialized
+    assert np.array_equal(got, want)                       # counts: integers, exact

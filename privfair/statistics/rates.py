@@ -511,7 +511,13 @@ class Rates:
         if self.surrogate is not None:
             raise InvalidInputError("decisions", repr(self.decisions), "evaluate_all needs a "
                                     "finite set (FiniteSet or Thresholds) without surrogate")
-        C = all_counts(self.decisions, self.data.X, self._cell, self.G, self.L)
+        if self.data.is_materialized:
+            C = all_counts(self.decisions, self.data.X, self._cell, self.G, self.L)
+        else:   # taken by index: the counts of each chunk, added (integers: exact; #19)
+            C = 0.0
+            for c in self.data.rows().chunks():
+                C = C + all_counts(self.decisions, c.X, self._cell[c.start:c.start + len(c)],
+                                   self.G, self.L)
         return self._from_counts(C, group_mass_bound)
 
     def weighted_value_and_grad(self, theta, weights, group_mass_bound=None):
