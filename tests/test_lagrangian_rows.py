@@ -16,26 +16,14 @@ import pytest
 
 import privfair as pf
 from privfair.backends.lagrangian import models
-from privfair.data import dataset as dataset_module
 
 from _synthetic import binary
-
-
-def _forbid_x(monkeypatch):
-    """From now to the test's end ``Dataset.X`` raises; the list of attempted reads is returned."""
-    reads = []
-
-    def whole_x(self):
-        reads.append(self.n)
-        raise AssertionError("Dataset.X read: the rows must be read through data.rows()")
-
-    monkeypatch.setattr(dataset_module.Dataset, "X", property(whole_x))
-    return reads
+from _rows import forbid_whole_x
 
 
 @pytest.fixture
 def no_whole_x(monkeypatch):
-    return _forbid_x(monkeypatch)
+    return forbid_whole_x(monkeypatch)
 
 
 def _problem(data, surrogate=None):
@@ -60,7 +48,7 @@ def test_adapter_reads_never_touch_dataset_x(monkeypatch, view):
     # the adapter exists: built first, the adapter's reads checked below
     rates = [(_problem(data, s).rates, sc) for s, sc in
              [(None, "capped"), (None, "angle"), ("logistic", "fixed")]]
-    no_whole_x = _forbid_x(monkeypatch)
+    no_whole_x = forbid_whole_x(monkeypatch)
     for r, scale in rates:
         ad = models.LinearAdapter(r, sharpness=5.0, soft_scale=scale)
         ad.rows.chunk_rows = 256                     # several chunks, the last one short

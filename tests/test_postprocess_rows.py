@@ -19,26 +19,14 @@ import pytest
 import privfair as pf
 from privfair.backends.reductions import jagielski as J
 from privfair.backends.reductions.postprocessing import public_base
-from privfair.data import dataset as dataset_module
 from privfair.data import passes
 from privfair.models.postprocess import (LinearScore, LogisticBase, default_cuts, level_counts,
                                          score_levels)
 
 from test_postprocess_levels import make
+from _rows import forbid_whole_x
 
 UNITS = {"row": pf.DP(1.0, 1e-5, protect="row"), "sensitive": pf.DP(1.0, protect="sensitive")}
-
-
-def _forbid_x(monkeypatch):
-    """From now to the test's end ``Dataset.X`` raises; the list of attempted reads is returned."""
-    reads = []
-
-    def whole_x(self):
-        reads.append(self.n)
-        raise AssertionError("Dataset.X read: the rows must be read through data.rows()")
-
-    monkeypatch.setattr(dataset_module.Dataset, "X", property(whole_x))
-    return reads
 
 
 def _problem(data):
@@ -60,7 +48,7 @@ def test_solves_never_read_dataset_x_and_match_a_copy(monkeypatch, unit):
     rows = np.sort(np.random.default_rng(0).choice(full.n, 2400, replace=False))
     view, copy = full.take(rows, copy=False), full.take(rows)
     expected = [_solve(copy, unit, holdout=0), _solve(full, unit)]
-    reads = _forbid_x(monkeypatch)
+    reads = forbid_whole_x(monkeypatch)
     got = [_solve(view, unit, holdout=0),     # a dataset taken by index, read by passes
            _solve(full, unit)]                # the default check: its training part is a view
     assert reads == []

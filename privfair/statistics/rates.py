@@ -79,19 +79,6 @@ def rates(decisions, data, surrogate=None, group_mass_bound=None, *, feature_bou
     return Rates(decisions, data, surrogate, group_mass_bound, feature_bound=feature_bound)
 
 
-def _clip_scales(data, feature_bound) -> np.ndarray:
-    """c_i = min(1, R/‖x_i‖₂) (:func:`privfair.statistics.soft.clip_scales`).  For data taken
-    by index and not materialized (the held-out split's training part) the norms are read
-    chunk by chunk from its row source — ``soft.row_norms`` reads ``data.X``, whose first access
-    gathers a copy of the selected rows (#19: 6.5 GB at 10⁷ × 101).  Row-wise: the same values."""
-    if getattr(data, "is_materialized", True):
-        return clip_scales(data, feature_bound)
-    norms = np.empty(data.n)
-    for c in data.rows().chunks():
-        norms[c.start:c.start + len(c)] = np.sqrt(np.einsum("ij,ij->i", c.X, c.X))
-    return np.minimum(1.0, feature_bound / np.maximum(norms, 1e-300))
-
-
 class _Accessor:
     """``r.fp["Female"]`` -> the index expression of one coordinate; ``.index(g)`` -> int."""
 
@@ -165,7 +152,7 @@ class Rates:
                                         "row-norm bound, e.g. feature_bound=1.0")
             # Clip each row to the public bound R so that |z| <= B on the ball: only the
             # per-row scale c_i ≤ 1 is stored (soft.clip_scales)
-            self._clip_scale = _clip_scales(data, R)
+            self._clip_scale = clip_scales(data, R)
             self._Xc_cache = None
             self.margin_bound = decisions.radius * math.sqrt(R * R + 1.0)
             self._phiB = phi_at(surrogate, self.margin_bound)
