@@ -26,6 +26,11 @@ means for :func:`privfair.models.sparse.glm`), Λ for ``l2_units="scaled"`` (``E
 The map from r to the weights a is :meth:`privfair.statistics.stats.Rates.cell_coefficients` (its
 one home, on ℓ's public layout); this module only chooses the denominators it is read with
 (:func:`denominators_for`: public n·q, clamped, or empirical at ε = ∞).
+
+On a Dask dataset (``data.rows_on_workers``, #19) the ERM is a :class:`PassERM`: its rows stay
+on the workers (``designs.ClippedPasses``), its row weights are the public (group, label) table
+above, and every value, gradient, Hessian and smoothness bound is one pass whose sums come back —
+the same public constants, so the same sensitivities, schedule and certificate.
 """
 
 from __future__ import annotations
@@ -175,23 +180,75 @@ def erm_from_rates(rates, r, denominators="public"):
     if bad:
         raise BackendRefusedError("weights", f"cell {bad}", "the weighted ERM is not convex "
                                   "(a cell's weight has the wrong sign at this multiplier)")
-    g, yv = rates.data.group, rates.data.y
-    coef = np.where(yv == 0, a[g, 0], -a[g, 1])
-    coef = np.maximum(coef, 0.0)
     scale = 1.0 / rates.phi_at_bound
     n = rates.n
-    # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy; over the
-    # row source's chunks when the data were taken by index (never gathering their X, #19)
     data = rates.data
-    U = designs.ClippedRows(data.X if data.is_materialized else data.rows(), rates.clip_scale)
     # SparseLinear(l2=Λ) is in the loss's units unless declared "scaled": this ERM's loss is
     # the surrogate divided by φ(B), so its ridge is Λ/φ(B) (public: B and φ are) — issue #20
     factor = scale if getattr(ds, "l2_units", "loss") == "loss" else 1.0
-    erm = ERM(U, np.where(yv == 1, 1.0, -1.0), coef * scale / n, LOSSES[rates.surrogate], ds,
-              float(np.abs(a).max()) * scale, math.sqrt(rates.feature_bound ** 2 + 1.0),
-              l2_factor=factor)
+    consts = (LOSSES[rates.surrogate], ds, float(np.abs(a).max()) * scale,
+              math.sqrt(rates.feature_bound ** 2 + 1.0))
+    if getattr(data, "rows_on_workers", False):
+        # a Dask dataset: row i's weight is table[g_i, y_i] (the same arithmetic as the
+        # per-row weights below), computed with its margin and clip scale on the workers
+        table = np.maximum(np.stack([a[:, 0], -a[:, 1]], axis=1), 0.0) * scale / n
+        erm = PassERM(designs.ClippedPasses(data.rows(), rates.feature_bound), None, table,
+                      *consts, l2_factor=factor)
+        erm.meta["r"] = np.asarray(r, float)
+        return erm
+    g, yv = rates.data.group, rates.data.y
+    coef = np.where(yv == 0, a[g, 0], -a[g, 1])
+    coef = np.maximum(coef, 0.0)
+    # the rates' own clipped rows (x_i·c_i, 1) as a view over X: no n×(d+1) copy; over the
+    # row source's chunks when the data were taken by index (never gathering their X, #19)
+    U = designs.ClippedRows(data.X if data.is_materialized else data.rows(), rates.clip_scale)
+    erm = ERM(U, np.where(yv == 1, 1.0, -1.0), coef * scale / n, *consts, l2_factor=factor)
     erm.meta["r"] = np.asarray(r, float)
     return erm
+
+
+class PassERM(ERM):
+    """The weighted GLM ERM of :func:`erm_from_rates` over a Dask dataset (#19): ``U`` is a
+    :class:`privfair.models.designs.ClippedPasses` (no row on the client), ``y`` is None (the
+    labels are read on the workers) and ``w`` is the public (G, 2) table of row weights by
+    (group, label).  The public constants (n, P, ω, the bounds, hence every sensitivity) are
+    :class:`ERM`'s; the data-dependent sums are passes: value and gradient (one pass),
+    gradient only, the Newton terms of the solver (:meth:`newton_terms`, one pass) and the
+    smoothness bound's λ_max (one Gram pass, cached)."""
+
+    def value_and_grad(self, theta, lin=None, ridge=0.0):
+        theta = np.asarray(theta, float)
+        f, g, _ = self.U.terms(self.w, self.loss, theta, "value")
+        mu = self.l2 + ridge
+        f = float(f) + 0.5 * mu * float(theta @ theta)
+        g = g + mu * theta
+        if lin is not None:
+            f += float(lin @ theta)
+            g = g + lin
+        return f, g
+
+    def grad(self, theta, lin=None, ridge=0.0):
+        theta = np.asarray(theta, float)
+        g = self.U.terms(self.w, self.loss, theta, "grad")[1] + (self.l2 + ridge) * theta
+        return g if lin is None else g + lin
+
+    def newton_terms(self, theta, lin=None, ridge=0.0):
+        """(value, gradient, Hessian Σ w_i l''·u_iu_iᵀ + (Λ + ridge)·I) at θ, one pass."""
+        theta = np.asarray(theta, float)
+        f, g, H = self.U.terms(self.w, self.loss, theta, "newton")
+        mu = self.l2 + ridge
+        f = float(f) + 0.5 * mu * float(theta @ theta)
+        g = g + mu * theta
+        if lin is not None:
+            f += float(lin @ theta)
+            g = g + lin
+        return f, g, H + mu * np.eye(self.P)
+
+    def smoothness(self, ridge=0.0):
+        if "lam_max" not in self.meta:
+            M = self.U.terms(self.w, self.loss, None, "gram")
+            self.meta["lam_max"] = float(np.linalg.eigvalsh(M)[-1]) * (1 + 1e-9) + 1e-300
+        return self.loss.curvature * self.meta["lam_max"] + self.l2 + ridge
 
 
 def uses_conditional(problem, r):

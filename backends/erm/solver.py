@@ -100,10 +100,13 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
         for it in steps(range(1, 60), "Newton steps"):
             if cert <= tau or (mu == 0 and gn <= 1e-10 * beta * max(1.0, C.radius)):
                 break
-            f, g = erm.value_and_grad(x, lin, ridge)
-            z = erm.U @ x
-            h = erm.w * erm.loss.second(z, erm.y)
-            H = (erm.U * h[:, None]).T @ erm.U + mu * np.eye(erm.P)
+            if hasattr(erm, "newton_terms"):    # rows on Dask workers: one pass (#19)
+                f, g, H = erm.newton_terms(x, lin, ridge)
+            else:
+                f, g = erm.value_and_grad(x, lin, ridge)
+                z = erm.U @ x
+                h = erm.w * erm.loss.second(z, erm.y)
+                H = (erm.U * h[:, None]).T @ erm.U + mu * np.eye(erm.P)
             lam = float(np.linalg.eigvalsh(H)[-1])
             xs = _qp(H, g, x, C, lam, mu, tol=max(1e-3 * gn, 1e-18))
             dvec = xs - x

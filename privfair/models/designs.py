@@ -8,6 +8,12 @@ solvers take (U θ, Uᵀv, (U·h)ᵀU) are computed from X directly — the Gram
 pass (:mod:`privfair.data.passes`) whose temporaries are one chunk — and equal the dense ones up to
 float summation order.
 
+:class:`ClippedPasses` is the same U over rows that stay where they are (a Dask dataset's
+workers, #19): it holds no per-row array at all — c_i is computed from the row in each chunk
+(:func:`privfair.statistics.soft.chunk_clip_scales`' arithmetic) and the row weights come from a
+public (group, label) table — and it offers only the sums the ERM solver needs, each one pass
+(:func:`glm_terms`): the weighted loss, its gradient and its Hessian at θ.
+
 >>> import numpy as np
 >>> X = np.array([[3.0, 4.0], [0.3, 0.4]]); c = np.minimum(1.0, 1.0 / np.linalg.norm(X, axis=1))
 >>> U = ClippedRows(X, c)
@@ -24,7 +30,7 @@ import numpy as np
 from ..data import passes
 from ..errors import InvalidInputError
 
-__all__ = ["ClippedRows", "row_blocks", "BLOCK_ROWS"]
+__all__ = ["ClippedRows", "ClippedPasses", "glm_terms", "row_blocks", "BLOCK_ROWS"]
 
 #: rows per block of :func:`row_blocks`: 2048 × 101 float64 is 1.6 MB, reused.  Measured (#19,
 #: 8·10⁵ of 10⁶ rows × 101 taken by index, a shared 2-core machine): a gather and a
@@ -227,3 +233,90 @@ class _Transposed:
             for s, Xc in U._chunks():
                 Xtv += Xc.T @ vs[s:s + Xc.shape[0]]
         return np.concatenate([Xtv, vi.sum(axis=0, keepdims=True)], axis=0)
+
+
+def _clip(X, R):
+    """c_i = min(1, R/‖x_i‖₂) of one chunk's rows (the arithmetic of
+    :func:`privfair.statistics.soft.clip_scales`, row by row: the same bits)."""
+    return np.minimum(1.0, R / np.maximum(np.sqrt(np.einsum("ij,ij->i", X, X)), 1e-300))
+
+
+def glm_terms(chunk, feature_bound, table, loss, theta, what):
+    """One chunk's sums of a weighted GLM ERM over u_i = (c_i x_i, 1), as a pass (#19):
+    row i's weight is ``table[g_i, y_i]`` (a public (G, 2) table: the ERM's weights are
+    row-local), its label ±1 from its label code (y = 1 → +1), c_i from the row.  ``what``:
+
+    * ``"gram"``: Σ w_i u_i u_iᵀ (the smoothness bound's matrix);
+    * ``"grad"``: (None, Σ w_i l'(z_i) u_i, None);
+    * ``"value"``: (Σ w_i l(z_i), the gradient, None);
+    * ``"newton"``: (the value, the gradient, Σ w_i l''(z_i) u_i u_iᵀ).
+
+    The per-row arithmetic of :class:`privfair.models.erm.ERM` over a :class:`ClippedRows`:
+    the same margins and terms, summed chunk by chunk (the same numbers up to float summation
+    order)."""
+    X = chunk.X
+    c = _clip(X, feature_bound)
+    w = np.asarray(table, dtype=float)[chunk.group, chunk.y]
+    if what == "gram":
+        return _gram_terms(passes.Chunk(X, extra={"c": c, "w": w}))
+    z = X @ theta[:-1]
+    z *= c
+    z += theta[-1]
+    y = np.where(chunk.y == 1, 1.0, -1.0)
+    if what == "grad":
+        f, der = None, loss.deriv(z, y)
+    else:
+        val, der = loss.value_and_deriv(z, y)
+        f = float(w @ val)
+    v = w * der
+    g = np.concatenate([X.T @ (v * c), [v.sum()]])
+    H = None
+    if what == "newton":
+        H = _gram_terms(passes.Chunk(X, extra={"c": c, "w": w * loss.second(z, y)}))
+    return f, g, H
+
+
+class ClippedPasses:
+    """U = [x_i·c_i, 1] over a row source whose rows stay where they are (a Dask dataset's
+    ``rows()``), with row weights from a public (group, label) table: only ``shape`` and the
+    passes of :func:`glm_terms` (sums; nothing per row comes back).  The design of
+    ``backends.erm.reduction.PassERM``.
+
+    Parameters
+    ----------
+    rows : row source (``map_sum``, ``n``, ``n_features``)
+    feature_bound : float -- the public R of c_i = min(1, R/‖x_i‖₂).
+    """
+
+    ndim = 2
+
+    def __init__(self, rows, feature_bound):
+        self.rows, self.feature_bound = rows, float(feature_bound)
+        self._n, self._d = int(rows.n), int(rows.n_features)
+
+    @property
+    def shape(self):
+        return (self._n, self._d + 1)
+
+    def __len__(self):
+        return self._n
+
+    def terms(self, table, loss, theta, what):
+        """The merged sums of :func:`glm_terms` (one pass); zeros where no row is read."""
+        theta = None if theta is None else np.asarray(theta, dtype=float)
+        out = self.rows.map_sum(glm_terms, self.feature_bound, np.asarray(table, dtype=float),
+                                loss, theta, what)
+        P = self._d + 1
+        if what == "gram":
+            return np.zeros((P, P)) if out is None else out
+        f, g, H = (None, None, None) if out is None else out
+        if what != "grad" and f is None:
+            f = 0.0
+        if g is None:
+            g = np.zeros(P)
+        if what == "newton" and H is None:
+            H = np.zeros((P, P))
+        return f, g, H
+
+    def __repr__(self):
+        return f"ClippedPasses(n={self._n}, d={self._d}, R={self.feature_bound})"

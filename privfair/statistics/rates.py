@@ -24,6 +24,7 @@ from .counts import all_counts, hard_counts, soft_counts
 from .group_mass import group_mass_arrays
 from .layout import BINARY_CONDITIONAL, BINARY_JOINT, Layout
 from .sensitivity import Influence
+from . import soft as soft_passes
 from .soft import clip_scales, phi_at, soft_masses
 
 __all__ = ["rates", "Rates"]
@@ -142,21 +143,19 @@ class Rates:
             if not isinstance(decisions, LinearClassifier) or L != 2:
                 raise InvalidInputError("surrogate", surrogate, "surrogates apply to a "
                                         "LinearClassifier with binary labels; use surrogate=None")
-            if on_workers:
-                raise InvalidInputError("surrogate", surrogate, "surrogate rates keep per-row "
-                                        "clip scales in memory; on a Dask dataset use "
-                                        "surrogate=None (the cells backend reads passes)")
             R = feature_bound
             if isinstance(R, bool) or not isinstance(R, numbers.Real) or not (0 < R < math.inf):
                 raise InvalidInputError("feature_bound", R, "declare a positive finite public "
                                         "row-norm bound, e.g. feature_bound=1.0")
             # Clip each row to the public bound R so that |z| <= B on the ball: only the
-            # per-row scale c_i ≤ 1 is stored (soft.clip_scales)
-            self._clip_scale = clip_scales(data, R)
+            # per-row scale c_i ≤ 1 is stored (soft.clip_scales) — on a Dask dataset not even
+            # that: each pass computes a row's c_i from the row on its worker (soft.surrogate_pass)
+            self._clip_scale = None if on_workers else clip_scales(data, R)
             self._Xc_cache = None
             self.margin_bound = decisions.radius * math.sqrt(R * R + 1.0)
             self._phiB = phi_at(surrogate, self.margin_bound)
         self.feature_bound = float(feature_bound)
+        self._on_workers = on_workers
         self._q, self._qg = group_mass_arrays(group_mass_bound, data)
         self.group_mass_bound = group_mass_bound
         self.group_mass_source = group_mass_source or (
@@ -201,7 +200,17 @@ class Rates:
         if self.surrogate is None:
             raise InvalidInputError("surrogate", None, "rows are clipped only under a surrogate: "
                                     "pass rates(..., surrogate='logistic') or another")
+        self._in_memory("the per-row clip scales")
         return self._clip_scale
+
+    def _in_memory(self, what):
+        """Refuse a per-row array of a Dask dataset (its rows stay on the workers, #19)."""
+        if self._on_workers:
+            raise InvalidInputError(
+                "data", type(self.data).__name__, f"{what} are per-row arrays; a Dask "
+                "dataset's rows stay on its workers and are read by passes only (evaluate, "
+                "weighted_value_and_grad, evaluate_all) — load the rows with pf.Dataset to "
+                "read them")
 
     @property
     def surrogate_row(self) -> Surrogate:
@@ -404,6 +413,8 @@ class Rates:
     def _counts(self, decision) -> np.ndarray:
         G, L = self.G, self.L
         randomized = getattr(self.decisions, "randomized", False) and L == 2
+        if self._on_workers:        # a pass on the workers: the (G, L, L) sums come back
+            return self._pass_counts(decision, randomized)
         if self.surrogate is not None or randomized:
             if randomized:   # expected counts of a randomized rule (ℓ is linear in each row's mass)
                 s = np.clip(np.asarray(self._per_row(
@@ -415,11 +426,26 @@ class Rates:
         return hard_counts(self._cell,
                            self._per_row(lambda X: self.decisions.predict(decision, X)), G, L)
 
+    def _pass_counts(self, decision, randomized) -> np.ndarray:
+        """C[g, y, ŷ] of one decision on a Dask dataset: one pass (soft.surrogate_pass or
+        soft.decision_counts_pass) whose per-chunk counts are added on the client."""
+        G, L = self.G, self.L
+        rows = self.data.rows()
+        if self.surrogate is not None and not randomized:
+            C = rows.map_sum(soft_passes.surrogate_pass, self.decisions.theta(decision),
+                             self.feature_bound, self.surrogate, self._phiB, G, L, None)
+            C = None if C is None else C[0]
+        else:
+            C = rows.map_sum(soft_passes.decision_counts_pass, self.decisions, decision, G, L,
+                             bool(randomized))
+        return np.zeros((G, L, L)) if C is None else np.asarray(C, float).reshape(G, L, L)
+
     def _per_row(self, fn) -> np.ndarray:
         """``fn(X)`` of every row: on X itself, or — for data taken by index and not
         materialized (the held-out split's training part) — chunk by chunk through its row
         source, so evaluating a decision never gathers a copy of X (#19: sgda's checkpoint
         selection did, 6.5 GB at 10⁷ × 101 rows).  Row-wise ``fn``: the same values."""
+        self._in_memory("per-row predictions")
         if self.data.is_materialized:
             return np.asarray(fn(self.data.X))
         return np.concatenate([np.asarray(fn(c.X)) for c in self.data.rows().chunks()])
@@ -429,6 +455,7 @@ class Rates:
 
         y=0: mass φ̃(z), derivative φ̃'(z); y=1: mass 1 − φ̃(−z), derivative +φ̃'(−z).
         """
+        self._in_memory("the rows' surrogate masses")
         if self.data.is_materialized:
             z = self.data.X @ theta[:-1]
         else:   # taken by index: each row's margin from its block of rows (no copy of X, #19)
@@ -498,7 +525,12 @@ class Rates:
         if self.surrogate is not None:
             raise InvalidInputError("decisions", repr(self.decisions), "evaluate_all needs a "
                                     "finite set (FiniteSet or Thresholds) without surrogate")
-        if self.data.is_materialized:
+        if self._on_workers:     # a pass: each chunk's integer counts, added on the client
+            C = self.data.rows().map_sum(soft_passes.all_counts_pass, self.decisions, self.G,
+                                         self.L)
+            if C is None:
+                C = np.zeros((len(self.decisions), self.G, self.L, self.L))
+        elif self.data.is_materialized:
             C = all_counts(self.decisions, self.data.X, self._cell, self.G, self.L)
         else:   # taken by index: the counts of each chunk, added (integers: exact; #19)
             C = 0.0
@@ -519,6 +551,8 @@ class Rates:
         wts = np.asarray(weights, dtype=float).reshape(-1)
         if wts.shape != (self.K,):
             raise InvalidInputError("weights", wts.shape, f"pass K={self.K} weights")
+        if self._on_workers:
+            return self._pass_value_and_grad(theta, wts, group_mass_bound)
         s, der = self._soft(theta)
         # d(w·ℓ)/d(mass on ŷ=1) for a row of cell (g, y): +1/n on (y, 1), −1/n on (y, 0), etc.
         a = self.cell_coefficients(wts, group_mass_bound)
@@ -530,6 +564,23 @@ class Rates:
         coef = a.ravel()[self._cell] * der                 # der = d(mass on ŷ=1)/dz >= 0
         grad = np.concatenate([self._rows_T_dot(coef * self._clip_scale), [coef.sum()]])
         return value, grad
+
+    def _pass_value_and_grad(self, theta, wts, group_mass_bound):
+        """:meth:`weighted_value_and_grad` on a Dask dataset: one pass (soft.surrogate_pass)
+        brings back the expected counts and the gradient's sum; the per-cell coefficients a
+        travel (functions of the counts' denominators, computed on the client as in memory)."""
+        a = self.cell_coefficients(wts, group_mass_bound)
+        out = self.data.rows().map_sum(soft_passes.surrogate_pass, theta, self.feature_bound,
+                                       self.surrogate, self._phiB, self.G, self.L, a)
+        if out is None:
+            C, grad = np.zeros((self.G, self.L, self.L)), np.zeros(self.decisions.P)
+        else:
+            C, grad = np.asarray(out[0], float).reshape(self.G, self.L, self.L), out[1]
+        if getattr(self.decisions, "randomized", False):   # evaluate reads predict_proba
+            value = float(wts @ self.evaluate(theta, group_mass_bound))
+        else:
+            value = float(wts @ self._from_counts(C, group_mass_bound))
+        return value, np.asarray(grad, float)
 
     # -- row influence ----------------------------------------------------------------------
     @property
