@@ -174,3 +174,40 @@ def test_the_default_held_out_check_runs_on_the_workers(pair):
     assert got.certificate.epsilon == want.certificate.epsilon
     assert got.certificate.delta == want.certificate.delta
     assert np.all(np.isfinite(np.asarray(got.decision, float)))
+
+
+def test_lopt_oracle_gradient_ignores_the_device_on_dask(pair):
+    """On a Dask dataset the noisy-GD oracle's gradient is a pass on the workers whatever the
+    device asked for (a torch device would need the rows on the client)."""
+    from privfair.backends.loss_vector.oracles import erm_gradient_fn
+
+    mem, dk = pair
+    ds = pf.LinearClassifier(D, radius=3.0)
+    r = np.zeros(_rates(ds, mem).K)
+    r[[1, 2]] = 1.0
+    theta = np.random.default_rng(6).normal(size=ds.P)
+    want = erm_gradient_fn(_rates(ds, mem), r)(theta)
+    for device in (None, "torch"):
+        got = erm_gradient_fn(_rates(ds, dk), r, device)(theta)
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-15)
+
+
+def test_lopt_with_a_finite_set_on_dask(pair):
+    mem, dk = pair
+    out = []
+    for data in (mem, dk):
+        r = pf.rates(pf.Thresholds(np.linspace(-2.0, 2.0, 17), score=0), data,
+                     group_mass_bound=0.05)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.1])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            out.append(prob.solve(pf.DP(1.0, 1e-6), backend="lopt", seed=2, progress=False,
+                                  holdout=0, T=5))
+    want, got = out
+    assert got.certificate.epsilon == want.certificate.epsilon > 0
+    assert got.certificate.delta == want.certificate.delta
+    np.testing.assert_array_equal(np.asarray(got.decisions, float),
+                                  np.asarray(want.decisions, float))
+    np.testing.assert_allclose(got.weights, want.weights, rtol=0, atol=1e-12)

@@ -175,10 +175,17 @@ def erm_lipschitz(rates, r):
     return _c_const(rates) * float(dJ.max() + dR.sum() + np.abs(r[lay.selection]).sum())
 
 
+def _on_workers(rates) -> bool:
+    """Whether the rates' rows stay on Dask workers (read by passes only, #19)."""
+    return bool(getattr(rates.data, "rows_on_workers", False))
+
+
 def erm_gradient_fn(rates, r, device=None):
-    """θ ↦ ∇_θ Σ_k r_k ℓ_k(θ, D): numpy (``rates.weighted_value_and_grad``) or torch."""
+    """θ ↦ ∇_θ Σ_k r_k ℓ_k(θ, D): numpy (``rates.weighted_value_and_grad``) or torch.  On a
+    Dask dataset always the former: one pass on the workers (``device`` is not used)."""
     r = np.asarray(r, float)
-    if device is None:
+    if device is None or _on_workers(rates):
+        # numpy; on a Dask dataset always: the gradient is a pass on the workers (#19)
         return lambda th: rates.weighted_value_and_grad(th, r)[1]
     import torch
 
@@ -230,6 +237,8 @@ def erm_oracle(rates, r, steps, relation, *, draws, name="oracle", device=None,
 
     ds = rates.decisions
     P, R = ds.P, ds.radius
+    if _on_workers(rates):      # the gradient is a pass on the Dask workers, not on a device
+        device = None
     grad = erm_gradient_fn(rates, r, device)
     sens = erm_sensitivity(rates, r, relation, group_mass_bound)
     if sens == 0.0:
