@@ -44,7 +44,12 @@ each): the validation pass, the group-label counts, the public score and a whole
 the rows a pass on the workers; ``--no-dask-solve`` skips it), with each worker's peak RSS, and
 a subsample check — the first partitions through Dask against the same rows in memory at
 ε = ∞ (max |Δ coefficient|, counts equal, the cells solve's rule).  The features are written
-as ``--dask-dtype`` (float32 by default; the workers convert each partition to float64).
+as ``--dask-dtype`` (float32 by default; the workers convert each partition to float64), in
+pyarrow's default layout (snappy, dictionary encoding) or the one ``--parquet-compression``,
+``--parquet-dictionary`` and ``--parquet-row-group`` set.  The run also prints where one
+partition's time goes in one process (read + decode, cast, arithmetic) and — the before,
+unless ``--no-dask-reader`` — the counts and gradient passes through
+``dask.dataframe.read_parquet`` on the same files, in the same run.
 ``--dask-linear`` also solves the ``auto_linear_*`` problem on the Dask dataset under both units
 (``backend="auto"`` picks ``lagrangian_sgda``: one round trip to the workers a step; use
 ``--persist`` — unpersisted, every step re-reads the Parquet files) and prints its time per step.
@@ -269,8 +274,61 @@ def child_memory(n, d, stages, repeats, dense_max_n, delta=None, hessian64=False
     return out
 
 
+def _parquet_layout(compression, dictionary, row_group):
+    """``pyarrow.parquet.write_table`` keywords of the bench's file layout (None: pyarrow's
+    default — snappy, dictionary encoding on, row groups of up to 1 Mi rows)."""
+    kw = {}
+    if compression is not None:
+        kw["compression"] = compression
+    if dictionary is not None:
+        kw["use_dictionary"] = bool(dictionary)
+    if row_group:
+        kw["row_group_size"] = int(row_group)
+    return kw
+
+
+def partition_breakdown(file, d, repeats=5):
+    """Where one partition's time goes, in this process (one thread, the file warm in the page
+    cache): privfair's reader split into the file's read + decode (pyarrow), the cast to
+    float64 X and the label/group codes; dask's way (``read_parquet`` of the file, pandas,
+    ``Schema.arrays``); and the bound's arithmetic and ``logistic_terms`` as chunked passes
+    over the partition's X."""
+    import numpy as np
+
+    from privfair.data import dask_data, passes
+
+    schema = dask_data.Schema(tuple(f"x{j}" for j in range(d)), "y", ("sex",), (0, 1), (0, 1))
+    part = dask_data.ParquetPart(file)
+    cols = [*schema.features, "y", "sex"]
+    out = {}
+    t, table = _timed(lambda: part.read(cols), repeats)
+    out["read_decode_s"] = t
+    t, arrays = _timed(lambda: dask_data.table_arrays(table, schema, reuse=True), repeats)
+    out["convert_codes_s"] = t
+    t, _ = _timed(lambda: dask_data.table_arrays(table, schema, reuse=False), repeats)
+    out["convert_codes_fresh_s"] = t
+    import dask.dataframe as dd
+
+    part_df = dd.read_parquet(file).to_delayed()[0]
+    t, df = _timed(lambda: part_df.compute(scheduler="sync"), repeats)
+    out["dask_read_pandas_s"] = t
+    t, _ = _timed(lambda: schema.arrays(df), repeats)
+    out["dask_pandas_to_arrays_s"] = t
+    X, y, g = arrays
+    w = np.random.default_rng(2).normal(size=d) * 0.1
+    rows = passes.ArrayRows(X, y, g)
+    t, _ = _timed(lambda: rows.map_sum(gradient_pass, w), repeats)
+    out["gradient_pass_s"] = t
+    t, _ = _timed(lambda: rows.map_sum(passes.logistic_terms, passes.PLAIN, w, False), repeats)
+    out["logistic_terms_s"] = t
+    t, _ = _timed(lambda: rows.map_sum(passes.group_label_counts, 2, 2), repeats)
+    out["counts_s"] = t
+    return out
+
+
 def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows,
-               persist=False, solve=True, dtype="float32", linear=False, delta=None):
+               persist=False, solve=True, dtype="float32", linear=False, delta=None,
+               compression=None, dictionary=None, row_group=None, dask_reader=True):
     """The Parquet + Dask run (data written to a temporary directory, removed afterwards)."""
     import shutil
     import tempfile
@@ -284,7 +342,9 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
     from privfair.statistics.scores import fit_score
 
     path = tempfile.mkdtemp(prefix="privfair-scale-", dir=tmpdir)
-    out = {"rows": rows, "d": d, "partition_rows": partition_rows, "workers": workers}
+    layout = _parquet_layout(compression, dictionary, row_group)
+    out = {"rows": rows, "d": d, "partition_rows": partition_rows, "workers": workers,
+           "dtype": dtype, "layout": layout or "pyarrow default (snappy, dictionary)"}
     cluster = client = None
     try:
         t0 = time.perf_counter()
@@ -294,7 +354,8 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             X, y, sex = make_rows(k, d, seed=1000 + parts, dtype=dtype)
             cols = {f"x{j}": X[:, j] for j in range(d)}
             cols.update(sex=sex, y=y)
-            pq.write_table(pa.table(cols), os.path.join(path, f"part-{parts:05d}.parquet"))
+            pq.write_table(pa.table(cols), os.path.join(path, f"part-{parts:05d}.parquet"),
+                           **layout)
             parts += 1
         out["write_s"] = time.perf_counter() - t0
         out["disk_gb"] = sum(os.path.getsize(os.path.join(path, f))
@@ -305,7 +366,9 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         w = np.random.default_rng(2).normal(size=d) * 0.1
         tp, _ = _timed(lambda: X.T @ (0.5 * (1.0 + np.tanh(0.5 * (X @ w))) - y), 3)
         out["numpy_bound_s"] = tp["median"] * parts / workers
+        out["numpy_bound_partition_s"] = tp
         del X, y
+        out["partition"] = partition_breakdown(os.path.join(path, "part-00000.parquet"), d)
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                memory_limit=worker_memory, dashboard_address=None)
         client = Client(cluster)
@@ -331,6 +394,19 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         t, _ = _timed(lambda: data.rows().map_sum(gradient_pass, next(fresh)), 3)
         out["same_work_pass_s"] = t
         out["same_work_vs_numpy_bound"] = out["numpy_bound_s"] / t["median"]
+        out["reader"] = "privfair" if data.parts is not None else "dask"
+        if dask_reader and not persist:
+            # the before, in the same run: the same files through dask.dataframe.read_parquet
+            # (pandas partitions, Schema.arrays), as from_parquet read them before #19's reader
+            import dask.dataframe as dd
+
+            old = pf.Dataset.from_dask(dd.read_parquet(path), **kw)
+            t, _ = _timed(old.counts, 3)
+            out["dask_reader_counts_s"] = t
+            t, _ = _timed(lambda: old.rows().map_sum(gradient_pass, next(fresh)), 3)
+            out["dask_reader_same_work_pass_s"] = t
+            out["dask_reader_same_work_vs_numpy_bound"] = out["numpy_bound_s"] / t["median"]
+            del old
         t, coef = _timed(lambda: fit_score(data), 1)
         out["score_s"] = t["median"]
         out["worker_peak_gb"] = sorted(v / 2 ** 20 for v in client.run(
@@ -360,7 +436,9 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
                 lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         # subsample check at ε = ∞: the first partitions through Dask and in memory
         k = max(1, min(parts, int(math.ceil(check_rows / partition_rows))))
-        sub = pf.Dataset.from_dask(data.ddf.partitions[:k], **kw)
+        # the first k files, through the same reader as the run (privfair's: from_parquet)
+        sub = pf.Dataset.from_parquet([os.path.join(path, f"part-{i:05d}.parquet")
+                                       for i in range(k)], **kw)
         mem = sub.to_dataset(max_rows=check_rows + partition_rows)
         out["check_rows"] = sub.n
         out["check_max_abs_coef_diff"] = float(np.max(np.abs(fit_score(sub) - fit_score(mem))))
@@ -466,9 +544,33 @@ def report(results, dask):
                          f"{dask['pass_vs_numpy_bound']:.3f} x the numpy bound "
                          f"({dask['numpy_bound_s']:.2f} s over the same bytes)")
         if dask.get("same_work_pass_s"):
+            sw = dask["same_work_pass_s"]
             lines.append(f"dask: the bound's own arithmetic as a pass (Xᵀ(σ(Xw) − y), no "
-                         f"log-likelihood) {dask['same_work_pass_s']['median']:.2f} s = "
-                         f"{dask['same_work_vs_numpy_bound']:.3f} x the numpy bound")
+                         f"log-likelihood) {sw['median']:.2f} s ({sw['min']:.2f}-{sw['max']:.2f})"
+                         f" = {dask['same_work_vs_numpy_bound']:.3f} x the numpy bound "
+                         f"[{dask.get('reader')} reader; {dask.get('dtype')}, "
+                         f"{dask.get('layout')}]")
+            c = dask["counts_s"]
+            lines.append(f"dask: the counts pass (no arithmetic) {c['median']:.2f} s "
+                         f"({c['min']:.2f}-{c['max']:.2f})")
+        if dask.get("dask_reader_same_work_pass_s"):
+            sw, c = dask["dask_reader_same_work_pass_s"], dask["dask_reader_counts_s"]
+            lines.append(f"dask: the same pass through dask.dataframe.read_parquet (the "
+                         f"before) {sw['median']:.2f} s ({sw['min']:.2f}-{sw['max']:.2f}) = "
+                         f"{dask['dask_reader_same_work_vs_numpy_bound']:.3f} x the numpy bound;"
+                         f" its counts pass {c['median']:.2f} s ({c['min']:.2f}-{c['max']:.2f})")
+        if dask.get("partition"):
+            p = dask["partition"]
+            ms = {k: 1e3 * v["median"] for k, v in p.items()}
+            lines.append(
+                "one partition in one process, ms (median of 5): privfair's reader: read + "
+                f"decode {ms['read_decode_s']:.1f}, cast + codes {ms['convert_codes_s']:.1f} "
+                f"(into fresh pages {ms['convert_codes_fresh_s']:.1f}); dask's: read_parquet "
+                f"→ pandas {ms['dask_read_pandas_s']:.1f}, → arrays "
+                f"{ms['dask_pandas_to_arrays_s']:.1f}; arithmetic: the bound's pass "
+                f"{ms['gradient_pass_s']:.1f}, logistic_terms {ms['logistic_terms_s']:.1f}, "
+                f"counts {ms['counts_s']:.1f}; the numpy bound "
+                f"{1e3 * dask['numpy_bound_partition_s']['median']:.1f}")
     return "\n".join(lines)
 
 
@@ -502,6 +604,16 @@ def main(argv=None):
                          "(lagrangian_sgda) under both units")
     ap.add_argument("--dask-dtype", default="float32",
                     help="Dask: the features' type on disk (the workers convert to float64)")
+    ap.add_argument("--parquet-compression", default=None,
+                    help="Dask: the files' codec (snappy, lz4, zstd, none; default: pyarrow's, "
+                         "snappy)")
+    ap.add_argument("--parquet-dictionary", default=None, choices=["on", "off"],
+                    help="Dask: dictionary encoding (default: pyarrow's, on)")
+    ap.add_argument("--parquet-row-group", type=float, default=None,
+                    help="Dask: rows per row group (default: pyarrow's, up to 1 Mi)")
+    ap.add_argument("--no-dask-reader", action="store_true",
+                    help="Dask: skip the before (the same passes through "
+                         "dask.dataframe.read_parquet)")
     ap.add_argument("--tmpdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -541,7 +653,11 @@ def main(argv=None):
                       "worker_memory": a.worker_memory, "tmpdir": a.tmpdir,
                       "check_rows": int(a.check_rows), "persist": a.persist,
                       "solve": not a.no_dask_solve, "dtype": a.dask_dtype,
-                      "linear": a.dask_linear, "delta": a.delta})
+                      "linear": a.dask_linear, "delta": a.delta,
+                      "compression": a.parquet_compression,
+                      "dictionary": None if a.parquet_dictionary is None
+                      else a.parquet_dictionary == "on",
+                      "row_group": a.parquet_row_group, "dask_reader": not a.no_dask_reader})
     print("\n" + report(results, dask))
     if a.json:
         with open(a.json, "w") as fh:

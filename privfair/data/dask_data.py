@@ -33,7 +33,8 @@ from . import passes
 from .dataset import Dataset
 from ..errors import DataError, InvalidInputError, PrivfairError
 
-__all__ = ["DaskDataset", "DaskRows", "DaskMissingError", "from_parquet", "from_dask"]
+__all__ = ["DaskDataset", "DaskRows", "DaskMissingError", "ParquetPart", "parquet_parts",
+           "from_parquet", "from_dask"]
 
 
 class DaskMissingError(PrivfairError, ImportError):
@@ -78,9 +79,15 @@ class Schema:
     def arrays(self, df):
         """(X float64 (k, d), label codes (k,), group codes (k,)); codes are −1 outside the
         declared sets (the construction pass refuses such data)."""
+        X = df[list(self.features)].to_numpy(dtype=np.float64, na_value=np.nan)
+        y, g = self.codes(df)
+        return X, y, g
+
+    def codes(self, df):
+        """(label codes, group codes) of a pandas frame holding the label and sensitive
+        columns: the declared value's position, −1 for anything else."""
         import pandas as pd
 
-        X = df[list(self.features)].to_numpy(dtype=np.float64, na_value=np.nan)
         # Index.get_indexer: the declared value's position, −1 for anything else
         y = pd.Index(list(self.label_values)).get_indexer(df[self.label])
         if len(self.sensitive) == 1:
@@ -96,8 +103,7 @@ class Schema:
             for c in self.sensitive[1:]:
                 key = key + "|" + df[c].astype(str)
             g = pd.Index(self.group_names).get_indexer(key)
-        y = np.asarray(y, dtype=np.int64)
-        return X, y, np.asarray(g, dtype=np.int64)
+        return np.asarray(y, dtype=np.int64), np.asarray(g, dtype=np.int64)
 
 
 def held_out_positions(size: int, k: int, seed) -> np.ndarray:
@@ -131,17 +137,201 @@ def _select_arrays(arrays, select):
     return X[i], y[i], g[i]
 
 
+# -- privfair's own Parquet reader ------------------------------------------------------------
+#
+# Why (#19): through dask.dataframe.read_parquet a partition became a pandas DataFrame and then
+# a C-ordered float64 X — an Arrow table, a pandas copy, a strided transposing cast into fresh
+# pages, and pandas' per-column overhead: ~60 ms per 10⁶ × 20 partition on top of the file's
+# decode, against ~16 ms for the numpy gradient pass over it.  A :class:`ParquetPart` is read
+# by pyarrow directly (only the schema's columns, memory-mapped, no pandas), each column cast
+# once into a row of a (d, k) float64 buffer — X is that buffer's transpose, a Fortran-ordered
+# (k, d) array, which BLAS reads as fast as a C-ordered one — and the label and group columns
+# coded by a vectorized lookup.  For a pass (whose X lives only while the task runs) the buffer
+# is the worker thread's own, reused from task to task: a fresh 160 MB array costs ~30 ms of
+# page faults (the kernel zeroing new pages) every time, more than the cast itself.
+
+#: largest partition privfair's reader makes, in float64 bytes of X: a file above it is split
+#: at row-group boundaries (the default block size of dask's own reader, 256 MiB)
+PART_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class ParquetPart:
+    """One partition of a Parquet dataset read by privfair's own reader: a file and the run of
+    its row groups (None: all of them).  Public: a path and indices, no row."""
+
+    path: str
+    row_groups: tuple = None
+
+    def read(self, columns):
+        """The Arrow table of ``columns`` (memory-mapped; pyarrow's own threads off — a Dask
+        worker's threads already run one partition each)."""
+        import pyarrow.parquet as pq
+
+        f = pq.ParquetFile(self.path, memory_map=True)
+        if self.row_groups is None:
+            return f.read(columns=list(columns), use_threads=False)
+        return f.read_row_groups(list(self.row_groups), columns=list(columns),
+                                 use_threads=False)
+
+    def frame(self):
+        """The partition as a pandas DataFrame (every column: ``to_dataset``, ``sample``)."""
+        import pyarrow.parquet as pq
+
+        f = pq.ParquetFile(self.path, memory_map=True)
+        t = f.read() if self.row_groups is None else f.read_row_groups(list(self.row_groups))
+        return t.to_pandas()
+
+
+_local = None
+
+
+def _buffer(d: int, k: int) -> np.ndarray:
+    """This thread's reusable (d, ≥ k) float64 buffer (see the section's comment)."""
+    import threading
+
+    global _local
+    if _local is None:
+        _local = threading.local()
+    buf = getattr(_local, "buf", None)
+    if buf is None or buf.shape[0] != d or buf.shape[1] < k:
+        _local.buf = None                       # free the old one before allocating
+        buf = _local.buf = np.empty((d, k))
+    return buf
+
+
+def _int_codes(col, values):
+    """Codes of an integer Arrow column against declared integer values, vectorized (a lookup
+    table over [min, max] of the declared values); None where that does not apply."""
+    import pyarrow as pa
+
+    if (not pa.types.is_integer(col.type) or col.null_count
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                       for v in values)):
+        return None
+    vals = np.asarray(values, dtype=np.int64)
+    lo, hi = int(vals.min()), int(vals.max())
+    if hi - lo > 1 << 16:
+        return None
+    lut = np.full(hi - lo + 1, -1, dtype=np.int64)
+    lut[vals - lo] = np.arange(vals.size)
+    a = col.to_numpy()
+    inside = (a >= lo) & (a <= hi)
+    return np.where(inside, lut[np.clip(a, lo, hi) - lo], -1)
+
+
+def table_arrays(table, schema, reuse=False):
+    """(X, label codes, group codes) of an Arrow table (:func:`partition_arrays` of a
+    :class:`ParquetPart`): X float64 (k, d), Fortran-ordered, NaN for a null; the codes as
+    :meth:`Schema.codes` gives them."""
+    k, d = table.num_rows, len(schema.features)
+    XT = _buffer(d, k)[:, :k] if reuse else np.empty((d, k))
+    for j, name in enumerate(schema.features):
+        s = 0
+        for chunk in table.column(name).chunks:     # one per row group: no concatenation
+            e = s + len(chunk)
+            XT[j, s:e] = chunk.to_numpy(zero_copy_only=False)   # the one cast
+            s = e
+    y = _int_codes(table.column(schema.label), schema.label_values)
+    g = _int_codes(table.column(schema.sensitive[0]), schema.group_values) \
+        if len(schema.sensitive) == 1 else None
+    if y is None or g is None:      # strings, floats, several columns: pandas, as before
+        y2, g2 = schema.codes(table.select([schema.label, *schema.sensitive]).to_pandas())
+        y, g = (y2 if y is None else y), (g2 if g is None else g)
+    return XT.T, y, g
+
+
+def _raw_arrays(part, schema, reuse=False):
+    """(X, y codes, group codes) of a partition: a pandas DataFrame (dask's reader) or a
+    :class:`ParquetPart` (privfair's)."""
+    if isinstance(part, ParquetPart):
+        cols = dict.fromkeys([*schema.features, schema.label, *schema.sensitive])
+        return table_arrays(part.read(cols), schema, reuse)
+    return schema.arrays(part)
+
+
+def _detach(partial, buf):
+    """``partial`` with every array that shares memory with ``buf`` copied: a pass may return
+    a view of its chunk (:class:`privfair.data.passes.Max` carries the row attaining the
+    maximum), and a reused buffer is overwritten by the next task."""
+    if buf is None or partial is None:
+        return partial
+    if isinstance(partial, np.ndarray):
+        return partial.copy() if np.may_share_memory(partial, buf) else partial
+    if isinstance(partial, passes.Max):
+        return passes.Max(partial.value, _detach(partial.item, buf))
+    if isinstance(partial, passes.Concat):
+        return passes.Concat(_detach(partial.values, buf))
+    if isinstance(partial, dict):
+        return {k: _detach(v, buf) for k, v in partial.items()}
+    if isinstance(partial, (tuple, list)):
+        return type(partial)(_detach(v, buf) for v in partial)
+    return partial
+
+
+def parquet_parts(path, columns=None):
+    """privfair's partitions of the Parquet files at ``path`` — a local file, a directory
+    (every ``*.parquet``-like file below it that pyarrow's dataset discovery keeps, in
+    dask's natural order) or a list of them — or None where privfair's reader does not apply
+    (a glob, a URL, a hive-partitioned column missing from the files): dask's reader then.
+
+    One partition per file; a file whose X would exceed :data:`PART_BYTES` in float64 is
+    split at row-group boundaries.  Reads the files' footers only (row-group sizes, the
+    column names): no row."""
+    import os
+
+    try:
+        import pyarrow.dataset as pads
+        import pyarrow.parquet as pq
+        from dask.utils import natural_sort_key
+    except ImportError:
+        return None
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    files = []
+    for p in paths:
+        p = os.fspath(p)
+        if not os.path.exists(p):           # a glob, a URL: dask's reader
+            return None
+        if os.path.isdir(p):
+            files += sorted(pads.dataset(p, format="parquet").files, key=natural_sort_key)
+        else:
+            files.append(p)
+    if not files:
+        return None
+    parts = []
+    for f in files:
+        meta = pq.ParquetFile(f, memory_map=True).metadata
+        names = set(meta.schema.to_arrow_schema().names)
+        if columns is not None and not set(columns) <= names:
+            return None
+        width = 8 * max(1, meta.num_columns)        # float64 bytes per row, at most
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        if sum(sizes) * width <= PART_BYTES or len(sizes) <= 1:
+            parts.append(ParquetPart(f))
+            continue
+        run, rows = [], 0
+        for i, r in enumerate(sizes):
+            if run and (rows + r) * width > PART_BYTES:
+                parts.append(ParquetPart(f, tuple(run)))
+                run, rows = [], 0
+            run.append(i)
+            rows += r
+        parts.append(ParquetPart(f, tuple(run)))
+    return parts
+
+
 def _check_partition(df, schema) -> np.ndarray:
     """The construction pass: [rows, rows with a non-finite feature, rows with an undeclared
     label, rows with an undeclared group] of one partition (sums: they merge exactly)."""
-    X, y, g = schema.arrays(df)
+    X, y, g = _raw_arrays(df, schema, reuse=True)
     return np.array([X.shape[0], int((~np.isfinite(X)).any(axis=1).sum()), int((y < 0).sum()),
                      int((g < 0).sum())], dtype=np.int64)
 
 
-def _partition_arrays(df, schema):
-    """A partition as (X, y, group) arrays, refusing codes outside the schema."""
-    X, y, g = schema.arrays(df)
+def partition_arrays(df, schema, reuse=False):
+    """A partition as (X, y, group) arrays, refusing codes outside the schema.  ``reuse``: X
+    may live in the worker thread's reused buffer (a pass; not :meth:`DaskDataset.persist`)."""
+    X, y, g = _raw_arrays(df, schema, reuse)
     if X.shape[0] and (y.min() < 0 or g.min() < 0):
         # validated at construction: the files changed underneath the dataset
         raise ValueError("a partition holds a label or group outside the declared schema; "
@@ -156,9 +346,16 @@ def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
     return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows).map_sum(fn, *params)
 
 
+def _reused(arrays=None):
+    """This thread's reused buffer, if any (what :func:`_detach` copies out of)."""
+    return None if _local is None else getattr(_local, "buf", None)
+
+
 def _partition_pass(df, schema, chunk_rows, fn, params, select=None):
-    """Run one pass on one DataFrame partition (converted on the worker)."""
-    return _arrays_pass(_partition_arrays(df, schema), chunk_rows, fn, params, select)
+    """Run one pass on one partition (a DataFrame or a :class:`ParquetPart`, converted on
+    the worker)."""
+    arrays = partition_arrays(df, schema, reuse=True)
+    return _detach(_arrays_pass(arrays, chunk_rows, fn, params, select), _reused(arrays))
 
 
 def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None):
@@ -170,8 +367,9 @@ def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None
 
 def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params, select=None):
     """One pass over a Poisson sample of one DataFrame partition (sampled on the worker)."""
-    return _arrays_poisson_pass(_partition_arrays(df, schema), chunk_rows, rate, seed, fn,
-                                params, select)
+    arrays = partition_arrays(df, schema, reuse=True)
+    return _detach(_arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select),
+                   _reused(arrays))
 
 
 def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
@@ -185,7 +383,8 @@ def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
 
 def _partition_poisson_passes(df, schema, chunk_rows, jobs, select=None):
     """:func:`_arrays_poisson_passes` on one DataFrame partition (converted on the worker)."""
-    return _arrays_poisson_passes(_partition_arrays(df, schema), chunk_rows, jobs, select)
+    arrays = partition_arrays(df, schema, reuse=True)
+    return _detach(_arrays_poisson_passes(arrays, chunk_rows, jobs, select), _reused(arrays))
 
 
 def _partition_frame(df, select):
@@ -202,11 +401,17 @@ class DaskRows:
     y = True    # the rows carry labels (fit_score(data) checks this)
 
     def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None, arrays=None,
-                 select=None):
+                 select=None, parts=None):
         self.ddf, self.schema, self.n = ddf, schema, int(n)
+        #: privfair's reader's partitions (:class:`ParquetPart`), aligned with ``ddf``'s, or None
+        self.parts = parts
         self.chunk_rows, self.scheduler, self.arrays = chunk_rows, scheduler, arrays
         #: per partition, the rows a held-out split keeps ((seed, k, keep) or None), or None
         self.select = select
+
+    def _partitions(self) -> list:
+        """What a pass task reads: privfair's Parquet parts, else the DataFrame's partitions."""
+        return list(self.parts) if self.parts is not None else self.ddf.to_delayed()
 
     def _selects(self, count):
         return [None] * count if self.select is None else list(self.select)
@@ -224,7 +429,7 @@ class DaskRows:
                      for part, sel in zip(self.arrays, self._selects(len(self.arrays)))]
         else:
             task = dask.delayed(_partition_pass, pure=True)
-            parts = self.ddf.to_delayed()
+            parts = self._partitions()
             tasks = [task(part, self.schema, self.chunk_rows, fn, params, sel)
                      for part, sel in zip(parts, self._selects(len(parts)))]
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
@@ -246,7 +451,7 @@ class DaskRows:
         the rows.  The seeds and the sample are secret: they travel inside the cluster (the
         trust boundary) and are never released."""
         dask, _ = _dask()
-        parts = self.arrays if self.arrays is not None else self.ddf.to_delayed()
+        parts = self.arrays if self.arrays is not None else self._partitions()
         seeds = passes.poisson_seeds(source, len(parts))
         sels = self._selects(len(parts))
         if self.arrays is not None:
@@ -275,7 +480,7 @@ class DaskRows:
         the independent public batch B'_t; one round trip instead of two halves the per-step
         latency.  The seeds and the samples are secret, as in :meth:`poisson_map_sum`."""
         dask, _ = _dask()
-        parts = self.arrays if self.arrays is not None else self.ddf.to_delayed()
+        parts = self.arrays if self.arrays is not None else self._partitions()
         k = len(parts)
         seeds = passes.poisson_seeds(source, k * len(jobs))
         sels = self._selects(k)
@@ -324,8 +529,12 @@ class DaskDataset:
     find_group = Dataset.find_group
     group_choices = Dataset.group_choices
 
+    #: privfair's reader's partitions (:class:`ParquetPart`, aligned with ``ddf``'s), or None:
+    #: passes read ``ddf``'s partitions (pandas) instead
+    parts = None
+
     def __init__(self, ddf, *, label, sensitive, groups, labels=(0, 1), features=None,
-                 chunk_rows=None, scheduler=None):
+                 chunk_rows=None, scheduler=None, parts=None):
         _dask()
         cols = [str(c) for c in ddf.columns]
         sens = (sensitive,) if isinstance(sensitive, str) else tuple(sensitive)
@@ -358,7 +567,7 @@ class DaskDataset:
                                     "with distinct names")
         if len(lvals) < 2 or len(set(lvals)) != len(lvals):
             raise DataError("labels", list(labels), "declare at least two distinct labels")
-        self.ddf = ddf
+        self.ddf, self.parts = ddf, (None if parts is None else tuple(parts))
         self.schema = Schema(features, str(label), sens, gvals, lvals)
         self.chunk_rows, self.scheduler = chunk_rows, scheduler
         self.feature_names = list(features)
@@ -374,7 +583,7 @@ class DaskDataset:
         dask, _ = _dask()
         task = dask.delayed(_check_partition, pure=True)
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
-        parts = dask.compute(*[task(p, self.schema) for p in self.ddf.to_delayed()], **kw)
+        parts = dask.compute(*[task(p, self.schema) for p in self._partitions()], **kw)
         rows, nonfinite, bad_label, bad_group = np.sum(parts, axis=0) if parts else (0, 0, 0, 0)
         # rows per partition (counts): the public layout a held-out split allocates over
         self._partition_rows = tuple(int(p[0]) for p in parts)
@@ -391,6 +600,10 @@ class DaskDataset:
             raise DataError("sensitive", "undeclared group", f"some rows are in a group not "
                             f"among groups={self.groups}; add it to groups")
         self.n = int(rows)
+
+    def _partitions(self) -> list:
+        """What a pass task reads: privfair's Parquet parts, else the DataFrame's partitions."""
+        return list(self.parts) if self.parts is not None else self.ddf.to_delayed()
 
     # -- shape and schema (as on Dataset) ---------------------------------------------------
     @property
@@ -414,7 +627,8 @@ class DaskDataset:
     def rows(self, chunk_rows=None) -> DaskRows:
         """The rows as a pass source run on the Dask workers."""
         return DaskRows(self.ddf, self.schema, self.n, chunk_rows or self.chunk_rows,
-                        self.scheduler, getattr(self, "_arrays", None), self._select)
+                        self.scheduler, getattr(self, "_arrays", None), self._select,
+                        self.parts)
 
     def split_holdout(self, m: int, source) -> tuple:
         """(training view, held-out view): a uniformly random ``m``-subset of the rows held out,
@@ -472,8 +686,8 @@ class DaskDataset:
         converting the files.  Needs about rows × (features + 2) × 8 bytes of cluster memory.
         Returns ``self``."""
         dask, _ = _dask()
-        task = dask.delayed(_partition_arrays, pure=True)
-        parts = [task(p, self.schema) for p in self.ddf.to_delayed()]
+        task = dask.delayed(partition_arrays, pure=True)
+        parts = [task(p, self.schema) for p in self._partitions()]
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
         self._arrays = list(dask.persist(*parts, **kw))
         return self
@@ -534,8 +748,26 @@ def from_dask(ddf, *, label, sensitive, groups, labels=(0, 1), features=None, ch
 
 def from_parquet(path, *, label, sensitive, groups, labels=(0, 1), features=None,
                  chunk_rows=None, scheduler=None, **read_kw) -> DaskDataset:
-    """A :class:`DaskDataset` over Parquet files (see :meth:`privfair.Dataset.from_parquet`)."""
+    """A :class:`DaskDataset` over Parquet files (see :meth:`privfair.Dataset.from_parquet`).
+
+    Local files or directories, without ``read_kw``, are read by privfair's own reader
+    (:func:`parquet_parts`: pyarrow, one partition per file, no pandas on the passes' path;
+    ``ddf`` is then built over the same partitions, so its partition i is part i); anything
+    else by ``dask.dataframe.read_parquet(path, **read_kw)``."""
     _, dd = _dask()
-    ddf = dd.read_parquet(path, **read_kw)
-    return from_dask(ddf, label=label, sensitive=sensitive, groups=groups, labels=labels,
-                     features=features, chunk_rows=chunk_rows, scheduler=scheduler)
+    parts = None
+    if not read_kw:
+        sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+        needed = [*(features or ()), label, *sens]
+        parts = parquet_parts(path, needed)
+    if parts is None:
+        ddf = dd.read_parquet(path, **read_kw)
+    else:
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(parts[0].path).empty_table().to_pandas()
+        ddf = dd.from_map(ParquetPart.frame, parts, meta=meta, label="privfair-read-parquet",
+                          enforce_metadata=False)
+    return DaskDataset(ddf, label=label, sensitive=sensitive, groups=groups, labels=labels,
+                       features=features, chunk_rows=chunk_rows, scheduler=scheduler,
+                       parts=parts)
