@@ -216,24 +216,34 @@ class PassERM(ERM):
     gradient only, the Newton terms of the solver (:meth:`newton_terms`, one pass) and the
     smoothness bound's λ_max (one Gram pass, cached)."""
 
+    def _memo(self, theta, lin, ridge):
+        """The key of the last :meth:`newton_terms` (θ, lin, ridge), compared bit for bit."""
+        return (np.asarray(theta, float).tobytes(),
+                None if lin is None else np.asarray(lin, float).tobytes(), float(ridge))
+
     def value_and_grad(self, theta, lin=None, ridge=0.0):
-        theta = np.asarray(theta, float)
-        f, g, _ = self.U.terms(self.w, self.loss, theta, "value")
-        mu = self.l2 + ridge
-        f = float(f) + 0.5 * mu * float(theta @ theta)
-        g = g + mu * theta
-        if lin is not None:
-            f += float(lin @ theta)
-            g = g + lin
+        """The value and gradient from the Newton pass (:meth:`newton_terms`): the certified
+        solver's line-search probe is, when accepted, the next iterate, whose certificate and
+        Newton step then read the same pass (one round trip a Newton step, not three)."""
+        f, g, _ = self.newton_terms(theta, lin, ridge)
         return f, g
 
     def grad(self, theta, lin=None, ridge=0.0):
+        last = self.__dict__.get("_last")
+        if last is not None and last[0] == self._memo(theta, lin, ridge):
+            return last[1][1].copy()
         theta = np.asarray(theta, float)
         g = self.U.terms(self.w, self.loss, theta, "grad")[1] + (self.l2 + ridge) * theta
         return g if lin is None else g + lin
 
     def newton_terms(self, theta, lin=None, ridge=0.0):
-        """(value, gradient, Hessian Σ w_i l''·u_iu_iᵀ + (Λ + ridge)·I) at θ, one pass."""
+        """(value, gradient, Hessian Σ w_i l''·u_iu_iᵀ + (Λ + ridge)·I) at θ, one pass; the
+        last one is kept (:meth:`grad` and a repeated call at the same point read it)."""
+        key = self._memo(theta, lin, ridge)
+        last = self.__dict__.get("_last")
+        if last is not None and last[0] == key:      # copies: a caller may write its own
+            f, g, H = last[1]
+            return f, g.copy(), H.copy()
         theta = np.asarray(theta, float)
         f, g, H = self.U.terms(self.w, self.loss, theta, "newton")
         mu = self.l2 + ridge
@@ -242,7 +252,9 @@ class PassERM(ERM):
         if lin is not None:
             f += float(lin @ theta)
             g = g + lin
-        return f, g, H + mu * np.eye(self.P)
+        out = (f, g, H + mu * np.eye(self.P))
+        self.__dict__["_last"] = (key, out)
+        return out
 
     def smoothness(self, ridge=0.0):
         if "lam_max" not in self.meta:

@@ -94,6 +94,8 @@ def solve(erm, lin=None, ridge=0.0, tau=None, theta0=None, max_iter=MAX_ITER):
     beta = erm.smoothness(ridge)
     tau = tau_target(erm) if tau is None else tau
     x = C.project(np.zeros(erm.P) if theta0 is None else np.asarray(theta0, float))
+    if hasattr(erm, "newton_terms") and (erm.loss.twice_differentiable or erm.loss.smooth):
+        erm.newton_terms(x, lin, ridge)     # rows on Dask: the certificate reads this pass
     cert, gn = _certificate(erm, x, lin, ridge, beta, mu)
     it = 0
     if erm.loss.twice_differentiable or erm.loss.smooth:
