@@ -289,10 +289,11 @@ def _parquet_layout(compression, dictionary, row_group):
 
 def partition_breakdown(file, d, repeats=5):
     """Where one partition's time goes, in this process (one thread, the file warm in the page
-    cache): privfair's reader split into the file's read + decode (pyarrow), the cast to
-    float64 X and the label/group codes; dask's way (``read_parquet`` of the file, pandas,
-    ``Schema.arrays``); and the bound's arithmetic and ``logistic_terms`` as chunked passes
-    over the partition's X."""
+    cache): privfair's reader — the file's read + decode (pyarrow), the columns and the
+    label/group codes, the bound's arithmetic as a pass over ``ColumnRows`` (each chunk cast
+    into a reused buffer, then the arithmetic) and the same pass over a float64 X in memory
+    (the arithmetic alone); dask's reader — ``read_parquet`` of the file to pandas, then
+    ``Schema.arrays``; and a whole-partition cast to a new float64 X (``persist``'s)."""
     import numpy as np
 
     from privfair.data import dask_data, passes
@@ -303,10 +304,22 @@ def partition_breakdown(file, d, repeats=5):
     out = {}
     t, table = _timed(lambda: part.read(cols), repeats)
     out["read_decode_s"] = t
-    t, arrays = _timed(lambda: dask_data.table_arrays(table, schema, reuse=True), repeats)
-    out["convert_codes_s"] = t
-    t, _ = _timed(lambda: dask_data.table_arrays(table, schema, reuse=False), repeats)
-    out["convert_codes_fresh_s"] = t
+    t, (xs, y, g) = _timed(lambda: dask_data.table_columns(table, schema), repeats)
+    out["columns_codes_s"] = t
+    source = dask_data.ColumnRows(xs, y, g)
+    w = np.random.default_rng(2).normal(size=d) * 0.1
+    t, _ = _timed(lambda: source.map_sum(gradient_pass, w), repeats)
+    out["cast_and_gradient_pass_s"] = t
+    t, _ = _timed(lambda: source.map_sum(passes.group_label_counts, 2, 2), repeats)
+    out["counts_s"] = t
+    t, (X, _, _) = _timed(source.arrays, repeats)
+    out["whole_cast_s"] = t
+    rows = passes.ArrayRows(X, y, g)
+    t, _ = _timed(lambda: rows.map_sum(gradient_pass, w), repeats)
+    out["gradient_pass_s"] = t
+    t, _ = _timed(lambda: rows.map_sum(passes.logistic_terms, passes.PLAIN, w, False), repeats)
+    out["logistic_terms_s"] = t
+    del X, rows
     import dask.dataframe as dd
 
     part_df = dd.read_parquet(file).to_delayed()[0]
@@ -314,16 +327,20 @@ def partition_breakdown(file, d, repeats=5):
     out["dask_read_pandas_s"] = t
     t, _ = _timed(lambda: schema.arrays(df), repeats)
     out["dask_pandas_to_arrays_s"] = t
-    X, y, g = arrays
-    w = np.random.default_rng(2).normal(size=d) * 0.1
-    rows = passes.ArrayRows(X, y, g)
-    t, _ = _timed(lambda: rows.map_sum(gradient_pass, w), repeats)
-    out["gradient_pass_s"] = t
-    t, _ = _timed(lambda: rows.map_sum(passes.logistic_terms, passes.PLAIN, w, False), repeats)
-    out["logistic_terms_s"] = t
-    t, _ = _timed(lambda: rows.map_sum(passes.group_label_counts, 2, 2), repeats)
-    out["counts_s"] = t
     return out
+
+
+def counts_pass(chunk, n_groups, n_labels, nonce):
+    """``passes.group_label_counts`` with an argument that changes every call (``nonce``,
+    unused): a pure task of the same arguments may be answered from Dask's memory."""
+    from privfair.data import passes
+
+    return passes.group_label_counts(chunk, n_groups, n_labels)
+
+
+def _worker_cpu(client) -> float:
+    """The CPU seconds the cluster's worker processes have used so far (all their threads)."""
+    return sum(client.run(time.process_time).values())
 
 
 def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows,
@@ -364,7 +381,7 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         # times the partitions, shared by the workers
         X, y, _ = make_rows(min(partition_rows, rows), d, seed=1000)
         w = np.random.default_rng(2).normal(size=d) * 0.1
-        tp, _ = _timed(lambda: X.T @ (0.5 * (1.0 + np.tanh(0.5 * (X @ w))) - y), 3)
+        tp, _ = _timed(lambda: X.T @ (0.5 * (1.0 + np.tanh(0.5 * (X @ w))) - y), 5)
         out["numpy_bound_s"] = tp["median"] * parts / workers
         out["numpy_bound_partition_s"] = tp
         del X, y
@@ -379,21 +396,18 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             t, _ = _timed(data.persist, 1)
             out["persist_s"] = t["median"]
         out["persist"] = bool(persist)
-        t, counts = _timed(data.counts, 3)
-        out["counts_s"] = t
         from privfair.data import passes     # the numpy bound's gradient pass, through Dask
 
-        # a new θ every repeat: the pass tasks are pure, so Dask may hand back a result it still
-        # holds for the same arguments instead of computing it (a 0.01 s "pass" was seen)
-        fresh = iter(w * (1.0 + 1e-12 * k) for k in range(1, 100))
-        t, _ = _timed(lambda: data.rows().map_sum(passes.logistic_terms, passes.PLAIN,
-                                                  next(fresh), False), 3)
-        out["pass_s"] = t               # one gradient pass: median, min, max of 3
-        out["pass_vs_numpy_bound"] = out["numpy_bound_s"] / t["median"]
-        # the same arithmetic as the bound through the same machinery (bench.gradient_pass)
-        t, _ = _timed(lambda: data.rows().map_sum(gradient_pass, next(fresh)), 3)
-        out["same_work_pass_s"] = t
-        out["same_work_vs_numpy_bound"] = out["numpy_bound_s"] / t["median"]
+        # a new argument every repeat: the pass tasks are pure, so Dask may hand back a result
+        # it still holds for the same arguments instead of computing it (a 0.01 s "pass" was
+        # seen; data.counts() repeated hit it too)
+        fresh = iter(w * (1.0 + 1e-12 * k) for k in range(1, 1000))
+        nonce = iter(range(1, 1000))
+        runs = {"counts_s": (data, lambda x: x.rows().map_sum(counts_pass, 2, 2, next(nonce))),
+                "pass_s": (data, lambda x: x.rows().map_sum(passes.logistic_terms, passes.PLAIN,
+                                                            next(fresh), False)),
+                "same_work_pass_s": (data, lambda x: x.rows().map_sum(gradient_pass,
+                                                                      next(fresh)))}
         out["reader"] = "privfair" if data.parts is not None else "dask"
         if dask_reader and not persist:
             # the before, in the same run: the same files through dask.dataframe.read_parquet
@@ -401,12 +415,30 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             import dask.dataframe as dd
 
             old = pf.Dataset.from_dask(dd.read_parquet(path), **kw)
-            t, _ = _timed(old.counts, 3)
-            out["dask_reader_counts_s"] = t
-            t, _ = _timed(lambda: old.rows().map_sum(gradient_pass, next(fresh)), 3)
-            out["dask_reader_same_work_pass_s"] = t
-            out["dask_reader_same_work_vs_numpy_bound"] = out["numpy_bound_s"] / t["median"]
+            runs["dask_reader_counts_s"] = (old, runs["counts_s"][1])
+            runs["dask_reader_same_work_pass_s"] = (old, runs["same_work_pass_s"][1])
+        # 3 repeats, interleaved (every kind once, then again): on a shared machine the
+        # before and the after see the same load; wall time and the workers' CPU time
+        times = {k: [] for k in runs}
+        cpu = {k: [] for k in runs}
+        for _ in range(3):
+            for k, (x, fn) in runs.items():
+                c0 = _worker_cpu(client)
+                t0 = time.perf_counter()
+                fn(x)
+                times[k].append(time.perf_counter() - t0)
+                cpu[k].append(_worker_cpu(client) - c0)
+        for k in runs:
+            ts, cs = sorted(times[k]), sorted(cpu[k])
+            out[k] = {"median": ts[1], "min": ts[0], "max": ts[-1], "worker_cpu": cs[1]}
+        out["pass_vs_numpy_bound"] = out["numpy_bound_s"] / out["pass_s"]["median"]
+        out["same_work_vs_numpy_bound"] = out["numpy_bound_s"] / out["same_work_pass_s"]["median"]
+        out["numpy_bound_cpu_s"] = tp["cpu"] * parts
+        if "dask_reader_same_work_pass_s" in out:
+            out["dask_reader_same_work_vs_numpy_bound"] = (
+                out["numpy_bound_s"] / out["dask_reader_same_work_pass_s"]["median"])
             del old
+        out["load_average"] = os.getloadavg()
         t, coef = _timed(lambda: fit_score(data), 1)
         out["score_s"] = t["median"]
         out["worker_peak_gb"] = sorted(v / 2 ** 20 for v in client.run(
@@ -553,23 +585,31 @@ def report(results, dask):
             c = dask["counts_s"]
             lines.append(f"dask: the counts pass (no arithmetic) {c['median']:.2f} s "
                          f"({c['min']:.2f}-{c['max']:.2f})")
+            lines.append(f"dask: the workers' CPU time per pass: counts {c['worker_cpu']:.2f} s, "
+                         f"the bound's arithmetic {sw['worker_cpu']:.2f} s, against the bound's "
+                         f"{dask['numpy_bound_cpu_s']:.2f} s on one core (ratio "
+                         f"{dask['numpy_bound_cpu_s'] / sw['worker_cpu']:.3f}); load average "
+                         f"{', '.join(f'{v:.1f}' for v in dask.get('load_average', ()))}")
         if dask.get("dask_reader_same_work_pass_s"):
             sw, c = dask["dask_reader_same_work_pass_s"], dask["dask_reader_counts_s"]
             lines.append(f"dask: the same pass through dask.dataframe.read_parquet (the "
                          f"before) {sw['median']:.2f} s ({sw['min']:.2f}-{sw['max']:.2f}) = "
                          f"{dask['dask_reader_same_work_vs_numpy_bound']:.3f} x the numpy bound;"
-                         f" its counts pass {c['median']:.2f} s ({c['min']:.2f}-{c['max']:.2f})")
+                         f" its counts pass {c['median']:.2f} s ({c['min']:.2f}-{c['max']:.2f});"
+                         f" workers' CPU time per pass: counts {c['worker_cpu']:.2f} s, the "
+                         f"bound's arithmetic {sw['worker_cpu']:.2f} s")
         if dask.get("partition"):
             p = dask["partition"]
             ms = {k: 1e3 * v["median"] for k, v in p.items()}
             lines.append(
                 "one partition in one process, ms (median of 5): privfair's reader: read + "
-                f"decode {ms['read_decode_s']:.1f}, cast + codes {ms['convert_codes_s']:.1f} "
-                f"(into fresh pages {ms['convert_codes_fresh_s']:.1f}); dask's: read_parquet "
-                f"→ pandas {ms['dask_read_pandas_s']:.1f}, → arrays "
-                f"{ms['dask_pandas_to_arrays_s']:.1f}; arithmetic: the bound's pass "
-                f"{ms['gradient_pass_s']:.1f}, logistic_terms {ms['logistic_terms_s']:.1f}, "
-                f"counts {ms['counts_s']:.1f}; the numpy bound "
+                f"decode {ms['read_decode_s']:.1f}, columns + codes {ms['columns_codes_s']:.1f}, "
+                f"cast + the bound's arithmetic {ms['cast_and_gradient_pass_s']:.1f} (the "
+                f"arithmetic alone, on X in memory: {ms['gradient_pass_s']:.1f}; counts "
+                f"{ms['counts_s']:.1f}); dask's reader: read_parquet → pandas "
+                f"{ms['dask_read_pandas_s']:.1f}, → arrays {ms['dask_pandas_to_arrays_s']:.1f}; "
+                f"a whole-partition cast {ms['whole_cast_s']:.1f}; logistic_terms "
+                f"{ms['logistic_terms_s']:.1f}; the numpy bound "
                 f"{1e3 * dask['numpy_bound_partition_s']['median']:.1f}")
     return "\n".join(lines)
 

@@ -123,6 +123,28 @@ def test_views_of_the_reused_buffer_are_copied_out(client, files):
     np.testing.assert_array_equal(got, want)
 
 
+def test_poisson_samples_and_held_out_views_read_the_same_rows(files):
+    # the same seeds sample the same rows of the same partitions through either reader (a
+    # sampled batch is gathered from the columns); a held-out split's part likewise
+    ours, theirs = _both(files)
+    args = (passes.INTERCEPT, "y")
+    with dask_config():
+        for rate in (0.05, 1.0):
+            np.testing.assert_allclose(ours.rows().poisson_map_sum(passes.weighted_sum, rate, 7,
+                                                                   *args),
+                                       theirs.rows().poisson_map_sum(passes.weighted_sum, rate,
+                                                                     7, *args), rtol=1e-12)
+        jobs = [(passes.weighted_sum, 0.1, args), (passes.group_label_counts, 0.2, (2, 2))]
+        for a, b in zip(ours.rows().poisson_map_sums(jobs, 3),
+                        theirs.rows().poisson_map_sums(jobs, 3)):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+        for x, z in zip(ours.split_holdout(500, as_source(1)),
+                        theirs.split_holdout(500, as_source(1))):
+            np.testing.assert_array_equal(x.counts(), z.counts())
+            np.testing.assert_allclose(x.rows().map_sum(passes.weighted_sum, *args),
+                                       z.rows().map_sum(passes.weighted_sum, *args), rtol=1e-12)
+
+
 def test_large_files_split_at_row_groups(files, monkeypatch):
     # a file whose float64 X would exceed PART_BYTES becomes several partitions of whole
     # row groups (700 rows each here); the rows and their order do not change

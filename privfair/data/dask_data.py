@@ -141,17 +141,18 @@ def _select_arrays(arrays, select):
 #
 # Why (#19): through dask.dataframe.read_parquet a partition became a pandas DataFrame and then
 # a C-ordered float64 X — an Arrow table, a pandas copy, a strided transposing cast into fresh
-# pages, and pandas' per-column overhead: ~60 ms per 10⁶ × 20 partition on top of the file's
-# decode, against ~16 ms for the numpy gradient pass over it.  A :class:`ParquetPart` is read
-# by pyarrow directly (only the schema's columns, memory-mapped, no pandas), each column cast
-# once into a row of a (d, k) float64 buffer — X is that buffer's transpose, a Fortran-ordered
-# (k, d) array, which BLAS reads as fast as a C-ordered one — and the label and group columns
-# coded by a vectorized lookup.  For a pass (whose X lives only while the task runs) the buffer
-# is the worker thread's own, reused from task to task: a fresh 160 MB array costs ~30 ms of
-# page faults (the kernel zeroing new pages) every time, more than the cast itself.
+# pages, pandas' per-column overhead: ~130 ms per 10⁶ × 20 partition (float32, snappy) in one
+# process, against ~16 ms for the numpy gradient pass over it.  A :class:`ParquetPart` is read
+# by pyarrow directly (only the schema's columns, memory-mapped, no pandas); the feature
+# columns stay as the file has them (float32 stays float32, views of Arrow's buffers where
+# possible) and a pass reads them through :class:`ColumnRows`, which casts one chunk at a time
+# into the worker thread's reused float64 buffer: the cast chunk is still in cache when the
+# pass reads it, and no partition-sized float64 X is ever written (a fresh 160 MB array also
+# costs ~30 ms of page faults — the kernel zeroing new pages — each time).  The label and group
+# columns are coded by a vectorized lookup where they are integers.
 
-#: largest partition privfair's reader makes, in float64 bytes of X: a file above it is split
-#: at row-group boundaries (the default block size of dask's own reader, 256 MiB)
+#: largest partition privfair's reader makes, in float64 bytes of the file's columns: a file
+#: above it is split at row-group boundaries (the default block size of dask's own reader)
 PART_BYTES = 256 << 20
 
 
@@ -163,31 +164,28 @@ class ParquetPart:
     path: str
     row_groups: tuple = None
 
-    def read(self, columns):
-        """The Arrow table of ``columns`` (memory-mapped; pyarrow's own threads off — a Dask
-        worker's threads already run one partition each)."""
+    def read(self, columns=None):
+        """The Arrow table of ``columns`` (all: None); memory-mapped, pyarrow's own threads off
+        (a Dask worker's threads already run one partition each)."""
         import pyarrow.parquet as pq
 
         f = pq.ParquetFile(self.path, memory_map=True)
+        cols = None if columns is None else list(columns)
         if self.row_groups is None:
-            return f.read(columns=list(columns), use_threads=False)
-        return f.read_row_groups(list(self.row_groups), columns=list(columns),
-                                 use_threads=False)
+            return f.read(columns=cols, use_threads=False)
+        return f.read_row_groups(list(self.row_groups), columns=cols, use_threads=False)
 
     def frame(self):
-        """The partition as a pandas DataFrame (every column: ``to_dataset``, ``sample``)."""
-        import pyarrow.parquet as pq
-
-        f = pq.ParquetFile(self.path, memory_map=True)
-        t = f.read() if self.row_groups is None else f.read_row_groups(list(self.row_groups))
-        return t.to_pandas()
+        """The partition as a pandas DataFrame, every column (``ddf``: ``to_dataset``,
+        ``sample``)."""
+        return self.read().to_pandas()
 
 
 _local = None
 
 
 def _buffer(d: int, k: int) -> np.ndarray:
-    """This thread's reusable (d, ≥ k) float64 buffer (see the section's comment)."""
+    """This thread's reusable (d, ≥ k) float64 buffer (one chunk's X, transposed)."""
     import threading
 
     global _local
@@ -220,41 +218,112 @@ def _int_codes(col, values):
     return np.where(inside, lut[np.clip(a, lo, hi) - lo], -1)
 
 
-def table_arrays(table, schema, reuse=False):
-    """(X, label codes, group codes) of an Arrow table (:func:`partition_arrays` of a
-    :class:`ParquetPart`): X float64 (k, d), Fortran-ordered, NaN for a null; the codes as
-    :meth:`Schema.codes` gives them."""
-    k, d = table.num_rows, len(schema.features)
-    XT = _buffer(d, k)[:, :k] if reuse else np.empty((d, k))
-    for j, name in enumerate(schema.features):
-        s = 0
-        for chunk in table.column(name).chunks:     # one per row group: no concatenation
-            e = s + len(chunk)
-            XT[j, s:e] = chunk.to_numpy(zero_copy_only=False)   # the one cast
-            s = e
+def table_columns(table, schema):
+    """(feature columns, label codes, group codes) of an Arrow table: one 1-D numpy array per
+    feature in the file's own numeric type (NaN for a null: such a column is cast to float64
+    by Arrow first), and the codes as :meth:`Schema.codes` gives them."""
+    import pyarrow as pa
+
+    cols = []
+    for name in schema.features:
+        col = table.column(name)
+        if col.null_count:                      # nulls → NaN (refused by the construction pass)
+            col = col.cast(pa.float64())
+        cols.append(col.chunk(0).to_numpy(zero_copy_only=False) if col.num_chunks == 1
+                    else col.to_numpy())
     y = _int_codes(table.column(schema.label), schema.label_values)
     g = _int_codes(table.column(schema.sensitive[0]), schema.group_values) \
         if len(schema.sensitive) == 1 else None
     if y is None or g is None:      # strings, floats, several columns: pandas, as before
         y2, g2 = schema.codes(table.select([schema.label, *schema.sensitive]).to_pandas())
         y, g = (y2 if y is None else y), (g2 if g is None else g)
-    return XT.T, y, g
+    return cols, y, g
 
 
-def _raw_arrays(part, schema, reuse=False):
-    """(X, y codes, group codes) of a partition: a pandas DataFrame (dask's reader) or a
-    :class:`ParquetPart` (privfair's)."""
-    if isinstance(part, ParquetPart):
-        cols = dict.fromkeys([*schema.features, schema.label, *schema.sensitive])
-        return table_arrays(part.read(cols), schema, reuse)
-    return schema.arrays(part)
+def _checked_chunk_rows(chunk_rows):
+    if chunk_rows is not None and (isinstance(chunk_rows, bool)
+                                   or not isinstance(chunk_rows, numbers.Integral)
+                                   or chunk_rows < 1):
+        raise InvalidInputError("chunk_rows", chunk_rows, "pass a positive integer")
+    return chunk_rows
+
+
+class ColumnRows:
+    """A partition read by privfair's reader as a row source for :mod:`privfair.data.passes`
+    (what :class:`~privfair.data.passes.ArrayRows` is to an X in memory): feature columns in
+    the file's own type, each chunk cast into this thread's reused float64 buffer when the pass
+    reaches it.  A chunk's X is a Fortran-ordered (k, d) view of that buffer — the values of
+    the float64 X, in the same chunks, so every pass gives the partition's numbers up to the
+    order of BLAS's additions — and a partial that is a view of it is copied out before the
+    next chunk overwrites it (:func:`_detach`)."""
+
+    def __init__(self, cols, y, group, chunk_rows=None):
+        self.cols, self.y, self.group, self.extra = list(cols), y, group, {}
+        chunk_rows = _checked_chunk_rows(chunk_rows)
+        self.chunk_rows = int(chunk_rows) if chunk_rows else \
+            passes.chunk_rows_for(len(self.cols))
+
+    @property
+    def n(self) -> int:
+        return int(len(self.y))
+
+    @property
+    def n_features(self) -> int:
+        return len(self.cols)
+
+    def select(self, i) -> "ColumnRows":
+        """The rows ``i`` (a held-out split's part): each column gathered in its own type."""
+        return ColumnRows([c[i] for c in self.cols], self.y[i], self.group[i], self.chunk_rows)
+
+    def nonfinite_rows(self) -> int:
+        """Rows with a NaN or infinite feature (read on the columns: the cast keeps both)."""
+        bad = np.zeros(self.n, dtype=bool)
+        for c in self.cols:
+            if c.dtype.kind == "f":
+                bad |= ~np.isfinite(c)
+        return int(bad.sum())
+
+    def chunks(self):
+        n, k = self.n, self.chunk_rows
+        buf = _buffer(len(self.cols), min(k, n))
+        for s in range(0, n, k):
+            e = min(n, s + k)
+            XT = buf[:, :e - s]
+            for j, c in enumerate(self.cols):
+                XT[j] = c[s:e]                  # the one cast, into a cache-sized buffer
+            yield passes.Chunk(XT.T, self.y[s:e], self.group[s:e], s)
+
+    def map_sum(self, fn, *params):
+        """Σ over chunks of ``fn(chunk, *params)`` (merged with ``passes.merge``)."""
+        total = None
+        for c in self.chunks():
+            total = passes.merge(total, _detach(fn(c, *params), c.X))
+        return total
+
+    def gather(self, i, out=None) -> np.ndarray:
+        """The feature rows ``i`` as a C-ordered float64 (len(i), d) array (or into ``out``),
+        as :meth:`privfair.data.passes.ArrayRows.gather` gives them."""
+        i = np.asarray(i)
+        if out is None:
+            out = np.empty((i.size, len(self.cols)))
+        for j, c in enumerate(self.cols):
+            out[:, j] = c[i]
+        return out
+
+    def arrays(self):
+        """(X, y, group): X a new float64 (n, d) array (Fortran-ordered: one contiguous cast
+        per column) — :meth:`DaskDataset.persist` keeps it."""
+        XT = np.empty((len(self.cols), self.n))
+        for j, c in enumerate(self.cols):
+            XT[j] = c
+        return XT.T, self.y, self.group
 
 
 def _detach(partial, buf):
-    """``partial`` with every array that shares memory with ``buf`` copied: a pass may return
-    a view of its chunk (:class:`privfair.data.passes.Max` carries the row attaining the
-    maximum), and a reused buffer is overwritten by the next task."""
-    if buf is None or partial is None:
+    """``partial`` with every array that may share memory with ``buf`` copied: a pass may
+    return a view of its chunk (:class:`privfair.data.passes.Max` carries the row attaining
+    the maximum), and the buffer is overwritten by the next chunk."""
+    if partial is None:
         return partial
     if isinstance(partial, np.ndarray):
         return partial.copy() if np.may_share_memory(partial, buf) else partial
@@ -267,6 +336,12 @@ def _detach(partial, buf):
     if isinstance(partial, (tuple, list)):
         return type(partial)(_detach(v, buf) for v in partial)
     return partial
+
+
+def _column_rows(part, schema, chunk_rows=None) -> ColumnRows:
+    """A :class:`ParquetPart` read as :class:`ColumnRows` (codes not yet checked)."""
+    cols = dict.fromkeys([*schema.features, schema.label, *schema.sensitive])
+    return ColumnRows(*table_columns(part.read(cols), schema), chunk_rows=chunk_rows)
 
 
 def parquet_parts(path, columns=None):
@@ -323,20 +398,44 @@ def parquet_parts(path, columns=None):
 def _check_partition(df, schema) -> np.ndarray:
     """The construction pass: [rows, rows with a non-finite feature, rows with an undeclared
     label, rows with an undeclared group] of one partition (sums: they merge exactly)."""
-    X, y, g = _raw_arrays(df, schema, reuse=True)
+    if isinstance(df, ParquetPart):
+        rows = _column_rows(df, schema)
+        return np.array([rows.n, rows.nonfinite_rows(), int((rows.y < 0).sum()),
+                         int((rows.group < 0).sum())], dtype=np.int64)
+    X, y, g = schema.arrays(df)
     return np.array([X.shape[0], int((~np.isfinite(X)).any(axis=1).sum()), int((y < 0).sum()),
                      int((g < 0).sum())], dtype=np.int64)
 
 
-def partition_arrays(df, schema, reuse=False):
-    """A partition as (X, y, group) arrays, refusing codes outside the schema.  ``reuse``: X
-    may live in the worker thread's reused buffer (a pass; not :meth:`DaskDataset.persist`)."""
-    X, y, g = _raw_arrays(df, schema, reuse)
-    if X.shape[0] and (y.min() < 0 or g.min() < 0):
+def _refuse_undeclared(y, g):
+    if len(y) and (y.min() < 0 or g.min() < 0):
         # validated at construction: the files changed underneath the dataset
         raise ValueError("a partition holds a label or group outside the declared schema; "
                          "rebuild the dataset")
+
+
+def partition_arrays(df, schema):
+    """A partition — a pandas DataFrame (dask's reader) or a :class:`ParquetPart`
+    (privfair's) — as (X float64, y codes, group codes) arrays, refusing codes outside the
+    schema."""
+    if isinstance(df, ParquetPart):
+        X, y, g = _column_rows(df, schema).arrays()
+    else:
+        X, y, g = schema.arrays(df)
+    _refuse_undeclared(y, g)
     return X, y, g
+
+
+def _partition_rows(df, schema, chunk_rows, select):
+    """One partition as a row source of the rows ``select`` keeps: :class:`ColumnRows` of a
+    :class:`ParquetPart`, an :class:`~privfair.data.passes.ArrayRows` of a DataFrame."""
+    if isinstance(df, ParquetPart):
+        rows = _column_rows(df, schema, chunk_rows)
+        _refuse_undeclared(rows.y, rows.group)
+        i = _selected_positions(rows.n, select)
+        return rows if i is None else rows.select(i)
+    X, y, g = _select_arrays(partition_arrays(df, schema), select)
+    return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
 
 
 def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
@@ -346,16 +445,10 @@ def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
     return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows).map_sum(fn, *params)
 
 
-def _reused(arrays=None):
-    """This thread's reused buffer, if any (what :func:`_detach` copies out of)."""
-    return None if _local is None else getattr(_local, "buf", None)
-
-
 def _partition_pass(df, schema, chunk_rows, fn, params, select=None):
-    """Run one pass on one partition (a DataFrame or a :class:`ParquetPart`, converted on
-    the worker)."""
-    arrays = partition_arrays(df, schema, reuse=True)
-    return _detach(_arrays_pass(arrays, chunk_rows, fn, params, select), _reused(arrays))
+    """Run one pass on one partition (a DataFrame or a :class:`ParquetPart`, read on the
+    worker)."""
+    return _partition_rows(df, schema, chunk_rows, select).map_sum(fn, *params)
 
 
 def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None):
@@ -366,10 +459,9 @@ def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None
 
 
 def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params, select=None):
-    """One pass over a Poisson sample of one DataFrame partition (sampled on the worker)."""
-    arrays = partition_arrays(df, schema, reuse=True)
-    return _detach(_arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select),
-                   _reused(arrays))
+    """One pass over a Poisson sample of one partition (sampled on the worker)."""
+    return passes.poisson_pass(_partition_rows(df, schema, chunk_rows, select), rate, seed,
+                               fn, params)
 
 
 def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
@@ -382,9 +474,9 @@ def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
 
 
 def _partition_poisson_passes(df, schema, chunk_rows, jobs, select=None):
-    """:func:`_arrays_poisson_passes` on one DataFrame partition (converted on the worker)."""
-    arrays = partition_arrays(df, schema, reuse=True)
-    return _detach(_arrays_poisson_passes(arrays, chunk_rows, jobs, select), _reused(arrays))
+    """:func:`_arrays_poisson_passes` on one partition (read and selected once)."""
+    rows = _partition_rows(df, schema, chunk_rows, select)
+    return [passes.poisson_pass(rows, rate, seed, fn, params) for fn, rate, seed, params in jobs]
 
 
 def _partition_frame(df, select):
