@@ -214,6 +214,10 @@ def _int_codes(col, values):
     lut = np.full(hi - lo + 1, -1, dtype=np.int64)
     lut[vals - lo] = np.arange(vals.size)
     a = col.to_numpy()
+    if a.size and lo <= a.min() and a.max() <= hi:     # every value in range: one lookup
+        if lo == 0 and np.array_equal(vals, np.arange(vals.size)):
+            return a.astype(np.int64, copy=False)       # the codes are the values (0, 1, …)
+        return lut[a - lo]
     inside = (a >= lo) & (a <= hi)
     return np.where(inside, lut[np.clip(a, lo, hi) - lo], -1)
 
