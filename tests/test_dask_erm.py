@@ -166,6 +166,17 @@ def test_a_dask_solve_has_the_in_memory_certificate_and_numbers(pair, case):
                                    np.asarray(want.decision, float), rtol=1e-7, atol=1e-7)
 
 
+@pytest.mark.parametrize("case", ["objective_perturbation", "output_perturbation"])
+def test_under_protect_sensitive_too(pair, case):
+    mem, dk = pair
+    privacy = pf.DP(2.0, 1e-6, protect="sensitive")
+    want, got = _solve(mem, case, privacy, holdout=0), _solve(dk, case, privacy, holdout=0)
+    assert (got.certificate.epsilon, got.certificate.delta) == (want.certificate.epsilon,
+                                                                want.certificate.delta)
+    np.testing.assert_allclose(np.asarray(got.decision, float),
+                               np.asarray(want.decision, float), rtol=1e-7, atol=1e-7)
+
+
 def test_the_default_held_out_check_runs_on_the_workers(pair):
     mem, dk = pair
     got = _solve(dk, "output_perturbation", pf.DP(2.0, 1e-6, protect="row"))
