@@ -11,8 +11,8 @@ The **passes** at the end (:func:`surrogate_pass`, :func:`decision_counts_pass`,
 (#19): each computes a row's clip scale from the row itself (:func:`chunk_clip_scales`, the
 arithmetic of :func:`clip_scales`), and returns sums only — the (G·L·L) expected counts and a
 (d+1) gradient — never a per-row vector.  Module-level functions: they travel to the workers
-by reference, with public parameters (θ, the declared bound R, φ(B), the schema's G and L, a
-per-cell coefficient table).
+by reference, with their parameters (θ, the declared bound R, φ(B), the schema's G and L, a
+per-cell coefficient table): no row travels.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def surrogate_pass(chunk, theta, feature_bound, surrogate, phi_b, n_groups, n_la
     surrogate rates at θ = (w, b): the margin z = c·(x·w) + b with c from the row
     (:func:`chunk_clip_scales`), the masses of :func:`soft_masses`, their expected counts
     (:func:`~privfair.statistics.counts.soft_counts`) and — when ``coef`` (a (G, L) table of
-    d(weights·ℓ)/d(mass), public given the released or declared denominators) is given —
+    d(weights·ℓ)/d(mass), computed on the client from ℓ's layout and the denominators: public
+    n·q, or clamped counts, which stay inside the cluster like every partial sum) is given —
     Σ_i coef_{g_i,y_i}·s'_i·(c_i x_i, 1), the gradient of weights·ℓ.  The per-row arithmetic
     of ``Rates._soft`` and ``Rates.weighted_value_and_grad``; only the sums leave the chunk."""
     X = chunk.X
