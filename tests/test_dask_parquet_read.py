@@ -105,8 +105,18 @@ def test_passes_on_the_cluster_give_the_in_memory_numbers(client, files):
     np.testing.assert_array_equal(train.counts() + held.counts(), mem.counts())
     np.testing.assert_array_equal(np.sort(held.to_dataset().X[:, 1]),
                                   np.sort(np.setdiff1d(mem.X[:, 1], train.to_dataset().X[:, 1])))
-    assert ours.persist() is ours
+    before = fit_score(ours)
+    assert ours.persist() is ours and ours.rows().arrays is not None
+    kept = ours.rows().arrays[0].compute()        # the file's columns, float32 kept
+    assert isinstance(kept, dask_data.ColumnRows) and kept.cols[0].dtype == np.float32
     np.testing.assert_array_equal(ours.counts(), mem.counts())
+    np.testing.assert_array_equal(fit_score(ours), before)      # the same chunks, the same sums
+    train, held = ours.split_holdout(1000, as_source(3))       # persisted views select rows
+    np.testing.assert_array_equal(train.counts() + held.counts(), mem.counts())
+    args = (passes.INTERCEPT, "y")
+    np.testing.assert_allclose(ours.rows().poisson_map_sum(passes.weighted_sum, 0.1, 5, *args),
+                               theirs.rows().poisson_map_sum(passes.weighted_sum, 0.1, 5, *args),
+                               rtol=1e-12)
 
 
 def first_rows(chunk):

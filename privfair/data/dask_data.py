@@ -442,11 +442,29 @@ def _partition_rows(df, schema, chunk_rows, select):
     return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
 
 
-def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
-    """Run one pass on one partition's arrays (the rows ``select`` keeps), in chunks; its
-    partial sums (None if empty)."""
+def _persisted_columns(part, schema) -> ColumnRows:
+    """What :meth:`DaskDataset.persist` keeps of a :class:`ParquetPart`: its columns in the
+    file's own type and the codes (checked)."""
+    rows = _column_rows(part, schema)
+    _refuse_undeclared(rows.y, rows.group)
+    return rows
+
+
+def _held_rows(arrays, chunk_rows, select):
+    """A persisted partition — (X, y, group) arrays or :class:`ColumnRows` — as a row source
+    of the rows ``select`` keeps."""
+    if isinstance(arrays, ColumnRows):
+        rows = ColumnRows(arrays.cols, arrays.y, arrays.group, chunk_rows)     # no copy
+        i = _selected_positions(rows.n, select)
+        return rows if i is None else rows.select(i)
     X, y, g = _select_arrays(arrays, select)
-    return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows).map_sum(fn, *params)
+    return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
+
+
+def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
+    """Run one pass on one persisted partition (the rows ``select`` keeps), in chunks; its
+    partial sums (None if empty)."""
+    return _held_rows(arrays, chunk_rows, select).map_sum(fn, *params)
 
 
 def _partition_pass(df, schema, chunk_rows, fn, params, select=None):
@@ -456,10 +474,8 @@ def _partition_pass(df, schema, chunk_rows, fn, params, select=None):
 
 
 def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None):
-    """One pass over a Poisson sample of one partition's arrays, drawn from ``seed``."""
-    X, y, g = _select_arrays(arrays, select)
-    rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
-    return passes.poisson_pass(rows, rate, seed, fn, params)
+    """One pass over a Poisson sample of one persisted partition, drawn from ``seed``."""
+    return passes.poisson_pass(_held_rows(arrays, chunk_rows, select), rate, seed, fn, params)
 
 
 def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params, select=None):
@@ -472,8 +488,7 @@ def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
     """Several passes, each over its own Poisson sample of one partition's arrays: ``jobs`` =
     [(fn, rate, seed, params), ...]; the list of their partial sums (the partition is
     converted and selected once for all of them)."""
-    X, y, g = _select_arrays(arrays, select)
-    rows = passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
+    rows = _held_rows(arrays, chunk_rows, select)
     return [passes.poisson_pass(rows, rate, seed, fn, params) for fn, rate, seed, params in jobs]
 
 
@@ -777,12 +792,16 @@ class DaskDataset:
         return (np.zeros((G, L, L)) if C is None else np.asarray(C, dtype=float)).reshape(G, L, L)
 
     def persist(self) -> "DaskDataset":
-        """Convert every partition to (X float64, label codes, group codes) once and keep the
-        arrays in the workers' memory (``dask.persist``): later passes skip reading and
-        converting the files.  Needs about rows × (features + 2) × 8 bytes of cluster memory.
+        """Read every partition once and keep it in the workers' memory (``dask.persist``):
+        later passes skip reading and decoding the files.  Partitions read by privfair's
+        Parquet reader are kept as the files' columns in their own type and the codes
+        (:class:`ColumnRows`: rows × (the file's bytes per row of the features + 16) — float32
+        features: half a float64 X — each chunk cast to float64 when a pass reads it);
+        others as (X float64, label codes, group codes), rows × (features + 2) × 8 bytes.
         Returns ``self``."""
         dask, _ = _dask()
-        task = dask.delayed(partition_arrays, pure=True)
+        task = dask.delayed(_persisted_columns if self.parts is not None else partition_arrays,
+                            pure=True)
         parts = [task(p, self.schema) for p in self._partitions()]
         kw = {} if self.scheduler is None else {"scheduler": self.scheduler}
         self._arrays = list(dask.persist(*parts, **kw))
