@@ -409,12 +409,15 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
                 "same_work_pass_s": (data, lambda x: x.rows().map_sum(gradient_pass,
                                                                       next(fresh)))}
         out["reader"] = "privfair" if data.parts is not None else "dask"
-        if dask_reader and not persist:
+        if dask_reader:
             # the before, in the same run: the same files through dask.dataframe.read_parquet
             # (pandas partitions, Schema.arrays), as from_parquet read them before #19's reader
+            # (with --persist: persisted as float64 X, as persist() kept them before)
             import dask.dataframe as dd
 
             old = pf.Dataset.from_dask(dd.read_parquet(path), **kw)
+            if persist:
+                old.persist()
             runs["dask_reader_counts_s"] = (old, runs["counts_s"][1])
             runs["dask_reader_same_work_pass_s"] = (old, runs["same_work_pass_s"][1])
         # 3 repeats, interleaved (every kind once, then again): on a shared machine the

@@ -287,21 +287,21 @@ class ColumnRows:
                 bad |= ~np.isfinite(c)
         return int(bad.sum())
 
+    def _chunk_buffer(self) -> np.ndarray:
+        return _buffer(len(self.cols), min(self.chunk_rows, self.n))
+
     def chunks(self):
         n, k = self.n, self.chunk_rows
-        buf = _buffer(len(self.cols), min(k, n))
+        buf = self._chunk_buffer()
         for s in range(0, n, k):
             e = min(n, s + k)
-            XT = buf[:, :e - s]
-            for j, c in enumerate(self.cols):
-                XT[j] = c[s:e]                  # the one cast, into a cache-sized buffer
-            yield passes.Chunk(XT.T, self.y[s:e], self.group[s:e], s)
+            yield _CastChunk(self.cols, buf, s, e, self.y[s:e], self.group[s:e])
 
     def map_sum(self, fn, *params):
         """Σ over chunks of ``fn(chunk, *params)`` (merged with ``passes.merge``)."""
-        total = None
+        total, buf = None, self._chunk_buffer()
         for c in self.chunks():
-            total = passes.merge(total, _detach(fn(c, *params), c.X))
+            total = passes.merge(total, _detach(fn(c, *params), buf))
         return total
 
     def gather(self, i, out=None) -> np.ndarray:
@@ -321,6 +321,35 @@ class ColumnRows:
         for j, c in enumerate(self.cols):
             XT[j] = c
         return XT.T, self.y, self.group
+
+
+class _CastChunk(passes.Chunk):
+    """A chunk of :class:`ColumnRows` whose X is cast into the buffer when a pass first reads
+    it: a pass that reads only the codes (the (group, label) counts) casts nothing."""
+
+    __slots__ = ("_cols", "_buf", "_s", "_e", "_X")
+
+    def __init__(self, cols, buf, s, e, y, group):
+        self._cols, self._buf, self._s, self._e, self._X = cols, buf, s, e, None
+        super().__init__(None, y, group, s)
+
+    @property
+    def X(self):
+        if self._X is None:
+            s, e = self._s, self._e
+            XT = self._buf[:, :e - s]
+            for j, c in enumerate(self._cols):
+                XT[j] = c[s:e]                  # the one cast, into a cache-sized buffer
+            self._X = XT.T
+        return self._X
+
+    @X.setter
+    def X(self, value):
+        if value is not None:
+            self._X = value
+
+    def __len__(self):
+        return self._e - self._s
 
 
 def _detach(partial, buf):
