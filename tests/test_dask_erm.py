@@ -13,6 +13,7 @@ same seed, the private numbers too — up to float summation order.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import warnings
 
@@ -224,10 +225,6 @@ def test_lopt_with_a_finite_set_on_dask(pair):
     np.testing.assert_allclose(got.weights, want.weights, rtol=0, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="sgda and lagrangian_sgda still read a surrogate's "
-                   "per-row clip scales in memory and fail at run time on a Dask dataset; "
-                   "their accepts() must refuse surrogate rates on a Dask dataset (files not "
-                   "owned by the #19 ERM port: backends/sgda, backends/lagrangian)")
 @pytest.mark.parametrize("backend", ["sgda", "lagrangian_sgda"])
 def test_backends_not_ported_refuse_surrogate_rates_on_dask_at_plan_time(pair, backend):
     _, dk = pair
@@ -236,3 +233,7 @@ def test_backends_not_ported_refuse_surrogate_rates_on_dask_at_plan_time(pair, b
         warnings.simplefilter("ignore", UserWarning)
         plans = pf.Problem(pf.minimize(r.error()), []).plan(pf.DP(1.0, 1e-6), backend=backend)
     assert plans.chosen is None
+    # refused for the Dask dataset, before anything is spent (not for a missing torch)
+    assert backend in plans.refused
+    if backend == "lagrangian_sgda" or importlib.util.find_spec("torch") is not None:
+        assert "Dask" in plans.refused[backend]

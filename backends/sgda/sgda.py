@@ -176,6 +176,12 @@ class SGDABackend(Backend):
         from privfair.models.torch_model import TorchModel
 
         r = problem.rates
+        if getattr(r.data, "rows_on_workers", False):
+            # public: the dataset's kind, decided before anything is spent (the trainer gathers
+            # its batches from rows in memory)
+            return Verdict(False, "reads its rows in memory; on a Dask dataset use "
+                                  "lagrangian_sgda (pf.LinearClassifier, no surrogate), an ERM "
+                                  "backend, or data.to_dataset()")
         ds = getattr(r, "decisions", None)
         if isinstance(ds, LinearClassifier):
             if r.L != 2:
