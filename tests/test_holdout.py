@@ -535,3 +535,31 @@ def test_an_unverifiable_fallback_warns_and_names_the_interval():
     assert res.status == "fallback: constant rule"
     assert res.holdout.fallback_reason == "unverifiable"
     assert res.holdout.trained is not None
+
+
+def test_an_uninformative_check_names_the_groups_with_too_few_held_out_rows():
+    """The warning of an uninformative check names the groups whose held-out rows (read off
+    the released counts) are below 1/(4·level²) — the 1% group "t" (~12 of 1,200 held-out
+    rows), not "b" (~1,188 ≥ 625 at level 0.02) — and says what to do; ``sparse_groups``
+    returns the same.  Control: with "t" at 30% the check is informative and nothing is
+    named."""
+    def solve(share):
+        data = _tiny_group_unfair(6000, share, 1)
+        r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            res = prob.solve(pf.DP(1.0), backend="exponential", seed=0, progress=False)
+        return res, " ".join(str(w.message) for w in got
+                             if issubclass(w.category, pf.errors.ResultStatusWarning))
+
+    res, msg = solve(0.01)
+    few = res.holdout.sparse_groups(0.02)
+    assert [g for g, _ in few] == ["t"] and few[0][1] < 60
+    assert res.holdout.groups == ("b", "t")
+    assert "too few held-out rows to check a gap of 0.02" in msg and "t (~" in msg
+    assert "b (~" not in msg and "merge small groups" in msg
+    res, msg = solve(0.3)
+    assert not any(c.uninformative for c in res.holdout.constraints)
+    assert "too few held-out rows" not in msg

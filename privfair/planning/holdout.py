@@ -249,6 +249,27 @@ class HoldoutCheck:
     #: joint masses of the labels it never predicts) — then the constant keeps the constraints
     #: on any data, not only as estimated (:func:`constant_coordinates`)
     constant_exact: bool = False
+    #: the declared group names (the public schema), in the counts' order
+    groups: tuple = ()
+
+    def sparse_groups(self, level: float) -> list:
+        """``[(name, rows)]``: the groups whose held-out rows, read off the released counts
+        (post-processing: a noisy count, rounded), are too few for a rate gap at ``level`` to
+        be checked — a rate over m rows has a standard error up to 1/(2√m), which is above
+        the level below m = 1/(4·level²) rows (625 at 0.02).  Empty without counts or groups,
+        or at a level ≤ 0.
+
+        Examples
+        --------
+        >>> res.holdout.sparse_groups(0.02)        # doctest: +SKIP
+        [('Asian', 4), ('Native American', 2)]
+        """
+        if self.counts is None or not self.groups or not level > 0:
+            return []
+        need = 1.0 / (4.0 * level * level)
+        rows = np.asarray(self.counts, dtype=float).reshape(len(self.groups), -1).sum(axis=1)
+        return [(str(g), int(max(round(float(m)), 0))) for g, m in zip(self.groups, rows)
+                if m < need]
 
     def summary(self) -> str:
         lines = [f"held-out check on {self.n_held_out} rows ({self.n_train} trained on), "
@@ -628,7 +649,8 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constant_error=float(min(max(best_err, 0.0), 1.0)),
                        constant_label=None if best_k is None else labels[best_k],
                        constraints=checks, certificate=cert, counts=C,
-                       constant_exact=best_exact)
+                       constant_exact=best_exact,
+                       groups=tuple(str(g) for g in getattr(held, "groups", ()) or ()))
     worse = error > best_err
     violated = options.on_violation == "fallback" and any(c.violated for c in checks)
     # a rule whose check is uninformative and whose estimate misses the level is replaced only

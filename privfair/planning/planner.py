@@ -17,9 +17,9 @@ confidence bound) — by parallel composition within the same (ε, δ) — and s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
+import math
 import os
+from dataclasses import dataclass, replace
 
 from ..util.progress import check_progress, default_progress
 from ..errors import (BackendRefusedError, InvalidInputError, InvalidPrivacyError,
@@ -309,7 +309,27 @@ def warn_status(result, stacklevel: int = 2) -> None:
                            + (f", and its lower bound {c.lower:.4f} is above it too: violated"
                               if c.violated else "") for c in bad)
         cls, msg = UncertifiedConstraintWarning, f"privfair: {status} ({detail})"
-    warnings.warn(msg, cls, stacklevel=stacklevel + 1)
+    warnings.warn(msg + _sparse_hint(getattr(result, "holdout", None)), cls,
+                  stacklevel=stacklevel + 1)
+
+
+def _sparse_hint(chk) -> str:
+    """What to do when a constraint's check is uninformative because some groups have few
+    held-out rows: names them (their rows read off the released counts — post-processing) and
+    the remedies.  Empty when no constraint's check is uninformative."""
+    if chk is None or not any(c.uninformative for c in chk.constraints):
+        return ""
+    level = min(c.level for c in chk.constraints if c.uninformative)
+    few = chk.sparse_groups(level)
+    if not few:
+        return ""
+    named = ", ".join(f"{g} (~{m})" for g, m in few)
+    return (f". Groups with too few held-out rows to check a gap of {level:g} (about "
+            f"{math.ceil(1.0 / (4.0 * level * level))} are needed; released counts): {named}. "
+            f"The training part holds about {chk.n_train / max(chk.n_held_out, 1):.0f}× as "
+            "many rows per group, too few to fit such a gap either: merge small groups "
+            "(declare coarser groups), constrain only the large ones, ask a looser level, or "
+            "give more rows")
 
 
 def _training_part(problem, data):
