@@ -204,3 +204,29 @@ def test_torch_model_is_refused_on_a_dask_dataset_before_anything_is_spent(clien
     with pytest.raises(pf.errors.PrivfairError, match="Dask"):
         prob.solve(pf.DP(1.0, 1e-5), backend="lagrangian_sgda", seed=0, progress=False,
                    holdout=0)
+
+
+def test_metrics_on_a_dask_dataset_are_the_in_memory_metrics_of_the_same_rows(client, frame):
+    """``Result.metrics`` of a Dask dataset is one pass of expected confusion counts on the
+    workers: error, parity and equalized-odds gaps equal those computed in memory on the same
+    rows (to float summation order) — for a trained mixture and for its held-out fallback
+    kind, a constant rule — and a Dask dataset that declares the labels in the other order is
+    scored in the result's labels (control: read without the remapping, its error is
+    1 − the error)."""
+    mem, dk = _memory(frame), _on_dask(frame)
+    res = _solve(mem, pf.DP(2.0, 1e-6, protect="row"), holdout=0)
+    want, got = res.metrics(mem), res.metrics(dk)
+    assert want["dp_violation"] > 0 and want["eo_violation"] > 0 and 0.0 < want["error"] < 1.0
+    for k in want:
+        assert got[k] == pytest.approx(want[k], abs=1e-12)
+    from privfair.planning.holdout import constant_result
+
+    const = constant_result(res, 1)
+    assert const.metrics(dk) == pytest.approx(const.metrics(mem), abs=1e-12)
+    flipped = pf.Dataset.from_dask(dd.from_pandas(frame, npartitions=PARTS), label="income",
+                                   sensitive="sex", groups=GROUPS, labels=[1, 0])
+    assert res.metrics(flipped)["error"] == pytest.approx(want["error"], abs=1e-12)
+    C = flipped.soft_counts(res)          # the flipped dataset's own codes: no remapping
+    from privfair.statistics.metrics import summary_from_counts
+
+    assert summary_from_counts(C)["error"] == pytest.approx(1.0 - want["error"], abs=1e-12)

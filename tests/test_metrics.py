@@ -277,3 +277,25 @@ def test_calling_mistakes_name_the_field():
         with pytest.raises(metrics.InvalidInputError) as info:
             call()
         assert info.value.field == field and info.value.fix
+
+
+@pytest.mark.parametrize("L", [2, 3])
+def test_summary_from_counts_is_summary_of_the_rows(L):
+    """The metrics read off expected confusion counts C[g, y, k] (what a Dask pass returns)
+    equal :func:`summary` of the per-row predictions, binary and multi-class, with a group
+    that has no row of one label (skipped by both)."""
+    from privfair.statistics.metrics import summary, summary_from_counts
+
+    rng = np.random.default_rng(L)
+    n, G = 600, 4
+    a = rng.integers(0, G, n)
+    y = rng.integers(0, L, n)
+    y[(a == 3) & (y == 0)] = 1                       # group 3 has no row of label 0
+    P = rng.dirichlet(np.ones(L), n)
+    C = np.zeros((G, L, L))
+    np.add.at(C, (a, y), P)
+    want = summary(y, P if L > 2 else P[:, 1], a)
+    got = summary_from_counts(C)
+    for k in want:
+        assert got[k] == pytest.approx(want[k], abs=1e-12)
+    assert got["dp_violation"] > 0 and got["eo_violation"] > 0

@@ -651,6 +651,13 @@ class Dataset:
                      chunk_rows=None, scheduler=None, **read_kw):
         """A dataset over Parquet files, read and reduced by Dask (``privfair[dask]``).
 
+        Local files or directories without ``read_kw`` are read by privfair's own reader
+        (pyarrow, one partition per file, float32 columns kept float32 until a pass casts a
+        chunk); globs, URLs and ``read_kw`` go through ``dask.dataframe.read_parquet`` and
+        pandas, which is slower.  Files read fastest when written with float32 features,
+        ``use_dictionary=False`` and ``compression="none"`` (or lz4), 10⁵–10⁶ rows a file
+        (docs/scale.md, *Writing Parquet files that read fast*).
+
         The rows stay on disk / on the workers: every pass over them (counts, the public
         score's XᵀWX and Xᵀy, the proxy statistic) runs per partition on the Dask workers and
         only the partial sums come back (docs/scale.md).  The schema is declared, never read
@@ -658,7 +665,8 @@ class Dataset:
 
         Parameters
         ----------
-        path : str or list -- files or a directory, as ``dask.dataframe.read_parquet`` takes.
+        path : str or list -- files or a directory (local: privfair's reader), or anything
+            ``dask.dataframe.read_parquet`` takes.
         label : str -- the label column;  sensitive : str or list of str -- the sensitive
             column(s) (several form intersectional groups ``"F|W"``).
         groups : sequence -- the declared (public) groups: values of the sensitive column

@@ -229,12 +229,45 @@ class Result:
 
     def metrics(self, data) -> dict:
         """``{"error", "dp_violation", "eo_violation"}`` of the expected prediction on ``data``
-        (a :class:`privfair.Dataset`, e.g. the test split)."""
+        (a :class:`privfair.Dataset`, e.g. the test split).
+
+        On a Dask dataset (``pf.Dataset.from_parquet`` / ``from_dask``) the expected confusion
+        counts are one pass on the workers — the rule (decision set, decisions, weights)
+        travels, the (groups × labels × labels) sums come back — and the metrics are computed
+        from them (:func:`privfair.statistics.metrics.summary_from_counts`): the in-memory
+        numbers up to float summation order.  A rule that reads the sensitive attribute is
+        refused there."""
+        if getattr(data, "rows_on_workers", False):
+            return self._metrics_of_counts(data)
         _check_dataset(data)
         y = self._codes_of(data)
         p = self.predict_proba(data.X, getattr(data, "sensitive", None))
         groups = np.asarray(data.groups, dtype=object)[data.group]
         return _metrics.summary(y, p, groups)
+
+    def _metrics_of_counts(self, data) -> dict:
+        """:meth:`metrics` on a dataset whose rows stay on Dask workers: one pass of counts."""
+        rule = Result(self.backend, self.decisions, self.weights, self.decision_set,
+                      labels=self.labels)
+        C = data.soft_counts(rule)                     # (G, L, L): the data's label codes
+        mine, theirs = self._known_labels(), list(data.label_values)
+        if mine is not None and theirs != mine:
+            code = self._label_map(theirs, mine)
+            D = np.zeros_like(C)
+            for j, c in enumerate(code):
+                D[:, c, :] += C[:, j, :]
+            C = D
+        return _metrics.summary_from_counts(C)
+
+    def _label_map(self, theirs, mine) -> np.ndarray:
+        """The codes in ``mine`` of the labels ``theirs`` (another order of the same labels);
+        other labels are refused."""
+        if len(theirs) != len(mine) or any(v not in mine for v in theirs):
+            raise InvalidInputError("data", f"labels {theirs}",
+                                    f"the result predicts the labels {mine} of the data it was "
+                                    "fitted on; score it on data with the same labels "
+                                    "(pf.Dataset(..., labels=[...]))")
+        return np.asarray([mine.index(v) for v in theirs], dtype=np.int64)
 
     def _codes_of(self, data) -> np.ndarray:
         """``data.y`` as codes of this result's labels: a test set may declare the same labels
@@ -242,12 +275,7 @@ class Result:
         mine, theirs = self._known_labels(), list(data.label_values)
         if mine is None or theirs == mine:
             return data.y
-        if len(theirs) != len(mine) or any(v not in mine for v in theirs):
-            raise InvalidInputError("data", f"labels {theirs}",
-                                    f"the result predicts the labels {mine} of the data it was "
-                                    "fitted on; score it on data with the same labels "
-                                    "(pf.Dataset(..., labels=[...]))")
-        return np.asarray([mine.index(v) for v in theirs], dtype=np.int64)[data.y]
+        return self._label_map(theirs, mine)[data.y]
 
     def path(self, data):
         """Every checkpoint of a path-following run (``sgda``'s λ path) scored on ``data``.

@@ -293,3 +293,36 @@ def summary(y_true, y_pred, sensitive=None, *, sensitive_features=None) -> dict:
     return {"error": error(y_true, y_pred),
             "dp_violation": dp_violation(y_true, y_pred, sensitive_features=sensitive),
             "eo_violation": eo_violation(y_true, y_pred, sensitive_features=sensitive)}
+
+
+def summary_from_counts(counts) -> dict:
+    """``{"error", "dp_violation", "eo_violation"}`` from the expected confusion counts
+    C[g, y, k] = Σ over the rows of group g and label code y of P(ŷ = k) — what
+    :func:`summary` computes from per-row predictions, for data whose rows never come to one
+    place (a Dask dataset: the counts are one pass on the workers).
+
+    Groups without a row (and, for equalized odds, (group, label) cells without a row) are
+    skipped, as :func:`summary` skips groups absent from ``sensitive``.  Binary labels read
+    the positive class's rates (the negative class's gaps are the same); more labels read
+    every class's, as :func:`summary_multiclass` does.
+
+    Examples
+    --------
+    >>> C = np.array([[[8., 2.], [1., 9.]], [[9., 1.], [3., 7.]]])
+    >>> summary_from_counts(C)["error"]
+    0.175
+    """
+    C = np.asarray(counts, dtype=float)
+    G, L, K = C.shape
+    n = C.sum()
+    err = 1.0 - float(np.trace(C.sum(axis=0))) / n if n > 0 else 0.0
+    ks = [1] if K == 2 else range(K)
+    rows_g = C.sum(axis=(1, 2))
+    sel = C.sum(axis=1)                                        # (G, K)
+    dp = max(_gap([sel[g, k] / rows_g[g] for g in range(G) if rows_g[g] > 0]) for k in ks)
+    eo = 0.0
+    for y in range(L):
+        rows_gy = C[:, y, :].sum(axis=1)
+        for k in ks:
+            eo = max(eo, _gap([C[g, y, k] / rows_gy[g] for g in range(G) if rows_gy[g] > 0]))
+    return {"error": float(err), "dp_violation": float(dp), "eo_violation": float(eo)}
