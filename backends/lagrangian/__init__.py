@@ -326,11 +326,9 @@ class LagrangianSGDA(Backend):
                                       "backend (objective_perturbation, output_perturbation, "
                                       "dual_frank_wolfe, lopt)")
         elif type(ds).__name__ == "TorchModel":
-            if getattr(r.data, "rows_on_workers", False):
-                # public: the dataset's kind (decided before anything is spent)
-                return Verdict(False, "a pf.TorchModel reads its rows in memory; on a Dask "
-                                      "dataset use pf.LinearClassifier (its steps run as "
-                                      "passes on the workers), or data.to_dataset()")
+            # on a Dask dataset too (#19): each step is a pass on the workers, which compute
+            # their sampled rows' per-example gradients on CPU (models.torch_batch_pass); a
+            # device other than the CPU is refused there before anything is spent (TorchAdapter)
             if importlib.util.find_spec("torch") is None:    # pragma: no cover
                 return Verdict(False, "pf.TorchModel needs torch: pip install torch")
             if ds.n_classes != r.L:

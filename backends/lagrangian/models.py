@@ -71,7 +71,10 @@ part, which reads x, y, θ only and is computed on an independent batch (``solve
   :func:`batch_pass` run on each partition's Poisson sample (``solver.PassBatches``), with the
   public constants of :class:`RowTerms` — the same per-row arithmetic as :meth:`LinearAdapter.step`.
 * :class:`TorchAdapter` — ``pf.TorchModel`` (any module; softmax, or sigmoid of one logit);
-  per-example gradients with ``torch.func`` (vmap of grad), on CPU or CUDA.
+  per-example gradients with ``torch.func`` (vmap of grad), on CPU or CUDA.  On a Dask dataset
+  (#19) a step is :func:`torch_batch_pass` on each partition's Poisson sample, on the workers'
+  CPUs, with the public :class:`TorchTerms` (the module's template; θ travels with the step) —
+  the same torch operations per row as the in-memory step, each row's whole gradient clipped.
 """
 
 from __future__ import annotations
@@ -501,6 +504,26 @@ def assemble_gradient(terms, theta, w, b, rad) -> np.ndarray:
     return out
 
 
+def pass_functions(terms):
+    """(the step's batch pass, the all-rows label-totals pass) for an adapter's ``terms``:
+    :func:`batch_pass` / :func:`label_totals_pass` for a :class:`RowTerms` (the numpy rule),
+    :func:`torch_batch_pass` / :func:`torch_label_totals_pass` for a :class:`TorchTerms`."""
+    if isinstance(terms, TorchTerms):
+        return torch_batch_pass, torch_label_totals_pass
+    return batch_pass, label_totals_pass
+
+
+def merged_step(terms, theta, part):
+    """(C, the batch's clipped gradient sum) from a merged partial of the batch pass of
+    ``terms``' kind (:func:`pass_functions`): :func:`batch_pass`'s parts assembled with
+    :func:`assemble_gradient`, or :func:`torch_batch_pass`'s gradient sum as it is."""
+    if isinstance(terms, TorchTerms):
+        C, g, _ = part
+        return np.asarray(C, dtype=float), np.asarray(g, dtype=float)
+    C, w, b, rad, _ = part
+    return np.asarray(C, dtype=float), assemble_gradient(terms, theta, w, b, rad)
+
+
 def label_totals_pass(chunk, terms, theta, L):
     """A pass function: Σ_i e_(y_i) ⊗ p_i(θ) over one chunk, (L, L) — the group-free totals of
     ``protect="sensitive"`` with ``group_free_totals="exact"`` read where the rows are (the
@@ -520,8 +543,98 @@ def label_totals_pass(chunk, terms, theta, L):
     return C
 
 
+class TorchTerms:
+    """The per-row arithmetic of :class:`TorchAdapter` with public parameters only: the module
+    (its template; the current θ is passed in), how its output becomes masses, the sharpness
+    and the objective's form — what a Dask worker runs on its sampled rows (#19,
+    :func:`torch_batch_pass`).  It holds no row and nothing computed from rows, so it is pickled
+    with the pass; the in-memory adapter calls the same methods, so the two paths run the same
+    torch operations row by row (the in-memory numbers are unchanged)."""
+
+    def __init__(self, module, binary_logit, root_p, sharpness, capped, angle_sharpness,
+                 log_objective, device="cpu"):
+        self.module = module
+        self.names = [nm for nm, _ in module.named_parameters()]
+        self.shapes = [p.shape for _, p in module.named_parameters()]
+        self.sizes = [int(p.numel()) for _, p in module.named_parameters()]
+        self.binary_logit, self.root_p = bool(binary_logit), float(root_p)
+        self.k, self.capped, self.angle_k = float(sharpness), bool(capped), float(angle_sharpness)
+        self.log_objective, self.device = bool(log_objective), device
+
+    def params(self, theta):
+        """θ (float64 vector) as the module's named float32 parameters on the device."""
+        import torch
+
+        t = torch.as_tensor(np.asarray(theta), dtype=torch_float(torch), device=self.device)
+        out, k = {}, 0
+        for nm, shp, sz in zip(self.names, self.shapes, self.sizes):
+            out[nm] = t[k:k + sz].reshape(shp)
+            k += sz
+        return out
+
+    def kappa(self, params, X):
+        """The constraints' sharpness for the rows X (n, d): κ, or under "capped" the (n, 1)
+        tensor min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — differentiable in θ (the radial part of the
+        row gradient comes from autograd)."""
+        if not self.capped:
+            return self.k
+        import torch
+
+        nt = torch.sqrt(sum((v * v).sum() for v in params.values())).clamp(min=1e-12)
+        xn = torch.sqrt((X * X).sum(dim=1, keepdim=True) + 1.0)
+        return torch.clamp(self.angle_k * self.root_p / (nt * xn), max=self.k)
+
+    def probs(self, module, params, X):
+        """The sharpened masses (n, L) of the rows X, float32 (the caller holds no_grad)."""
+        import torch
+
+        from privfair.models.torch_model import probs_from_logits
+
+        z = torch.func.functional_call(module, params, (X,))
+        return probs_from_logits(self.kappa(params, X) * z, self.binary_logit)
+
+    def row_gradients(self, module, params, X, y, Uf, Ug, clip):
+        """(the rows' per-example gradients of ψ_i, each clipped to ``clip`` (None: not
+        clipped), an (n, P) float32 tensor; the number of clipped rows).  ``Uf``, ``Ug`` the
+        rows' coefficient vectors (numpy, (n, L)), ``y`` their labels (a long tensor)."""
+        import torch
+
+        from privfair.models.torch_model import probs_from_logits as probs
+
+        uf = torch.as_tensor(Uf, dtype=torch.float32, device=self.device)
+        ug = torch.as_tensor(Ug, dtype=torch.float32, device=self.device)
+        binary, log_obj, kappa = self.binary_logit, self.log_objective, self.kappa
+
+        def row_term(p_, x, yy, a, b):
+            z = torch.func.functional_call(module, p_, (x[None, :],))
+            pk = probs(kappa(p_, x[None, :]) * z, binary)[0]
+            if log_obj:     # the objective's cross-entropy reads the unsharpened p
+                p1 = probs(z, binary)[0]
+                py = (p1 * yy).sum()          # yy one-hot: no data-dependent indexing in vmap
+                obj = (a * p1).sum() / torch.clamp(py, min=P_MIN).detach()
+            else:
+                obj = (a * pk).sum()
+            return obj + (b * pk).sum()
+
+        onehot = torch.nn.functional.one_hot(y, uf.shape[1]).to(uf.dtype)
+        grads = torch.func.vmap(torch.func.grad(row_term), in_dims=(None, 0, 0, 0, 0))(
+            params, X, onehot, uf, ug)
+        flat = torch.cat([grads[nm].reshape(X.shape[0], -1) for nm in self.names], dim=1)
+        clipped = 0
+        if clip is not None:
+            norms = flat.norm(dim=1)
+            clipped = int((norms > clip).sum())
+            flat = flat * torch.clamp(clip / torch.clamp(norms, min=1e-30), max=1.0)[:, None]
+        return flat, clipped
+
+
 class TorchAdapter:
-    """``pf.TorchModel`` with per-example gradients (torch.func); see the module docstring."""
+    """``pf.TorchModel`` with per-example gradients (torch.func); see the module docstring.
+
+    On a Dask dataset (rows on the workers, #19) the adapter holds no row: ``rows`` is the
+    dataset's row source and ``terms`` (:class:`TorchTerms`, CPU) travels with each step's pass
+    (:func:`torch_batch_pass`, ``solver.PassBatches``); in memory X is one float32 tensor on the
+    device and a step gathers its batch from it (``solver.GatheredBatches``)."""
 
     def __init__(self, rates, device="cpu", log_objective=True, sharpness=1.0,
                  soft_scale="fixed", angle_sharpness=10.0):
@@ -535,6 +648,14 @@ class TorchAdapter:
         from privfair.models.torch_model import probs_from_logits
 
         self.torch, self.dev = torch, torch.device(device)
+        if getattr(rates.data, "rows_on_workers", False) and self.dev.type != "cpu":
+            # public (the dataset's kind, the device asked): refused before anything is spent
+            from privfair.errors import InvalidInputError
+
+            raise InvalidInputError(
+                "device", str(device), "a pf.TorchModel on a Dask dataset computes its "
+                "per-example gradients on the Dask workers' CPUs; pass device='cpu', or "
+                "data.to_dataset() to train in memory on the GPU")
         ds = rates.decisions
         self.ds, self.P = ds, ds.P
         self.binary_logit = ds.binary_logit
@@ -547,46 +668,42 @@ class TorchAdapter:
         self.names = [nm for nm, _ in self.module.named_parameters()]
         self.shapes = [p.shape for _, p in self.module.named_parameters()]
         self.sizes = [int(p.numel()) for _, p in self.module.named_parameters()]
+        #: the per-row arithmetic, public parameters only (what a Dask worker runs)
+        self.terms = TorchTerms(self.module, self.binary_logit, self._root_p, self.k,
+                                self.capped, self.angle_k, log_objective, device=self.dev)
+        from privfair.data.passes import rows_of
+
+        self.theta0 = ds.initial_parameters()
+        if getattr(rates.data, "rows_on_workers", False):
+            # a Dask dataset (#19): no per-row array here; every step is a pass on the workers
+            # (CPU), which run the same TorchTerms arithmetic on their sampled rows
+            self.rows = rows_of(rates.data)
+            self.X = self.y = None
+            return
         # X as one float32 tensor on the device (0.5·X of float64; the per-step batches are
         # gathered from it), filled chunk by chunk from the row source: the float64 X of a
         # dataset taken by index is never gathered whole (#19); the same values as a cast of X
-        from privfair.data.passes import rows_of
-
         rows = rows_of(rates.data)
+        self.rows = None            # solver.GatheredBatches: batches gathered from self.X
         self.X = torch.empty((rows.n, rows.n_features), dtype=torch.float32, device=self.dev)
         for c in rows.chunks():
             self.X[c.start:c.start + len(c)] = torch.as_tensor(
                 np.asarray(c.X), dtype=torch.float32).to(self.dev)
         self.y = torch.as_tensor(np.asarray(rates.data.y), dtype=torch.long, device=self.dev)
-        self.theta0 = ds.initial_parameters()
 
     def _params(self, theta):
-        t = self.torch.as_tensor(np.asarray(theta), dtype=torch_float(self.torch), device=self.dev)
-        out, k = {}, 0
-        for nm, shp, sz in zip(self.names, self.shapes, self.sizes):
-            out[nm] = t[k:k + sz].reshape(shp)
-            k += sz
-        return out
+        return self.terms.params(theta)
 
     def _kappa(self, params, X):
-        """The constraints' sharpness for the rows X (n, d): κ, or under "capped" the (n, 1)
-        tensor min(κ, κ_a·√P/(‖θ‖·‖x̃_i‖)) — differentiable in θ (the radial part of the
-        row gradient comes from autograd)."""
-        if not self.capped:
-            return self.k
-        torch = self.torch
-        nt = torch.sqrt(sum((v * v).sum() for v in params.values())).clamp(min=1e-12)
-        xn = torch.sqrt((X * X).sum(dim=1, keepdim=True) + 1.0)
-        return torch.clamp(self.angle_k * self._root_p / (nt * xn), max=self.k)
+        """The constraints' sharpness for the rows X: :meth:`TorchTerms.kappa`."""
+        return self.terms.kappa(params, X)
 
     def probs(self, theta, idx) -> np.ndarray:
         torch = self.torch
         X = self.X if idx is None else self.X[torch.as_tensor(idx, device=self.dev)]
         with torch.no_grad():
             params = self._params(theta)
-            z = torch.func.functional_call(self.module, params, (X,))
-            return self._probs(self._kappa(params, X) * z,
-                               self.binary_logit).double().cpu().numpy()
+            return self.terms.probs(self.module, params, X).double().cpu().numpy()
 
     def step(self, theta, idx, Uf=None, Ug=None, clip=None):
         """(:meth:`probs`, :meth:`grad_sum` (None without ``Uf``), clipped rows) of the batch
@@ -610,8 +727,7 @@ class TorchAdapter:
             params = self._params(theta)
             for s in range(0, n, chunk_rows):
                 Xc = self.X[s:s + chunk_rows]
-                z = torch.func.functional_call(self.module, params, (Xc,))
-                p = self._probs(self._kappa(params, Xc) * z, self.binary_logit).double()
+                p = self.terms.probs(self.module, params, Xc).double()
                 C.index_add_(0, self.y[s:s + chunk_rows], p)
         return C.cpu().numpy()
 
@@ -621,32 +737,8 @@ class TorchAdapter:
             return np.zeros(self.P), 0
         params = self._params(theta)
         ii = torch.as_tensor(idx, device=self.dev)
-        X, y = self.X[ii], self.y[ii]
-        uf = torch.as_tensor(Uf, dtype=torch.float32, device=self.dev)
-        ug = torch.as_tensor(Ug, dtype=torch.float32, device=self.dev)
-        mod, binary, probs, log_obj, kappa = self.module, self.binary_logit, self._probs, \
-            self.log_objective, self._kappa
-
-        def row_term(p_, x, yy, a, b):
-            z = torch.func.functional_call(mod, p_, (x[None, :],))
-            pk = probs(kappa(p_, x[None, :]) * z, binary)[0]
-            if log_obj:     # the objective's cross-entropy reads the unsharpened p
-                p1 = probs(z, binary)[0]
-                py = (p1 * yy).sum()          # yy one-hot: no data-dependent indexing in vmap
-                obj = (a * p1).sum() / torch.clamp(py, min=P_MIN).detach()
-            else:
-                obj = (a * pk).sum()
-            return obj + (b * pk).sum()
-
-        onehot = torch.nn.functional.one_hot(y, uf.shape[1]).to(uf.dtype)
-        grads = torch.func.vmap(torch.func.grad(row_term), in_dims=(None, 0, 0, 0, 0))(
-            params, X, onehot, uf, ug)
-        flat = torch.cat([grads[nm].reshape(len(idx), -1) for nm in self.names], dim=1)
-        clipped = 0
-        if clip is not None:
-            norms = flat.norm(dim=1)
-            clipped = int((norms > clip).sum())
-            flat = flat * torch.clamp(clip / torch.clamp(norms, min=1e-30), max=1.0)[:, None]
+        flat, clipped = self.terms.row_gradients(self.module, params, self.X[ii], self.y[ii],
+                                                 Uf, Ug, clip)
         return flat.sum(dim=0).double().cpu().numpy(), clipped
 
     def project(self, theta):
@@ -654,6 +746,59 @@ class TorchAdapter:
 
     def release(self, theta) -> np.ndarray:
         return np.asarray(theta, dtype=float)
+
+
+def _worker_module(terms):
+    """A private copy of ``terms``' module for one pass call: ``torch.func.functional_call``
+    swaps a module's parameters in place while it runs, so two tasks on the threads of one
+    worker must not share one module."""
+    import copy
+
+    return copy.deepcopy(terms.module)
+
+
+def torch_batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
+    """A pass function: one chunk of a step's Poisson batch for a ``pf.TorchModel``, read on a
+    Dask worker (#19) — the arithmetic of :meth:`TorchAdapter.step` (:class:`TorchTerms`, CPU):
+    the rows' features cast to float32 as the in-memory X is, their sharpened masses, their
+    per-example gradients of ψ_i each clipped as a whole to ``clip``.
+
+    Returns the partial sums (C (G, L, L) the batch histogram (G = 1 without ``by_group``),
+    Σ_i clip_C(∇ψ_i) (P,) float64, the number of clipped rows); they merge by addition.  θ
+    and the coefficient tables are functions of earlier releases; no row, index or per-row
+    value leaves the worker."""
+    import torch
+
+    from .histogram import batch_counts
+
+    y_np = np.asarray(chunk.y)
+    grp = np.asarray(chunk.group) if by_group else np.zeros(y_np.shape[0], np.int64)
+    cell = grp * L + y_np if by_group else y_np
+    X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
+    y = torch.as_tensor(y_np, dtype=torch.long)
+    module = _worker_module(terms)
+    params = terms.params(theta)
+    with torch.no_grad():
+        P = terms.probs(module, params, X).double().cpu().numpy()
+    flat, clipped = terms.row_gradients(module, params, X, y, coefficient_rows(tf, cell),
+                                        coefficient_rows(tg, cell), clip)
+    C = batch_counts(grp, y_np, P, G if by_group else 1, L)
+    return (C, flat.sum(dim=0).double().cpu().numpy(), clipped)
+
+
+def torch_label_totals_pass(chunk, terms, theta, L):
+    """A pass function: Σ_i e_(y_i) ⊗ p_i(θ) over one chunk, (L, L), for a ``pf.TorchModel``
+    (the arithmetic of :meth:`TorchAdapter.label_totals`)."""
+    import torch
+
+    X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
+    y = np.asarray(chunk.y)
+    module = _worker_module(terms)
+    with torch.no_grad():
+        p = terms.probs(module, terms.params(theta), X).double().cpu().numpy()
+    C = np.zeros((L, L))
+    np.add.at(C, y, p)
+    return C
 
 
 def torch_float(torch):

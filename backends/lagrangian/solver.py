@@ -183,7 +183,9 @@ class PassBatches:
     def __init__(self, adapter, rates, source):
         self.models, self.terms, self.rows = models, adapter.terms, adapter.rows
         self.source, self.G, self.L = source, rates.G, rates.L
-        self.d = adapter.d
+        self.P = adapter.P
+        # the pass functions of the adapter's kind: the numpy rule's or a pf.TorchModel's
+        self.batch_pass, self.totals_pass = models.pass_functions(adapter.terms)
 
     def _sums(self, jobs):
         rows = self.rows
@@ -195,15 +197,13 @@ class PassBatches:
         """(C, gradient sum) from a merged :func:`models.batch_pass` partial (None: nobody was
         sampled)."""
         if part is None:
-            return np.zeros((G, self.L, self.L)), np.zeros(self.d + 1)
-        C, w, b, rad, _ = part
-        return (np.asarray(C, dtype=float),
-                self.models.assemble_gradient(self.terms, theta, w, b, rad))
+            return np.zeros((G, self.L, self.L)), np.zeros(self.P)
+        return self.models.merged_step(self.terms, theta, part)
 
     def read(self, theta, q, tables, clip, q_pub=None, pub_tables=None, pub_counts=False):
         """As :meth:`GatheredBatches.read`, by passes (the samples are other draws of the same
         law, so a run's numbers differ from the in-memory run's; its certificate does not)."""
-        bp, terms, L = self.models.batch_pass, self.terms, self.L
+        bp, terms, L = self.batch_pass, self.terms, self.L
         theta = np.asarray(theta, dtype=float)
         jobs = [(bp, q, (terms, theta, tables[0], tables[1], True, self.G, L, clip))]
         if pub_tables is not None:
@@ -221,15 +221,16 @@ class PassBatches:
 
     def label_totals(self, theta):
         """Σ_i e_(y_i) ⊗ p_i(θ) over every row, (L, L): one pass (no sample)."""
-        C = self.rows.map_sum(self.models.label_totals_pass, self.terms,
+        C = self.rows.map_sum(self.totals_pass, self.terms,
                               np.asarray(theta, dtype=float), self.L)
         return np.zeros((self.L, self.L)) if C is None else np.asarray(C, dtype=float)
 
 
 def batches_for(adapter, rates, gen, source=None):
     """How a run reads its batches: :class:`GatheredBatches` where the row source gathers rows
-    (in memory; a torch adapter's tensors), else :class:`PassBatches` (a row source that only
-    runs passes — a Dask dataset's; the numpy adapter's per-row arithmetic travels)."""
+    (in memory; an in-memory torch adapter's tensors: its ``rows`` is None), else
+    :class:`PassBatches` (a row source that only runs passes — a Dask dataset's; the adapter's
+    per-row arithmetic, ``terms``, travels: the numpy rule's or a ``pf.TorchModel``'s)."""
     rows = getattr(adapter, "rows", None)
     if rows is None or hasattr(rows, "gather") or not hasattr(adapter, "terms"):
         return GatheredBatches(adapter, rates, gen)
