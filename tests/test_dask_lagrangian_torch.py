@@ -199,3 +199,13 @@ def test_a_gpu_device_on_a_dask_dataset_is_refused_before_anything_is_spent(clie
         models.TorchAdapter(rd, device="cuda")
     assert models.TorchAdapter(rd, device="cpu").rows is not None
 
+
+
+def test_a_chunk_without_rows_adds_nothing(frame):
+    # a partition may sample no row; the pass functions then return the empty partial
+    am = models.TorchAdapter(_problem(_memory(frame)).rates, sharpness=5.0, soft_scale="capped")
+    empty = passes.Chunk(np.zeros((0, D)), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    t = np.ones((2, 2, 2))
+    assert models.torch_batch_pass(empty, am.terms, am.theta0, t, t, True, 2, 2, 1.0) is None
+    np.testing.assert_array_equal(
+        models.torch_label_totals_pass(empty, am.terms, am.theta0, 2), np.zeros((2, 2)))

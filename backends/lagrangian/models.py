@@ -764,7 +764,8 @@ def torch_batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
     per-example gradients of ψ_i each clipped as a whole to ``clip``.
 
     Returns the partial sums (C (G, L, L) the batch histogram (G = 1 without ``by_group``),
-    Σ_i clip_C(∇ψ_i) (P,) float64, the number of clipped rows); they merge by addition.  θ
+    Σ_i clip_C(∇ψ_i) (P,) float64, the number of clipped rows), None for a chunk without
+    rows; they merge by addition.  θ
     and the coefficient tables are functions of earlier releases; no row, index or per-row
     value leaves the worker."""
     import torch
@@ -772,6 +773,8 @@ def torch_batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
     from .histogram import batch_counts
 
     y_np = np.asarray(chunk.y)
+    if y_np.shape[0] == 0:          # no sampled row here (vmap cannot map over none): empty
+        return None
     grp = np.asarray(chunk.group) if by_group else np.zeros(y_np.shape[0], np.int64)
     cell = grp * L + y_np if by_group else y_np
     X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
@@ -791,12 +794,14 @@ def torch_label_totals_pass(chunk, terms, theta, L):
     (the arithmetic of :meth:`TorchAdapter.label_totals`)."""
     import torch
 
-    X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
     y = np.asarray(chunk.y)
+    C = np.zeros((L, L))
+    if y.shape[0] == 0:
+        return C
+    X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
     module = _worker_module(terms)
     with torch.no_grad():
         p = terms.probs(module, terms.params(theta), X).double().cpu().numpy()
-    C = np.zeros((L, L))
     np.add.at(C, y, p)
     return C
 
