@@ -209,3 +209,27 @@ def test_a_chunk_without_rows_adds_nothing(frame):
     assert models.torch_batch_pass(empty, am.terms, am.theta0, t, t, True, 2, 2, 1.0) is None
     np.testing.assert_array_equal(
         models.torch_label_totals_pass(empty, am.terms, am.theta0, 2), np.zeros((2, 2)))
+
+
+def test_three_labels_without_sampling_or_noise_a_dask_solve_is_the_in_memory_solve(client,
+                                                                                    frame):
+    # multi-class labels (softmax of a 3-logit MLP): the same equality at q = 1, ε = ∞
+    df = frame.copy()
+    df["income"] = np.digitize(df["x0"] + 0.5 * df["x1"], [-0.5, 0.5])
+    mem = pf.Dataset(df[[f"x{j}" for j in range(D)]].to_numpy(), df["income"].to_numpy(),
+                     df["sex"].to_numpy(), group_names=GROUPS, labels=[0, 1, 2])
+    data = pf.Dataset.from_dask(dd.from_pandas(df, npartitions=PARTS), label="income",
+                                sensitive="sex", groups=GROUPS, labels=[0, 1, 2])
+
+    def solve(d):
+        torch.manual_seed(0)
+        mod = torch.nn.Sequential(torch.nn.Linear(D, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3))
+        r = pf.rates(pf.TorchModel(mod, D, 3), d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pf.Problem(pf.minimize(r.error())).solve(
+                pf.DP(math.inf), backend="lagrangian_sgda", seed=0, progress=False, holdout=0,
+                batch_size=N, epochs=4)
+
+    got, want = np.array(solve(data).decisions), np.array(solve(mem).decisions)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
