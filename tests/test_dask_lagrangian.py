@@ -196,16 +196,6 @@ def test_default_held_out_check_runs_on_the_workers(client, easy):
                                rtol=1e-12, atol=1e-9)
 
 
-def test_torch_model_is_refused_on_a_dask_dataset_before_anything_is_spent(client, frame):
-    torch = pytest.importorskip("torch", reason="pf.TorchModel needs torch")
-    data = _on_dask(frame)
-    r = pf.rates(pf.TorchModel(torch.nn.Linear(D, 2), D, 2), data)
-    prob = pf.Problem(pf.minimize(r.error()))
-    with pytest.raises(pf.errors.PrivfairError, match="Dask"):
-        prob.solve(pf.DP(1.0, 1e-5), backend="lagrangian_sgda", seed=0, progress=False,
-                   holdout=0)
-
-
 def test_metrics_on_a_dask_dataset_are_the_in_memory_metrics_of_the_same_rows(client, frame):
     """``Result.metrics`` of a Dask dataset is one pass of expected confusion counts on the
     workers: error, parity and equalized-odds gaps equal those computed in memory on the same

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+import threading
 
 import numpy as np
 
@@ -154,15 +155,23 @@ class TorchModel(DecisionSet):
 
     # -- predictions --------------------------------------------------------------------------
     def probabilities(self, decision, X, device="cpu") -> np.ndarray:
-        """Class probabilities (n, n_classes) of ``decision`` on ``X`` (softmax / sigmoid)."""
+        """Class probabilities (n, n_classes) of ``decision`` on ``X`` (softmax / sigmoid).
+
+        Thread-safe: the cached module carries one decision's parameters at a time, so two
+        threads scoring different decisions (a mixture's components on the threads of one
+        Dask worker: the held-out check, ``Result.metrics``) would otherwise read each
+        other's parameters; :data:`_PREDICT_LOCK` holds the cache from the parameters' write
+        to the last forward pass."""
         torch = _torch()
         X = as_matrix(X, self.n_features)
-        mod = self.module_for(decision, device)
         out = []
-        with torch.no_grad():
-            for s in range(0, X.shape[0], CHUNK_ROWS):
-                z = mod(torch.tensor(X[s:s + CHUNK_ROWS], dtype=torch.float32, device=device))
-                out.append(probs_from_logits(z, self.binary_logit).double().cpu().numpy())
+        with _PREDICT_LOCK:
+            mod = self.module_for(decision, device)
+            with torch.no_grad():
+                for s in range(0, X.shape[0], CHUNK_ROWS):
+                    z = mod(torch.tensor(X[s:s + CHUNK_ROWS], dtype=torch.float32,
+                                         device=device))
+                    out.append(probs_from_logits(z, self.binary_logit).double().cpu().numpy())
         return np.concatenate(out, axis=0) if out else np.zeros((0, self.n_classes))
 
     def predict(self, decision, X) -> np.ndarray:
@@ -172,6 +181,11 @@ class TorchModel(DecisionSet):
     def __repr__(self):
         return (f"TorchModel({type(self._template).__name__}, n_features={self.n_features}, "
                 f"n_classes={self.n_classes}, P={self.P})")
+
+
+#: held by :meth:`TorchModel.probabilities` (module-level, so a pickled model carries no lock:
+#: each worker process has its own; re-entrant for a caller that already holds it)
+_PREDICT_LOCK = threading.RLock()
 
 
 def probs_from_logits(z, binary_logit: bool):
