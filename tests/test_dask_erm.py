@@ -25,39 +25,25 @@ pytest.importorskip("dask.dataframe", reason="the Dask engine is the optional ex
 pytest.importorskip("distributed", reason="the Dask engine's tests start a "
                                           "distributed.LocalCluster")
 
-import dask.dataframe as dd  # noqa: E402
-import pandas as pd  # noqa: E402
-
 import privfair as pf  # noqa: E402
 from privfair.backends.erm.reduction import PassERM, erm_from_rates  # noqa: E402
 from privfair.backends.erm.solver import solve  # noqa: E402
 from privfair.errors import InvalidInputError  # noqa: E402
+from _frames import in_memory, on_dask, sex_income_frame  # noqa: E402
 
 N, D, PARTS = 3000, 4, 3
-GROUPS = ["F", "M"]
 
 
 @pytest.fixture(scope="module")
 def frame():
-    rng = np.random.default_rng(21)
-    X = rng.normal(size=(N, D))
-    sex = rng.choice(GROUPS, N, p=[0.4, 0.6])
-    X[:, 0] += 0.6 * (sex == "M")
-    X[::7] *= 3.0                     # some rows beyond the feature bound: clipped
-    y = (1.5 * X[:, 0] + 0.5 * X[:, 1] + rng.logistic(size=N) > 0.5).astype(int)
-    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
-    df["sex"], df["income"] = sex, y
-    return df
+    # every 7th row scaled by 3: some rows beyond the feature bound, clipped
+    return sex_income_frame(N, D, 21, 0.4, 0.6, (1.5, 0.5), 0.5, scale_every=7)
 
 
 @pytest.fixture(scope="module")
 def pair(client, frame):
     """(in-memory Dataset, Dask dataset) of the same rows in the same order."""
-    dk = pf.Dataset.from_dask(dd.from_pandas(frame, npartitions=PARTS), label="income",
-                              sensitive="sex", groups=GROUPS)
-    mem = pf.Dataset(frame[[f"x{j}" for j in range(D)]].to_numpy(), frame["income"].to_numpy(),
-                     frame["sex"].to_numpy(), group_names=GROUPS, labels=[0, 1])
-    return mem, dk
+    return in_memory(frame), on_dask(frame, PARTS)
 
 
 def _rates(ds, data, **kw):

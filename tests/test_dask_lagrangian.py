@@ -26,31 +26,19 @@ from privfair.backends.lagrangian import histogram as H  # noqa: E402
 from privfair.backends.lagrangian import models, solver  # noqa: E402
 from privfair.data import dask_data, passes  # noqa: E402
 from privfair.privacy.randomness import as_source  # noqa: E402
+from _frames import GROUPS, on_dask, sex_income_frame  # noqa: E402
+from _frames import in_memory as _memory, sampled_rows as _sampled_rows  # noqa: E402
 
 N, D, PARTS = 2000, 4, 3
-GROUPS = ["F", "M"]
 
 
 @pytest.fixture(scope="module")
 def frame():
-    rng = np.random.default_rng(11)
-    X = rng.normal(size=(N, D))
-    sex = rng.choice(GROUPS, N, p=[0.35, 0.65])
-    X[:, 0] += 0.8 * (sex == "M")
-    y = (1.5 * X[:, 0] + 0.5 * X[:, 1] + rng.logistic(size=N) > 0.8).astype(int)
-    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
-    df["sex"], df["income"] = sex, y
-    return df
+    return sex_income_frame(N, D, 11, 0.35, 0.8, (1.5, 0.5), 0.8)
 
 
 def _on_dask(df):
-    return pf.Dataset.from_dask(dd.from_pandas(df, npartitions=PARTS), label="income",
-                                sensitive="sex", groups=GROUPS)
-
-
-def _memory(df):
-    return pf.Dataset(df[[f"x{j}" for j in range(D)]].to_numpy(), df["income"].to_numpy(),
-                      df["sex"].to_numpy(), group_names=GROUPS, labels=[0, 1])
+    return on_dask(df, PARTS)
 
 
 def _problem(data):
@@ -64,15 +52,6 @@ def _solve(data, privacy, **kw):
         warnings.simplefilter("ignore")
         return _problem(data).solve(privacy, backend="lagrangian_sgda", seed=0,
                                     progress=False, **kw)
-
-
-def _sampled_rows(data, rate, seeds):
-    """The rows a Dask pass samples with one seed per partition (partition order, offsets)."""
-    out, start = [], 0
-    for size, seed in zip(data.ddf.map_partitions(len).compute(), seeds):
-        out.append(start + passes.poisson_rows(size, rate, seed))
-        start += size
-    return np.concatenate(out)
 
 
 @pytest.mark.parametrize("scale,objective", [("capped", "log"), ("fixed", "cost_log"),

@@ -1,0 +1,55 @@
+"""Shared by the Dask tests that compare a Dask dataset with the same rows in memory (#19;
+imported, not a test module): a synthetic frame of features ``x0..``, a two-valued ``sex`` and a
+binary ``income``, the two datasets over it, and the rows a Dask pass samples."""
+
+import numpy as np
+
+import privfair as pf
+from privfair.data import passes
+
+GROUPS = ["F", "M"]
+
+
+def sex_income_frame(n, d, seed, p_female, shift, coef, cut, scale_every=0):
+    """n rows: x ~ N(0, I_d), x₀ shifted by ``shift`` for "M", income = 1[coef·(x₀, x₁) +
+    logistic noise > cut]; every ``scale_every``-th row's x scaled by 3 (0: none) before the
+    label is drawn (rows beyond a feature bound, to be clipped)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    sex = rng.choice(GROUPS, n, p=[p_female, 1.0 - p_female])
+    X[:, 0] += shift * (sex == "M")
+    if scale_every:
+        X[::scale_every] *= 3.0
+    y = (coef[0] * X[:, 0] + coef[1] * X[:, 1] + rng.logistic(size=n) > cut).astype(int)
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(d)])
+    df["sex"], df["income"] = sex, y
+    return df
+
+
+def features(df):
+    return [c for c in df.columns if c.startswith("x")]
+
+
+def on_dask(df, parts):
+    """The frame as a Dask dataset of ``parts`` partitions (declared groups)."""
+    import dask.dataframe as dd
+
+    return pf.Dataset.from_dask(dd.from_pandas(df, npartitions=parts), label="income",
+                                sensitive="sex", groups=GROUPS)
+
+
+def in_memory(df):
+    """The same rows, in the same order, as a pf.Dataset."""
+    return pf.Dataset(df[features(df)].to_numpy(), df["income"].to_numpy(), df["sex"].to_numpy(),
+                      group_names=GROUPS, labels=[0, 1])
+
+
+def sampled_rows(data, rate, seeds):
+    """The rows a Dask pass samples with one seed per partition (partition order, offsets)."""
+    out, start = [], 0
+    for size, seed in zip(data.ddf.map_partitions(len).compute(), seeds):
+        out.append(start + passes.poisson_rows(size, rate, seed))
+        start += size
+    return np.concatenate(out)
