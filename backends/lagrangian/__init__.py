@@ -64,10 +64,14 @@ def _table():
         Option("epochs", default=10.0, doc="T = ⌈epochs/q⌉ Poisson-subsampled steps", **pos),
         Option("batch_size", default=None, doc="expected Poisson batch m, q = m/n (default "
                "max(256, n/50) rows, ≤ n; below 12,800 rows 256/n rounded up to 2^(k/4))", **pos),
-        Option("clip", default=1.0, doc="per-example clipping C of the Lagrangian gradient",
+        Option("clip", default=None, doc="per-example clipping C of the Lagrangian gradient "
+               "(None: 1, or under objective_surrogate 'cost_log' the median row norm "
+               "‖(x, 1)‖, private under protect='row': docs/lagrangian.md, *The default recipe*)",
                **pos),
-        Option("lr", default=2.0, doc="primal step on the mean gradient", **pos),
-        Option("lr_dual", "float", 1.0, low=0.0, doc="dual ascent step"),
+        Option("lr", default=None, doc="primal step on the mean gradient (None: 2, or 1 under "
+               "'cost_log')", **pos),
+        Option("lr_dual", "float", None, low=0.0, doc="dual ascent step (None: 1, or 0.03 "
+               "under 'cost_log')"),
         Option("hist_share", "float", 0.3, low=0.0, high=1.0, low_open=True, high_open=True,
                doc="a², the batch histogram's share of the per-row norm"),
         Option("ema", "float", 0.9, low=0.0, high=1.0, high_open=True,
@@ -80,9 +84,13 @@ def _table():
                doc="the released rule: a mixture of checkpoints of the second half, their "
                    "average, or the last iterate"),
         Option("n_checkpoints", "int", 20, low=1, doc="size of the mixture"),
-        Option("objective_surrogate", "str", "log", choices=("log", "linear", "cost_log"),
-               doc="'log' (cross-entropy for the error), 'linear', or 'cost_log' (binary "
-                   "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy)"),
+        Option("objective_surrogate", "str", "auto",
+               choices=("auto", "log", "linear", "cost_log"),
+               doc="'log' (cross-entropy for the error), 'linear', 'cost_log' (binary "
+                   "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy), "
+                   "or 'auto': 'cost_log' for a binary pf.LinearClassifier whose objective and "
+                   "constraints read no label-conditional rate (e.g. demographic parity), else "
+                   "'log' (docs/lagrangian.md, *The default recipe*)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
         Option("soft_scale", "str", "auto", choices=("auto", "capped", "fixed", "angle"),
                doc="how the constraints' soft prediction σ(κ_i·z_i) reads the logit: "
@@ -111,10 +119,12 @@ def _table():
                doc="'l1' (‖λ‖₁ ≤ lambda_max) or 'box' (each λ_j ≤ lambda_max)"),
         Option("normalize", "bool", False, doc="primal step on (f + λᵀg)/(1 + ‖λ‖₁)"),
         Option("dual_scale", "bool", False, doc="dual step lr_dual·√(2/J) for J > 2 pieces"),
-        Option("lr_schedule", "str", "constant", choices=("constant", "cosine"),
-               doc="primal step-size schedule: constant, or cosine decay to 0 over the T steps"),
-        Option("dual_schedule", "str", "constant", choices=("constant", "cosine"),
-               doc="dual step-size schedule: constant, or cosine decay to 0 over the T steps"),
+        Option("lr_schedule", "str", None, choices=("constant", "cosine"),
+               doc="primal step-size schedule: constant, or cosine decay to 0 over the T steps "
+                   "(None: cosine under 'cost_log', else constant)"),
+        Option("dual_schedule", "str", None, choices=("constant", "cosine"),
+               doc="dual step-size schedule: constant, or cosine decay to 0 over the T steps "
+                   "(None: cosine under 'cost_log', else constant)"),
     )
 
 
@@ -131,8 +141,14 @@ def _plan_params():
         Param("batch_size", float, "the expected Poisson batch q·n"),
         *from_options(OPTIONS_TABLE, "epochs"),
         Param("noise_multiplier", float, "z, fitted at plan time (0 when not private)"),
-        *from_options(OPTIONS_TABLE, "clip", "hist_share", "lr", "lr_dual", "lambda_max", "ema",
-                      "mass_floor", "output"),
+        Param("clip", (float, None), "C as asked, or its default 1; None: the median row norm "
+              "chosen at run time (objective_surrogate 'cost_log', recipe.clip_scale)"),
+        Param("clip_rule", str, "'fixed' (C = clip), 'median' (x public: the exact median row "
+              "norm) or 'private median' (protect='row': the exponential mechanism)"),
+        Param("median_epsilon", float, "ε_m of the private median (0 unless 'private median')"),
+        Param("lr", float, "the primal step (the option, or its recipe's value)"),
+        Param("lr_dual", float, "the dual step (the option, or its recipe's value)"),
+        *from_options(OPTIONS_TABLE, "hist_share", "lambda_max", "ema", "mass_floor", "output"),
         Param("checkpoint_steps", list, "the steps whose iterates the output reads (ints)"),
         *from_options(OPTIONS_TABLE, "objective_surrogate", "sharpness"),
         Param("soft_scale", str, "the soft_scale a run reads ('auto' resolved)"),
@@ -183,28 +199,35 @@ def public_rate(n: int, q: float) -> float:
 Z_MIN = 0.5
 
 
-def noise_multiplier(epsilon, delta, T, q) -> float:
+def noise_multiplier(epsilon, delta, T, q, eps_m=0.0) -> float:
     """z: the smallest noise multiplier of T Poisson-subsampled Gaussian steps (rate q,
-    substitution, per-row norm 1) that the accountant proves (ε, δ)-DP, at least
-    :data:`Z_MIN` — fitted with the one calibration function,
+    substitution, per-row norm 1) that the accountant proves (ε, δ)-DP — composed with the
+    clip scale's exponential mechanism at ε_m where ``eps_m`` > 0 (:mod:`.recipe`) — at least
+    :data:`Z_MIN`, fitted with the one calibration function,
     :func:`privfair.privacy.release.calibrate` (cached by its public key)."""
     from privfair.privacy import calibrate
 
+    from .recipe import median_event
+
+    first = [median_event(eps_m)] if eps_m > 0 else []
     # every rule (PLD where it applies; below δ = 1e-10 or past 10⁶ steps only RDP does — with
     # rules=("pld",) a default δ = 1/n² at n ≥ 10⁵ found no scale and auto failed)
-    x = calibrate(lambda x: [_event(1.0 / x, q, T)], epsilon, delta, hi=1.0 / Z_MIN,
-                  steps=14, key=("lagrangian_sgda", T, q))
+    x = calibrate(lambda x: first + [_event(1.0 / x, q, T)], epsilon, delta, hi=1.0 / Z_MIN,
+                  steps=14, key=("lagrangian_sgda", T, q) + ((eps_m,) if eps_m > 0 else ()))
     return 1.0 / x
 
 
 @functools.lru_cache(maxsize=64)
-def _schedule(epsilon, delta, T, q, unit, z):
-    """The plan's one scheduled release, checked against (ε, δ) by the accountant (Schedule's
-    own check); cached on its public parameters — a Schedule is immutable and every run opens
-    its own Draws on it."""
+def _schedule(epsilon, delta, T, q, unit, z, eps_m=0.0):
+    """The plan's scheduled releases — the clip scale's private median where ``eps_m`` > 0,
+    then the steps — checked against (ε, δ) by the accountant (Schedule's own check); cached on
+    its public parameters — a Schedule is immutable and every run opens its own Draws on it."""
     from privfair.privacy import Schedule, Scheduled
 
-    return Schedule([Scheduled("steps", _event(z, q, T, unit))], epsilon, delta)
+    from .recipe import median_event
+
+    first = [Scheduled("clip_scale", median_event(eps_m))] if eps_m > 0 else []
+    return Schedule(first + [Scheduled("steps", _event(z, q, T, unit))], epsilon, delta)
 
 
 def _event(z, q, T, unit="row"):
@@ -296,7 +319,10 @@ class LagrangianSGDA(Backend):
         "rates_estimate": (RELEASED, "ℓ̂ from the EMA of the released histograms"),
         "noise_multiplier": (PUBLIC, "z from ε, δ, T, q (plan time)"),
         "histogram_noise": (PUBLIC, "σ of a histogram cell per step: z·H/a"),
-        "gradient_noise": (PUBLIC, "σ of the gradient sum per step: z·C/b"),
+        "gradient_noise": (RELEASED, "σ of the gradient sum per step: z·C/b (C public, or "
+                                     "the private median's release)"),
+        "clip": (RELEASED, "C: as asked, or the median row norm (exact where x is public, "
+                           "else the exponential mechanism's release)"),
         "checkpoint_steps": (PUBLIC, "the planned checkpoint steps"),
         "unit": (PUBLIC, "the privacy unit"),
         "algorithm_unit": (PUBLIC, "whose steps ran: the option sensitive_algorithm and the unit"),
@@ -346,9 +372,15 @@ class LagrangianSGDA(Backend):
 
     # ---------------------------------------------------------------------------- plan
     def plan(self, problem, analysis, privacy, options) -> Plan:
+        from . import recipe
+
         o = _options(options)
         r = problem.rates
         n = r.n
+        # "auto" and the options left at None: the recipe of the surrogate (public: the
+        # problem's form and the options, never the rows)
+        surrogate = recipe.recipe_for(problem, o["objective_surrogate"])
+        o = recipe.fill(dict(o, objective_surrogate=surrogate), surrogate)
         if o["objective_surrogate"] == "cost_log" and (
                 type(r.decisions).__name__ != "LinearClassifier"
                 or getattr(r, "surrogate", None) is not None):
@@ -373,9 +405,21 @@ class LagrangianSGDA(Backend):
         # (a row's group changing is a row replaced, so the row steps prove both relations)
         unit = "sensitive" if (privacy.protect == "sensitive"
                                and o["sensitive_algorithm"] == "split") else "row"
-        z = noise_multiplier(privacy.epsilon, privacy.delta, T, q) if private else 0.0
+        # the clip: as asked; else the cost-sensitive recipe's median row norm (x public under
+        # "sensitive": read exactly; private under "row": an exponential mechanism at ε_m,
+        # composed with the steps) — or 1
+        if o["clip"] is not None:
+            clip, clip_rule = float(o["clip"]), "fixed"
+        elif o["objective_surrogate"] == "cost_log" and private:
+            clip, clip_rule = None, ("private median" if privacy.protect == "row" else "median")
+        else:
+            clip, clip_rule = 1.0, "fixed"
+        eps_m = (recipe.median_epsilon(privacy.epsilon, n) if clip_rule == "private median"
+                 else 0.0)
+        z = noise_multiplier(privacy.epsilon, privacy.delta, T, q, eps_m) if private else 0.0
         params = {"protect": privacy.protect, "algorithm_unit": unit, "T": T, "sampling_rate": q, "batch_size": q * n,
-                  "epochs": o["epochs"], "noise_multiplier": z, "clip": o["clip"],
+                  "epochs": o["epochs"], "noise_multiplier": z, "clip": clip, "clip_rule": clip_rule,
+                  "median_epsilon": eps_m,
                   "hist_share": o["hist_share"], "lr": o["lr"], "lr_dual": o["lr_dual"],
                   "lambda_max": o["lambda_max"], "ema": o["ema"], "mass_floor": o["mass_floor"],
                   "output": o["output"], "checkpoint_steps": steps,
@@ -392,7 +436,11 @@ class LagrangianSGDA(Backend):
         budget, notes = [], []
         sched = None
         if private:
-            sched = _schedule(privacy.epsilon, privacy.delta, T, q, unit, z)
+            sched = _schedule(privacy.epsilon, privacy.delta, T, q, unit, z, eps_m)
+            if eps_m > 0:
+                budget.append(("the clip scale: the median row norm ‖(x, 1)‖ on a public grid, "
+                               "by the exponential mechanism (Δu = 1), composed with the steps",
+                               eps_m, 0.0))
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}, z = {z:.3g}): "
                            "histogram and clipped Lagrangian gradient in one release",
                            privacy.epsilon, privacy.delta))
@@ -444,6 +492,15 @@ class LagrangianSGDA(Backend):
         draws = plan.schedule.open(accountant, rng) if plan.schedule is not None else None
         source = draws.source if draws is not None else as_source(rng)
         gen = float_generator(source)
+        if P["clip"] is None:
+            # the cost-sensitive recipe's C: the median row norm of the rows trained on (one
+            # pass), exact where x is public, else the scheduled exponential mechanism — before
+            # the first step, so the steps' noise scale z·C is fixed before they run
+            from .recipe import clip_scale
+
+            private_median = P["clip_rule"] == "private median"
+            P = dict(P, clip=clip_scale(r.data.rows(), r.n,
+                                        draws if private_median else None))
         # a Dask dataset's steps are passes over Poisson samples drawn on the workers from
         # per-partition seeds of ``source`` (solver.PassBatches); in memory, ``gen`` samples
         ckpts, trace, state = solver.train(problem, adapter, P, draws, gen, progress,
@@ -465,6 +522,7 @@ class LagrangianSGDA(Backend):
                 "noise_multiplier": z, "histogram_noise": z * Hb / math.sqrt(a2),
                 "gradient_noise": z * C / math.sqrt(1 - a2),
                 "checkpoint_steps": list(P["checkpoint_steps"]), "unit": P["protect"],
+                "clip": C,
                 "algorithm_unit": _unit(P),
                 "output": P["output"]}
         return Result(self.name, decisions, weights, r.decisions, plan=plan, trace=trace,
