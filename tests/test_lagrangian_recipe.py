@@ -56,6 +56,9 @@ def test_auto_is_cost_sensitive_for_parity_and_soft_for_equalized_odds():
     sur = pf.Problem(pf.Minimize(r.error()),
                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
     assert _plan(sur, priv).params["objective_surrogate"] == "log"
+    # an unconstrained fit (e.g. postprocessing's private score) keeps the soft term
+    r = pf.rates(pf.LinearClassifier(data.n_features, radius=1.0), data)
+    assert _plan(pf.Problem(pf.Minimize(r.error())), priv).params["objective_surrogate"] == "log"
 
 
 def test_options_passed_by_the_user_win_over_the_recipe():

@@ -10,7 +10,8 @@ Two recipes (docs/lagrangian.md, *The default recipe*; #18):
   on sharpened soft predictions, constant steps 2 and 1, C = 1 (the defaults before).
 
 ``objective_surrogate="auto"`` (the default) picks "cost" for a binary ``pf.LinearClassifier``
-without a rate surrogate whose objective and constraints read no label-conditional rate
+without a rate surrogate, with at least one constraint, whose objective and constraints read no
+label-conditional rate
 (error, joint masses, selection rates — demographic parity), else "soft".  Why, measured on
 validation splits only (ε = 1; Adult on 5 folds of adult.data, the 50-feature synthetic of
 bench/gpu.py; error / violation): Adult DP ≤ 0.005 row 0.1775 / 0.0097 against 0.1857 / 0.0170;
@@ -62,13 +63,15 @@ def reads_label_conditional(problem) -> bool:
 
 def recipe_for(problem, asked: str) -> str:
     """The objective surrogate a run trains: ``asked`` unless it is "auto" — then "cost_log"
-    for a binary ``pf.LinearClassifier`` without a rate surrogate whose objective and
-    constraints read no label-conditional rate, else "log" (module docstring)."""
+    for a binary ``pf.LinearClassifier`` without a rate surrogate with at least one constraint,
+    whose objective and constraints read no label-conditional rate, else "log" (module
+    docstring; an unconstrained fit — e.g. ``postprocessing``'s private score — keeps the soft
+    term it was validated with)."""
     if asked != "auto":
         return asked
     r = problem.rates
     if (type(r.decisions).__name__ == "LinearClassifier" and getattr(r, "surrogate", None) is None
-            and r.L == 2 and not reads_label_conditional(problem)):
+            and r.L == 2 and len(problem.g) > 0 and not reads_label_conditional(problem)):
         return "cost_log"
     return "log"
 
