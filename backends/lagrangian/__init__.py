@@ -88,8 +88,9 @@ def _table():
                choices=("auto", "log", "linear", "cost_log"),
                doc="'log' (cross-entropy for the error), 'linear', 'cost_log' (binary "
                    "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy), "
-                   "or 'auto': 'cost_log' for a binary pf.LinearClassifier whose objective and "
-                   "constraints read no label-conditional rate (e.g. demographic parity), else "
+                   "or 'auto': 'cost_log' for a binary pf.LinearClassifier with constraints, "
+                   "none of which (nor the objective) reads a label-conditional rate (e.g. "
+                   "demographic parity), else "
                    "'log' (docs/lagrangian.md, *The default recipe*)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
         Option("soft_scale", "str", "auto", choices=("auto", "capped", "fixed", "angle"),
