@@ -211,15 +211,16 @@ def test_lopt_with_a_finite_set_on_dask(pair):
     np.testing.assert_allclose(got.weights, want.weights, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("backend", ["sgda", "lagrangian_sgda"])
-def test_backends_not_ported_refuse_surrogate_rates_on_dask_at_plan_time(pair, backend):
+def test_sgda_refuses_surrogate_rates_on_dask_at_plan_time(pair):
+    # lagrangian_sgda runs surrogate rates on Dask (tests/test_dask_backends.py); the older
+    # sgda reads its rows in memory and is refused before anything is spent, naming Dask
     _, dk = pair
     r = _rates(pf.LinearClassifier(D, radius=3.0), dk)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        plans = pf.Problem(pf.minimize(r.error()), []).plan(pf.DP(1.0, 1e-6), backend=backend)
+        plans = pf.Problem(pf.minimize(r.error()), []).plan(pf.DP(1.0, 1e-6), backend="sgda")
     assert plans.chosen is None
-    # refused for the Dask dataset, before anything is spent (not for a missing torch)
-    assert backend in plans.refused
-    if backend == "lagrangian_sgda" or importlib.util.find_spec("torch") is not None:
-        assert "Dask" in plans.refused[backend]
+    # refused for the Dask dataset (not for a missing torch)
+    assert "sgda" in plans.refused
+    if importlib.util.find_spec("torch") is not None:
+        assert "Dask" in plans.refused["sgda"]

@@ -140,7 +140,7 @@ def test_oracle_learner_row_norm_bound_is_the_dense_one(monkeypatch):
 
 
 def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
-    """The regression oracle's sums are passes over the rows' chunks (#19: hat_gram, hat_tdot):
+    """The regression oracle's sums are passes over the rows' chunks (#19: hat_gram, hat_tdot_cells):
     with 64-row chunks they give the decisions of the dense x̂ = (x, 1) products (a stand-in
     that builds the dense matrix and sums it at once: the pre-#19 computation)."""
     data = _ol_data()
@@ -157,12 +157,14 @@ def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
                 U = np.hstack([chunk.X, np.ones((len(chunk), 1))])
                 return U.T @ U
 
-            def dense_tdot(chunk, v):
+            def dense_tdot(chunk, table):
+                # the pre-#19 product: the n-vector of row coefficients, by the rates' cells
+                v = np.asarray(table, dtype=float).ravel()[r.row_cell]
                 U = np.hstack([chunk.X, np.ones((len(chunk), 1))])
-                return U.T @ np.asarray(v, dtype=float)[chunk.start:chunk.start + len(chunk)]
+                return U.T @ v[chunk.start:chunk.start + len(chunk)]
             monkeypatch.setattr(pf.data.passes, "chunk_rows_for", lambda *a, **k: 10 ** 9)
             monkeypatch.setattr(OL, "hat_gram", dense_gram)
-            monkeypatch.setattr(OL, "hat_tdot", dense_tdot)
+            monkeypatch.setattr(OL, "hat_tdot_cells", dense_tdot)
         runs[how] = [prob.solve(pf.DP(math.inf), backend="oracle_learner", T=20, B=3.0,
                                 holdout=0),
                      prob.solve(pf.DP(5.0, 1e-6), backend="oracle_learner", seed=0, T=5, B=3.0,

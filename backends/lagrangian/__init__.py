@@ -342,16 +342,8 @@ class LagrangianSGDA(Backend):
             if r.L != 2:
                 return Verdict(False, "pf.LinearClassifier is binary; use pf.TorchModel("
                                       "torch.nn.Linear(d, L), d, L) for multi-class labels")
-            if (getattr(r, "surrogate", None) is not None
-                    and getattr(r.data, "rows_on_workers", False)):
-                # public: the dataset's kind and the rates' surrogate, decided before anything
-                # is spent (the linear adapter reads the surrogate's per-row clip scales,
-                # which a Dask dataset keeps on its workers)
-                return Verdict(False, "surrogate rates on a Dask dataset: the steps read per-row "
-                                      "clip scales in memory; use pf.rates(..., surrogate=None) "
-                                      "(the steps then run as passes on the workers) or an ERM "
-                                      "backend (objective_perturbation, output_perturbation, "
-                                      "dual_frank_wolfe, lopt)")
+            # surrogate rates run on a Dask dataset too (#19): a pass clips its chunk's rows
+            # to the public feature bound on the worker (models.RowTerms.clipped)
         elif type(ds).__name__ == "TorchModel":
             # on a Dask dataset too (#19): each step is a pass on the workers, which compute
             # their sampled rows' per-example gradients on CPU (models.torch_batch_pass); a

@@ -69,7 +69,9 @@ part, which reads x, y, θ only and is computed on an independent batch (``solve
   :mod:`privfair.statistics.stats` on the clipped features, and θ is projected on the ball every step.
   On a Dask dataset (rows on the workers, #19) the adapter holds no per-row array: a step is
   :func:`batch_pass` run on each partition's Poisson sample (``solver.PassBatches``), with the
-  public constants of :class:`RowTerms` — the same per-row arithmetic as :meth:`LinearAdapter.step`.
+  public constants of :class:`RowTerms` — the same per-row arithmetic as :meth:`LinearAdapter.step`;
+  under a surrogate the pass clips its rows to the public feature bound on the worker
+  (:meth:`RowTerms.clipped`, the bits of the rates' ``clip_scale``).
 * :class:`TorchAdapter` — ``pf.TorchModel`` (any module; softmax, or sigmoid of one logit);
   per-example gradients with ``torch.func`` (vmap of grad), on CPU or CUDA.  On a Dask dataset
   (#19) a step is :func:`torch_batch_pass` on each partition's Poisson sample, on the workers'
@@ -106,11 +108,26 @@ class RowTerms:
     so the two paths run the same arithmetic row by row."""
 
     def __init__(self, P, sharpness, angle_sharpness, scale_mode, log_objective,
-                 cost_sensitive, surrogate=None, phi_at_bound=None):
+                 cost_sensitive, surrogate=None, phi_at_bound=None, feature_bound=None):
         self.P, self.k, self.angle_k = int(P), float(sharpness), float(angle_sharpness)
         self.scale_mode, self.surrogate = scale_mode, surrogate
         self.log_objective, self.cost_sensitive = bool(log_objective), bool(cost_sensitive)
         self.phi_at_bound = phi_at_bound
+        #: a surrogate's public row-norm bound R: a pass clips its chunk's rows to it
+        #: (:meth:`clipped`) where the in-memory adapter reads the rates' clip scales
+        self.feature_bound = None if feature_bound is None else float(feature_bound)
+
+    def clipped(self, X):
+        """The rows ``X`` as the terms read them: x̃_i = x_i·min(1, R/‖x_i‖) under a surrogate
+        (a new array; :func:`privfair.statistics.soft.chunk_clip_scales`, the arithmetic of the
+        rates' ``clip_scale``, so the same bits as the in-memory design), ``X`` itself
+        without one.  A row's scale is a function of the row alone and public R: a pass
+        computes it where the row is (#19)."""
+        if self.surrogate is None:
+            return X
+        from privfair.statistics.soft import chunk_clip_scales
+
+        return X * chunk_clip_scales(X, self.feature_bound)[:, None]
 
     def norms(self, X):
         """‖[x̃_i, 1]‖₂ of the feature rows ``X``: √(Σ_j x̃_ij² + 1)."""
@@ -251,18 +268,21 @@ class LinearAdapter:
             raise InvalidInputError("soft_scale", soft_scale, "pass 'capped', 'fixed' or 'angle'")
         self.scale_mode = soft_scale if self.surrogate is None else "fixed"
         #: the per-row arithmetic, public parameters only (what a Dask worker runs)
+        sur = self.surrogate is not None
         self.terms = RowTerms(self.P, self.k, self.angle_k, self.scale_mode, self.log_objective,
                               self.cost_sensitive, self.surrogate,
-                              rates.phi_at_bound if self.surrogate is not None else None)
+                              rates.phi_at_bound if sur else None,
+                              rates.feature_bound if sur else None)
         self.rows = rows_of(rates.data)
         self.d = self.rows.n_features
-        # a surrogate's rows are x̃_i = x_i·s_i (s_i = min(1, R/‖x_i‖), rates.clip_scale): the
-        # n-vector s is kept, x̃ is formed per block / chunk
-        self.scale = (np.asarray(rates.clip_scale, dtype=float) if self.surrogate is not None
-                      else None)
         #: where the rows stay on Dask workers (``data.rows_on_workers``) no per-row array is
-        #: held here: a step is a pass over a Poisson sample (:meth:`sampled_step`)
+        #: held here: a step is a pass over a Poisson sample (``solver.PassBatches``)
         self.on_workers = bool(getattr(rates.data, "rows_on_workers", False))
+        # a surrogate's rows are x̃_i = x_i·s_i (s_i = min(1, R/‖x_i‖), rates.clip_scale): in
+        # memory the n-vector s is kept and x̃ formed per block / chunk; on Dask workers each
+        # pass computes its chunk's s_i from the rows (RowTerms.clipped, the same bits)
+        self.scale = (np.asarray(rates.clip_scale, dtype=float)
+                      if sur and not self.on_workers else None)
         self.y = None if self.on_workers else np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
         self.block_rows = max(64, BLOCK_BYTES // (8 * max(1, self.d)))
@@ -475,9 +495,7 @@ def batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
     (d,), Σ dz_i, Σ r_i (the radial parts; 0.0 without), the number of clipped rows): they merge
     by addition, and the client forms the gradient [Σ dz·x̃, Σ dz] − (Σ r/n(θ))·θ
     (:func:`assemble_gradient`).  No row, index or per-row value leaves the worker."""
-    if terms.surrogate is not None:       # pf.rates refuses surrogates on a Dask dataset
-        raise ValueError("batch_pass: surrogate rates are read in memory only")
-    X = np.asarray(chunk.X, dtype=float)
+    X = terms.clipped(np.asarray(chunk.X, dtype=float))      # a surrogate's x̃, on the worker
     y = np.asarray(chunk.y)
     theta = np.asarray(theta, dtype=float)
     grp = np.asarray(chunk.group) if by_group else np.zeros(y.shape[0], np.int64)
@@ -528,9 +546,7 @@ def label_totals_pass(chunk, terms, theta, L):
     """A pass function: Σ_i e_(y_i) ⊗ p_i(θ) over one chunk, (L, L) — the group-free totals of
     ``protect="sensitive"`` with ``group_free_totals="exact"`` read where the rows are (the
     arithmetic of :meth:`LinearAdapter.label_totals`)."""
-    if terms.surrogate is not None:
-        raise ValueError("label_totals_pass: surrogate rates are read in memory only")
-    X = np.asarray(chunk.X, dtype=float)
+    X = terms.clipped(np.asarray(chunk.X, dtype=float))
     y = np.asarray(chunk.y)
     theta = np.asarray(theta, dtype=float)
     k = terms.k if terms.scale_mode == "fixed" else \

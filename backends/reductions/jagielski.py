@@ -192,6 +192,12 @@ def regression_coefficients(rates, w):
     return rates.row_coefficients(w)            # the one home of ℓ's coefficient map
 
 
+def regression_table(rates, w):
+    """The same coefficients by (group, label) cell, (G, 2): c_i = table[g_i, y_i] — what a
+    pass over the rows reads (no per-row vector; a Dask dataset's cells stay on its workers)."""
+    return rates.cell_coefficients(w)
+
+
 def regression_sensitivity(rates, w, x1, group_mass_bound=None, constants=None):
     """ℓ1 sensitivity of v = Σ_i c_i x̂_i under protect="sensitive" (x fixed), x̂ = (x, 1),
     ``x1`` = max_i ‖x̂_i‖₁ (public: X does not change between neighbours).

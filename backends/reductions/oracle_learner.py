@@ -110,12 +110,20 @@ def _group_mass(problem, analysis):
 
 
 def max_row_l1(data):
-    """max_i ‖(x_i, 1)‖₁ — public under protect="sensitive" (X is the same in neighbours)."""
-    best = 0.0
-    for c in data.rows().chunks():      # a maximum over rows, chunk by chunk: no |X| copy
-        if len(c):
-            best = max(best, float(np.abs(c.X).sum(axis=1).max()))
-    return best + 1.0
+    """max_i ‖(x_i, 1)‖₁ — public under protect="sensitive" (X is the same in neighbours).
+    A pass merged by maximum (``passes.Max``): chunk by chunk in memory (no |X| copy), on the
+    workers for a Dask dataset (#19); the same maximum either way."""
+    from privfair.data import passes
+
+    best = passes.rows_of(data).map_sum(row_l1_max)
+    return (0.0 if best is None else best.value) + 1.0
+
+
+def row_l1_max(chunk):
+    """A pass function: the chunk's largest ‖x_i‖₁ as a ``passes.Max`` (0 for no rows)."""
+    from privfair.data.passes import Max
+
+    return Max(float(np.abs(chunk.X).sum(axis=1).max()) if len(chunk) else 0.0)
 
 
 def _calibrate(s, T, privacy, spent=()):
@@ -425,7 +433,9 @@ class OracleLearnerBackend(Backend):
             # Σ [x_i, 1][x_i, 1]ᵀ and, per round, Σ c_i [x_i, 1]: passes over the rows' chunks
             # (no n×(d+1) design, and the held-out split's training part is never gathered
             # into a copy of X: 6.5 GB at 10⁷ × 101 rows, #19)
-            rows = data.rows()
+            from privfair.data.passes import rows_of
+
+            rows = rows_of(data)
             ridge = p.get("ridge", RIDGE) * data.n
             # public under protect="sensitive" (X is)
             gram = rows.map_sum(hat_gram) + ridge * np.eye(data.n_features + 1)
@@ -446,8 +456,10 @@ class OracleLearnerBackend(Backend):
                 l_S = L_all[idx, s.S]
                 rec.update(chosen_index=idx, oracle_sensitivity=sens)
             else:
-                coef = J.regression_coefficients(r, w)
-                v = rows.map_sum(hat_tdot, coef)
+                # Σ_i a[g_i, y_i]·x̂_i: the (G, 2) table travels, each chunk reads its rows'
+                # cells (the n-vector of row coefficients is never formed, and on a Dask
+                # dataset the rows' cells stay on the workers: #19)
+                v = rows.map_sum(hat_tdot_cells, J.regression_table(r, w))
                 sens = s.sensitivity(w)
                 if private and sens > 0:
                     v = laplace(draws, "best responses", v, sens)
@@ -482,10 +494,12 @@ def hat_gram(chunk):
     return H
 
 
-def hat_tdot(chunk, v):
-    """Σ v_i x̂_i over a chunk (x̂ = (x, 1)); ``v`` holds one entry per row of the source, read
-    at the chunk's offset."""
-    vc = np.asarray(v, dtype=float)[chunk.start:chunk.start + len(chunk)]
+def hat_tdot_cells(chunk, table):
+    """Σ a[g_i, y_i]·x̂_i over a chunk (x̂ = (x, 1)): ``table`` (G, L) the coefficient of each
+    (group, label) cell, read at the chunk's rows' cells g·L + y — the numbers of the n-vector
+    ``rates.row_coefficients`` at those rows."""
+    t = np.asarray(table, dtype=float)
+    vc = t.ravel()[np.asarray(chunk.group) * t.shape[1] + np.asarray(chunk.y)]
     return np.concatenate([chunk.X.T @ vc, [vc.sum()]])
 
 

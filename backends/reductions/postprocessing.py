@@ -66,7 +66,9 @@ Reading the rows (#19).  Every read of X is a pass over chunks of rows (``data.r
 (:func:`privfair.models.postprocess.level_counts`, exact integer merges), the public base's
 Newton steps are passes, and the private base is ``lagrangian_sgda``'s (passes and per-step
 batches).  No n×d temporary is made, and a dataset taken by index (the held-out split's
-training part) is never gathered into a copy.
+training part) is never gathered into a copy.  So a Dask dataset runs as well (#19): the
+passes run on its workers (the labels' counts of the public base included), and the held-out
+check gives each row its declared group value on the worker.
 """
 
 from __future__ import annotations
@@ -419,13 +421,17 @@ def public_base(data, C=1.0):
     n×d temporary: #19).  It agrees with scikit-learn's lbfgs fit to that solver's tolerance
     (tests/test_postprocess_rows.py).  Deterministic: identical on neighbouring datasets under
     protect="sensitive", which leaves X and y unchanged.  One label only: a constant base."""
+    from privfair.data.passes import group_label_counts, rows_of
     from privfair.models.postprocess import LogisticBase
     from privfair.statistics.scores import fit_score
 
-    y = np.asarray(data.y)
-    if np.count_nonzero(np.bincount(y, minlength=2)) < 2:   # one class: the fit diverges
+    # the labels' counts by a pass (on a Dask dataset, on the workers: #19); public here
+    G = data.n_groups
+    c = rows_of(data).map_sum(group_label_counts, G, 2)
+    per_label = np.zeros(2) if c is None else np.asarray(c).reshape(G, 2).sum(axis=0)
+    if np.count_nonzero(per_label) < 2:           # one class: the fit diverges
         return LogisticBase(tuple(np.zeros(data.n_features)),
-                            10.0 if y.size and y[0] == 1 else -10.0)
+                            10.0 if per_label[1] > 0 else -10.0)
     ridge = np.full(data.n_features + 1, 1.0 / C)
     ridge[0] = 0.0                  # θ = (b, w): the intercept is not penalised
     return LogisticBase.from_theta(fit_score(data, ridge=ridge))

@@ -179,9 +179,10 @@ class SGDABackend(Backend):
         if getattr(r.data, "rows_on_workers", False):
             # public: the dataset's kind, decided before anything is spent (the trainer gathers
             # its batches from rows in memory)
-            return Verdict(False, "reads its rows in memory; on a Dask dataset use "
-                                  "lagrangian_sgda (pf.LinearClassifier, no surrogate), an ERM "
-                                  "backend, or data.to_dataset()")
+            return Verdict(False, "reads its rows in memory, so it does not run on a Dask "
+                                  "dataset: use backend='lagrangian_sgda' (it runs on Dask with "
+                                  "a pf.LinearClassifier, with or without a surrogate, or a "
+                                  "pf.TorchModel), an ERM backend, or data.to_dataset()")
         ds = getattr(r, "decisions", None)
         if isinstance(ds, LinearClassifier):
             if r.L != 2:

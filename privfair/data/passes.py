@@ -793,15 +793,19 @@ def logistic_value(chunk, design, theta) -> float:
     return float(np.sum(np.logaddexp(0.0, design.dot(design.matrix(chunk), theta))))
 
 
-def rule_soft_counts(chunk, rule, n_groups: int, n_labels: int) -> np.ndarray:
+def rule_soft_counts(chunk, rule, n_groups: int, n_labels: int,
+                     group_values=None) -> np.ndarray:
     """Σ over the chunk's rows of P(``rule`` predicts ŷ | xᵢ) in their (group, label) block:
     the held-out check's soft confusion counts C[g, y, ŷ] (flattened, (G·L·L,)) as a pass.
-    ``rule`` is a :class:`privfair.Result` of a rule that does not read the sensitive
-    attribute (its ``predict_proba(X)``), the same per-row numbers as the in-memory check."""
+    ``rule`` is a :class:`privfair.Result` (its ``predict_proba(X)``), the same per-row
+    numbers as the in-memory check; a rule that reads the sensitive attribute (e.g.
+    ``pf.PostProcessed``) is given ``group_values`` (the declared values, public), and reads
+    each row's value ``group_values[g_i]`` (#19)."""
     L = n_labels
     C = np.zeros((n_groups * L, L))
     if len(chunk):
-        p = np.asarray(rule.predict_proba(chunk.X), dtype=float)
+        sens = None if group_values is None else np.asarray(group_values)[chunk.group]
+        p = np.asarray(rule.predict_proba(chunk.X, sens), dtype=float)
         P = p if p.ndim == 2 else np.stack([1.0 - p, p], axis=1)
         np.add.at(C, chunk.group * L + chunk.y, np.clip(P, 0.0, 1.0))
     return C.ravel()
