@@ -435,13 +435,26 @@ class LagrangianSGDA(Backend):
                                "by the exponential mechanism (Δu = 1), composed with the steps",
                                eps_m, 0.0))
             budget.append((f"{T} Poisson-subsampled Gaussian steps (q = {q:.3g}, z = {z:.3g}): "
-                           "histogram and clipped Lagrangian gradient in one release",
+                           "histogram and clipped Lagrangian gradient in one release"
+                           + ("; with the clip scale's release, (ε, δ) in the accountant's "
+                              "composition" if eps_m > 0 else ""),
                            privacy.epsilon, privacy.delta))
         if privacy.protect == "sensitive" and unit == "row":
             notes.append("protect='sensitive' runs the row unit's steps (sensitive_algorithm="
                          "'row'): every row's whole Lagrangian gradient is clipped and noised, "
                          "which is DP for a whole row replaced and so for its group changing "
                          "(docs/lagrangian.md)")
+        if o["objective_surrogate"] == "cost_log":
+            notes.append("trains the cost-sensitive row term (label 1[d < 0], weight |d|: the "
+                         f"reductions approach's best response), lr {o['lr']:g}, lr_dual "
+                         f"{o['lr_dual']:g}, {o['lr_schedule']} / {o['dual_schedule']} steps"
+                         + (" — objective_surrogate='auto' for a parity problem (no "
+                            "label-conditional rate)" if "objective_surrogate" not in (options or {})
+                            else "")
+                         + ("; clip C = the median row norm ‖(x, 1)‖" + (
+                             ", chosen privately" if clip_rule == "private median" else
+                             " (x is public)") if clip is None else "")
+                         + " (docs/lagrangian.md, *The default recipe*)")
         notes.append("predicted excess risk ∞: no utility theorem is proved for this non-convex "
                      "game; ranked on measured behaviour (docs/lagrangian.md)")
         if getattr(r, "surrogate", None) is None and type(r.decisions).__name__ == \
