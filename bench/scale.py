@@ -53,6 +53,12 @@ unless ``--no-dask-reader`` — the counts and gradient passes through
 ``--dask-linear`` also solves the ``auto_linear_*`` problem on the Dask dataset under both units
 (``backend="auto"`` picks ``lagrangian_sgda``: one round trip to the workers a step; use
 ``--persist`` — unpersisted, every step re-reads the Parquet files) and prints its time per step.
+Unpersisted, one read of a partition draws the samples of several steps (#19,
+``DaskRows.poisson_prefetch``); ``--prefetch-mb MB`` sets the per-worker budget for them
+(``DaskDataset.prefetch_bytes``; 0: one read a step, the before), ``--linear-units`` the units
+run; with ``--dask-linear`` the subsample check also solves it at q = 1, ε = ∞ through Dask and
+in memory (max |Δ decision|).  ``--log PATH`` appends each stage's time as it ends (a long run
+in the background).
 
 Usage::
 
@@ -345,7 +351,8 @@ def _worker_cpu(client) -> float:
 
 def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows,
                persist=False, solve=True, dtype="float32", linear=False, delta=None,
-               compression=None, dictionary=None, row_group=None, dask_reader=True):
+               compression=None, dictionary=None, row_group=None, dask_reader=True,
+               prefetch_mb=None, linear_units=("row", "sensitive"), log=None):
     """The Parquet + Dask run (data written to a temporary directory, removed afterwards)."""
     import shutil
     import tempfile
@@ -363,6 +370,14 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
     out = {"rows": rows, "d": d, "partition_rows": partition_rows, "workers": workers,
            "dtype": dtype, "layout": layout or "pyarrow default (snappy, dictionary)"}
     cluster = client = None
+    start = time.perf_counter()
+
+    def note(msg):                  # --log: where a long run is
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{time.strftime('%H:%M:%S')} +{time.perf_counter() - start:.0f}s "
+                         f"{msg}\n")
+
     try:
         t0 = time.perf_counter()
         parts = 0
@@ -390,8 +405,12 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
                                memory_limit=worker_memory, dashboard_address=None)
         client = Client(cluster)
         kw = dict(label="y", sensitive="sex", groups=[0, 1], labels=[0, 1])
+        note(f"written: {parts} files, {out['disk_gb']:.2f} GB")
         t, data = _timed(lambda: pf.Dataset.from_parquet(path, **kw), 1)
         out["validate_s"] = t["median"]
+        if prefetch_mb is not None:     # per worker, the samples of the steps drawn ahead
+            data.prefetch_bytes = int(prefetch_mb * 2 ** 20)
+        out["prefetch_bytes"] = data.prefetch_bytes
         if persist:       # convert the partitions once, keep the arrays on the workers
             t, _ = _timed(data.persist, 1)
             out["persist_s"] = t["median"]
@@ -442,8 +461,10 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
                 out["numpy_bound_s"] / out["dask_reader_same_work_pass_s"]["median"])
             del old
         out["load_average"] = os.getloadavg()
+        note("passes timed")
         t, coef = _timed(lambda: fit_score(data), 1)
         out["score_s"] = t["median"]
+        note(f"score fit {out['score_s']:.1f} s")
         out["worker_peak_gb"] = sorted(v / 2 ** 20 for v in client.run(
             lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         if solve:         # the whole private cells solve on the workers (#19), the default check
@@ -457,16 +478,22 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             out["worker_peak_gb_solve"] = sorted(v / 2 ** 20 for v in client.run(
                 lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         if linear:        # lagrangian_sgda on the workers: auto on the LinearClassifier problem
-            for unit in ("row", "sensitive"):
+            for unit in linear_units:
+                note(f"lagrangian_sgda {unit}: start")
                 try:
                     t, res = _timed(lambda: _dask_linear_solve(pf, data, unit, delta), 1)
                     T = res.plan.params["T"] if res.plan is not None else None
+                    q = res.plan.params["sampling_rate"] if res.plan is not None else None
                     out[f"linear_{unit}"] = {
                         "s": t["median"], "backend": res.backend, "status": res.status,
                         "steps": T, "s_per_step": t["median"] / T if T else None,
+                        "sampling_rate": q,
+                        "prefetch_steps": None if q is None else data.rows().prefetch_steps(
+                            (q,), T),
                         "certificate": [res.certificate.epsilon, res.certificate.delta]}
                 except Exception as exc:      # noqa: BLE001 - a stage's failure is a result
                     out[f"linear_{unit}"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+                note(f"lagrangian_sgda {unit}: {out[f'linear_{unit}']}")
             out["worker_peak_gb_linear"] = sorted(v / 2 ** 20 for v in client.run(
                 lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         # subsample check at ε = ∞: the first partitions through Dask and in memory
@@ -478,6 +505,15 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         out["check_rows"] = sub.n
         out["check_max_abs_coef_diff"] = float(np.max(np.abs(fit_score(sub) - fit_score(mem))))
         out["check_counts_equal"] = bool((sub.counts() == mem.counts()).all())
+        if linear:
+            # lagrangian_sgda at q = 1, ε = ∞ (no sampling, no noise), Dask against memory:
+            # the same rule up to float summation order (the stored samples are every row)
+            inf = pf.DP(math.inf, protect="row")
+            a_, b_ = (_dask_linear_solve(pf, x, "row", privacy=inf, holdout=0,
+                                         batch_size=x.n, epochs=3) for x in (sub, mem))
+            out["check_linear_max_abs_diff"] = float(np.max(np.abs(
+                np.asarray(a_.decisions, float) - np.asarray(b_.decisions, float))))
+            out["check_linear_certificates_equal"] = a_.certificate == b_.certificate
         if solve and not isinstance(out.get("solve_s"), dict):
             # the whole cells solve at ε = ∞ without the held-out split, Dask against memory:
             # the same edges (exact order statistics), cells, counts and rule
@@ -497,18 +533,19 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
     return out
 
 
-def _dask_linear_solve(pf, data, unit, delta=None):
+def _dask_linear_solve(pf, data, unit, delta=None, privacy=None, **kw):
     """The ``auto_linear_*`` stages' problem — ``LinearClassifier(d, radius=10)``, demographic
-    parity ≤ 0.02, ε = 1, δ = ``delta`` or 1/n², the default held-out check — on ``data``
-    (a Dask dataset: ``auto`` picks ``lagrangian_sgda``, one round trip to the workers a step)."""
+    parity ≤ 0.02, ε = 1, δ = ``delta`` or 1/n², the default held-out check (unless
+    ``privacy``/``kw`` say otherwise) — on ``data`` (a Dask dataset: ``auto`` picks
+    ``lagrangian_sgda``, one round trip to the workers a step)."""
     import warnings
 
     r = pf.rates(pf.LinearClassifier(len(data.feature_names), radius=10.0), data)
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection[0] - r.selection[1]) <= 0.02])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # the held-out check's status warnings
-        return prob.solve(pf.DP(1.0, delta or 1.0 / data.n ** 2, protect=unit), backend="auto",
-                          seed=0, progress=False)
+        privacy = privacy or pf.DP(1.0, delta or 1.0 / data.n ** 2, protect=unit)
+        return prob.solve(privacy, backend="auto", seed=0, progress=False, **kw)
 
 
 def _dask_cells_solve(pf, data, privacy=None, **kw):
@@ -657,6 +694,12 @@ def main(argv=None):
     ap.add_argument("--no-dask-reader", action="store_true",
                     help="Dask: skip the before (the same passes through "
                          "dask.dataframe.read_parquet)")
+    ap.add_argument("--prefetch-mb", type=float, default=None,
+                    help="per Dask worker, the MB of sampled rows lagrangian_sgda keeps for the "
+                         "steps one read draws ahead (default: the library's; 0: one read a step)")
+    ap.add_argument("--linear-units", default="row,sensitive",
+                    help="the units --dask-linear solves under")
+    ap.add_argument("--log", default=None, help="append each Dask stage's time here")
     ap.add_argument("--tmpdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -700,7 +743,10 @@ def main(argv=None):
                       "compression": a.parquet_compression,
                       "dictionary": None if a.parquet_dictionary is None
                       else a.parquet_dictionary == "on",
-                      "row_group": a.parquet_row_group, "dask_reader": not a.no_dask_reader})
+                      "row_group": a.parquet_row_group, "dask_reader": not a.no_dask_reader,
+                      "prefetch_mb": a.prefetch_mb,
+                      "linear_units": [u for u in a.linear_units.split(",") if u],
+                      "log": a.log})
     print("\n" + report(results, dask))
     if a.json:
         with open(a.json, "w") as fh:

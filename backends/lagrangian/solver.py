@@ -178,20 +178,53 @@ class PassBatches:
     released before the gradient is read); under ``protect="sensitive"`` B'_t is a second,
     independent sample drawn in the same round trip (``rows.poisson_map_sums`` where the row
     source has it).  The seeds and the samples are never released.  Noise is added on the
-    client, after the merge, by the same code as :class:`GatheredBatches`' (``_train``)."""
+    client, after the merge, by the same code as :class:`GatheredBatches`' (``_train``).
 
-    def __init__(self, adapter, rates, source):
+    Several steps' samples per read (a row source with ``poisson_prefetch``: a Dask dataset
+    read from files).  A step's pass reads the whole partition to use a q-sample of it; since
+    Poisson membership does not depend on θ or on the rows, one read draws the samples of the
+    next K steps (every job's: B_t and B′_t), keeps them on the workers, and each step's pass
+    reads its own stored sample (:meth:`privfair.data.dask_data.DaskRows.poisson_prefetch`
+    proves each step's sample keeps its law: an independent Poisson(q) sample from its own
+    seeds, so the same event and certificate).  K is :meth:`prefetch_steps` of public
+    quantities (n, the rates, the schema's bytes per row, the workers, a memory budget) and
+    at most the ``steps`` left; K = 1 keeps one read a step (persisted partitions)."""
+
+    def __init__(self, adapter, rates, source, steps=None):
         self.models, self.terms, self.rows = models, adapter.terms, adapter.rows
         self.source, self.G, self.L = source, rates.G, rates.L
         self.P = adapter.P
         # the pass functions of the adapter's kind: the numpy rule's or a pf.TorchModel's
         self.batch_pass, self.totals_pass = models.pass_functions(adapter.terms)
+        #: the steps still to read (None: unknown), and the stored samples of those drawn ahead
+        self.steps_left, self.stock = (None if steps is None else int(steps)), None
 
     def _sums(self, jobs):
         rows = self.rows
-        if hasattr(rows, "poisson_map_sums"):      # every sample in one round trip (Dask)
-            return rows.poisson_map_sums(jobs, self.source)
-        return [rows.poisson_map_sum(fn, rate, self.source, *params) for fn, rate, params in jobs]
+        out = self._stored_sums(jobs) if hasattr(rows, "poisson_prefetch") else None
+        if out is None and hasattr(rows, "poisson_map_sums"):  # every sample in one round trip
+            out = rows.poisson_map_sums(jobs, self.source)
+        elif out is None:
+            out = [rows.poisson_map_sum(fn, rate, self.source, *params)
+                   for fn, rate, params in jobs]
+        if self.steps_left is not None:
+            self.steps_left -= 1
+        return out
+
+    def _stored_sums(self, jobs):
+        """This step's sums over samples drawn ahead (drawing the next K steps' first where
+        none is left), or None where K = 1 (one read a step)."""
+        rates = tuple(float(rate) for _, rate, _ in jobs)
+        stock = self.stock
+        if stock is None or stock.left == 0 or stock.rates != rates:
+            if stock is not None:
+                stock.release()
+            self.stock = stock = None
+            k = self.rows.prefetch_steps(rates, self.steps_left)
+            if k < 2:
+                return None
+            stock = self.stock = self.rows.poisson_prefetch(rates, k, self.source)
+        return stock.map_sums([(fn, params) for fn, _, params in jobs])
 
     def _merged(self, part, G, theta):
         """(C, gradient sum) from a merged :func:`models.batch_pass` partial (None: nobody was
@@ -226,11 +259,12 @@ class PassBatches:
         return np.zeros((self.L, self.L)) if C is None else np.asarray(C, dtype=float)
 
 
-def batches_for(adapter, rates, gen, source=None):
+def batches_for(adapter, rates, gen, source=None, steps=None):
     """How a run reads its batches: :class:`GatheredBatches` where the row source gathers rows
     (in memory; an in-memory torch adapter's tensors: its ``rows`` is None), else
     :class:`PassBatches` (a row source that only runs passes — a Dask dataset's; the adapter's
-    per-row arithmetic, ``terms``, travels: the numpy rule's or a ``pf.TorchModel``'s)."""
+    per-row arithmetic, ``terms``, travels: the numpy rule's or a ``pf.TorchModel``'s;
+    ``steps``, the run's T, bounds how many steps' samples a read draws ahead)."""
     rows = getattr(adapter, "rows", None)
     if rows is None or hasattr(rows, "gather") or not hasattr(adapter, "terms"):
         return GatheredBatches(adapter, rates, gen)
@@ -238,7 +272,7 @@ def batches_for(adapter, rates, gen, source=None):
         from privfair.privacy.randomness import as_source
 
         source = as_source(gen)
-    return PassBatches(adapter, rates, source)
+    return PassBatches(adapter, rates, source, steps)
 
 
 def train(problem, adapter, P, draws, gen, progress=False, source=None):
@@ -248,7 +282,7 @@ def train(problem, adapter, P, draws, gen, progress=False, source=None):
     non-private run: no noise); ``gen`` a numpy Generator for the Poisson samples drawn in
     memory; ``source`` the run's :class:`~privfair.privacy.randomness.RandomSource`, from which
     a Dask run draws its per-partition seeds (default: one over ``gen``)."""
-    batches = batches_for(adapter, problem.rates, gen, source)
+    batches = batches_for(adapter, problem.rates, gen, source, P["T"])
     if getattr(adapter, "batch_blas", False):
         # the numpy adapter's products are batch-sized: BLAS on one thread (see there); a
         # torch adapter keeps its own threads

@@ -24,6 +24,7 @@ Requires the optional extra: ``pip install 'privfair[dask]'``.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -527,6 +528,195 @@ def _partition_poisson_passes(df, schema, chunk_rows, jobs, select=None):
     return [passes.poisson_pass(rows, rate, seed, fn, params) for fn, rate, seed, params in jobs]
 
 
+# -- several steps' Poisson samples per read (#19) --------------------------------------------
+#
+# Why: from Parquet, a ``lagrangian_sgda`` step's pass reads and decodes every partition to use
+# a q ≈ 1/50 sample of it — 500 steps, 500 reads of all the files (10⁸ × 20: ~6.5 s a read on
+# 2 workers).  Membership in a Poisson sample does not depend on the rows or on θ, so one read
+# can draw the samples of the next K steps, keep just those rows on the worker (a
+# :class:`SampleBlock`) and let each step's pass read its own stored sample.
+
+#: default budget, per Dask worker, for the stored samples of the steps drawn ahead
+#: (:func:`prefetch_steps`): a few hundred MB — well inside a worker's usual few GB (the
+#: 4 GB workers of docs/scale.md's 10⁸-row runs peaked at ~1 GB without it), next to the
+#: partition being read (~80 MB for 10⁶ × 20 float32).  With 2 workers, 20 float32 features
+#: (82 bytes a sampled row) and q = 1/50: 8 steps a read at 8·10⁷ training rows (63 reads
+#: instead of 500), 80 at 8·10⁶ (7 reads); docs/scale.md has the measured times.  Raise it
+#: where the workers' memory allows (``DaskDataset.prefetch_bytes``); 0 turns it off
+PREFETCH_BYTES = 512 << 20
+
+
+def prefetch_steps(n, rates, row_bytes, workers=1, budget=PREFETCH_BYTES, steps=None) -> int:
+    """K, how many steps' Poisson samples one read draws: the largest K whose expected stored
+    rows, K · n · Σ rates · ``row_bytes`` (plus 6 standard deviations of the Binomial count),
+    fit in ``budget`` bytes per worker times ``workers``; at most ``steps`` (the steps left,
+    when known) and at least 1.  Every argument is public — the row count n (counted once,
+    public in every plan), the rates (functions of n and the options), the bytes per row (the
+    schema's dtypes), the cluster's workers and the budget — so K, like the rest of the plan,
+    reveals nothing about the rows (tests/test_dask_prefetch.py changes X and y and checks K
+    does not move)."""
+    rate = float(sum(rates))
+    if budget <= 0 or rate <= 0 or n <= 0:
+        return 1
+    per_step = n * rate
+    per_step += 6.0 * math.sqrt(per_step)        # a margin for the Binomial count's spread
+    k = int(budget * max(1, int(workers)) // (per_step * max(1, int(row_bytes))))
+    if steps is not None:
+        k = min(k, int(steps))
+    return max(1, k)
+
+
+def _feature_dtype(cols):
+    """The one dtype of a partition's stored sampled features: the file's own (float32 stays
+    float32) — what every column casts to exactly (float64 where they differ in kind)."""
+    return np.result_type(*[c.dtype for c in cols]) if cols else np.dtype(np.float64)
+
+
+def _code_dtype(count):
+    """The smallest signed integer type holding the codes 0 … count − 1 (and −1)."""
+    return np.min_scalar_type(-max(int(count), 1))
+
+
+class SampleBlock:
+    """The Poisson samples of the next K steps of one partition, kept on its Dask worker.
+
+    ``samples[t][j]`` = (X, y, group, starts, extra): job j's sampled rows at step t, X in the
+    partition's own feature type (a (k, d) C-ordered array), the codes in the smallest integer
+    type, and ``starts`` the partition offset of the first row of each chunk the pass will
+    read (what :func:`privfair.data.passes.poisson_pass` gives a chunk's ``start``).  Nothing
+    of it leaves the worker: :func:`_stored_passes` runs a step's passes on it and returns the
+    sums only."""
+
+    __slots__ = ("samples", "chunk_rows")
+
+    def __init__(self, rows, draws, n_groups, n_labels):
+        """Draw every (step, job) sample of ``draws`` = [[(rate, seed) per job] per step] from
+        ``rows`` (the partition read once) as :func:`passes.poisson_pass` would draw it."""
+        k = self.chunk_rows = int(rows.chunk_rows)
+        cols = getattr(rows, "cols", None)              # ColumnRows: the file's own types
+        dt = _feature_dtype(cols) if cols is not None else np.asarray(rows.X).dtype
+        ty, tg = _code_dtype(n_labels), _code_dtype(n_groups)
+        self.samples = []
+        for step in draws:
+            mine = []
+            for rate, seed in step:
+                i = passes.poisson_rows(rows.n, rate, seed)
+                if cols is not None:
+                    X = np.empty((i.size, len(cols)), dtype=dt)
+                    for j, c in enumerate(cols):
+                        X[:, j] = c[i]
+                else:
+                    X = np.ascontiguousarray(np.asarray(rows.X)[i])
+                mine.append((X, rows.y[i].astype(ty), rows.group[i].astype(tg),
+                             i[::k].astype(np.int64), {name: a[i] for name, a in
+                                                       rows.extra.items()}))
+            self.samples.append(mine)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for step in self.samples for s in step for a in s[:4])
+
+    def run(self, t, j, fn, params):
+        """``fn(chunk, *params)`` over step ``t``'s job ``j`` sample, in the chunks (and with the
+        float64 X, the int64 codes and the starts) :func:`passes.poisson_pass` reads over the
+        partition: the same partial sums, bit for bit."""
+        X, y, g, starts, extra = self.samples[t][j]
+        k, total = self.chunk_rows, None
+        for c, s in enumerate(range(0, y.shape[0], k)):
+            e = min(y.shape[0], s + k)
+            chunk = passes.Chunk(X[s:e].astype(np.float64), y[s:e].astype(np.int64),
+                                 g[s:e].astype(np.int64), int(starts[c]),
+                                 {name: a[s:e] for name, a in extra.items()})
+            total = passes.merge(total, fn(chunk, *params))
+        return total
+
+    def drop(self, t):
+        """Free step ``t``'s samples (a step is read once)."""
+        self.samples[t] = None
+
+
+def _partition_samples(df, schema, chunk_rows, draws, select=None):
+    """Read one partition once and draw the samples of several steps (:class:`SampleBlock`)."""
+    return SampleBlock(_partition_rows(df, schema, chunk_rows, select), draws,
+                       len(schema.group_values), len(schema.label_values))
+
+
+def _stored_passes(block, t, jobs):
+    """Step ``t``'s passes on a partition's stored samples: ``jobs`` = [(fn, params), ...] —
+    job j over sample j; the list of partial sums.  The step's samples are freed after."""
+    out = [block.run(t, j, fn, params) for j, (fn, params) in enumerate(jobs)]
+    block.drop(t)
+    return out
+
+
+def _cluster_workers(scheduler) -> int:
+    """The Dask workers a computation runs on: a distributed client's (the given one, else the
+    default), else 1 (a local scheduler: one process)."""
+    try:
+        from distributed import Client, default_client
+    except ImportError:
+        return 1
+    try:
+        c = scheduler if isinstance(scheduler, Client) else \
+            (default_client() if scheduler is None else None)
+    except ValueError:          # no client running
+        return 1
+    if c is None:
+        return 1
+    return max(1, len(c.scheduler_info().get("workers", {})))
+
+
+class PoissonStock:
+    """The next K steps' Poisson samples, drawn by one read of every partition and held by the
+    workers (one persisted :class:`SampleBlock` per partition): :meth:`map_sums` runs step after
+    step on them, and the blocks are released after the K-th (:meth:`DaskRows.poisson_prefetch`
+    has the argument)."""
+
+    def __init__(self, rows, rates, steps, source):
+        dask, _ = _dask()
+        parts = rows._partitions()
+        p, J = len(parts), len(rates)
+        draws = [[[] for _ in range(steps)] for _ in range(p)]
+        for t in range(steps):
+            # a step's seeds as poisson_map_sums draws them: job by job, partition by partition
+            seeds = passes.poisson_seeds(source, J * p)
+            for i in range(p):
+                draws[i][t] = [(rates[j], seeds[j * p + i]) for j in range(J)]
+        task = dask.delayed(_partition_samples, pure=False)
+        blocks = [task(part, rows.schema, rows.chunk_rows, d, sel)
+                  for part, d, sel in zip(parts, draws, rows._selects(p))]
+        self.kw = {} if rows.scheduler is None else {"scheduler": rows.scheduler}
+        self.blocks = list(dask.persist(*blocks, **self.kw))
+        self.rates, self.steps, self.next = tuple(rates), int(steps), 0
+
+    @property
+    def left(self) -> int:
+        return self.steps - self.next
+
+    def map_sums(self, jobs) -> list:
+        """The next step's passes: ``jobs`` = [(fn, params), ...], one per rate; each job's sum
+        merged over the partitions, as :meth:`DaskRows.poisson_map_sums` returns them."""
+        if self.blocks is None or self.next >= self.steps:
+            raise ValueError("every stored step has been read")
+        if len(jobs) != len(self.rates):
+            raise ValueError("one job per stored sample")
+        dask, _ = _dask()
+        task = dask.delayed(_stored_passes, pure=False)
+        t = self.next
+        tasks = [task(b, t, list(jobs)) for b in self.blocks]
+        totals = [None] * len(jobs)
+        for part in dask.compute(*tasks, **self.kw):
+            totals = [passes.merge(a, v) for a, v in zip(totals, part)]
+        self.next += 1
+        if self.next >= self.steps:
+            self.release()
+        return totals
+
+    def release(self):
+        """Forget the blocks: the workers free them (no reference is left to their keys)."""
+        self.blocks = None
+
+
 def _partition_frame(df, select):
     """The rows of one DataFrame partition that ``select`` keeps (``to_dataset`` of a view)."""
     i = _selected_positions(len(df), select)
@@ -541,8 +731,10 @@ class DaskRows:
     y = True    # the rows carry labels (fit_score(data) checks this)
 
     def __init__(self, ddf, schema, n, chunk_rows=None, scheduler=None, arrays=None,
-                 select=None, parts=None):
+                 select=None, parts=None, prefetch_bytes=PREFETCH_BYTES):
         self.ddf, self.schema, self.n = ddf, schema, int(n)
+        #: per worker, the budget for the samples of steps drawn ahead (:func:`prefetch_steps`)
+        self.prefetch_bytes = prefetch_bytes
         #: privfair's reader's partitions (:class:`ParquetPart`), aligned with ``ddf``'s, or None
         self.parts = parts
         self.chunk_rows, self.scheduler, self.arrays = chunk_rows, scheduler, arrays
@@ -640,6 +832,61 @@ class DaskRows:
             totals = [passes.merge(t, v) for t, v in zip(totals, part)]
         return totals
 
+    def row_bytes(self) -> int:
+        """Bytes a stored sampled row takes on a worker (:class:`SampleBlock`): the features in
+        the schema's dtypes (the files' own for privfair's reader, else float64) and the two
+        codes — from the public schema, no row."""
+        if self.parts is not None:
+            try:
+                dt = _feature_dtype([np.empty(0, self.ddf[c].dtype)
+                                     for c in self.schema.features])
+            except TypeError:           # an extension dtype: count float64 (an upper bound)
+                dt = np.dtype(np.float64)
+        else:
+            dt = np.dtype(np.float64)
+        return (dt.itemsize * len(self.schema.features)
+                + _code_dtype(len(self.schema.label_values)).itemsize
+                + _code_dtype(len(self.schema.group_values)).itemsize)
+
+    def prefetch_steps(self, rates, steps=None) -> int:
+        """K, the steps whose samples one read draws (:func:`prefetch_steps` of public
+        quantities: n, the rates, :meth:`row_bytes`, the cluster's workers, the budget; at
+        most ``steps``, the steps left); 1 — no prefetch — where ``steps`` is unknown, and for
+        persisted partitions (a step already reads no file there: its cost is the sampling and
+        the round trip, which prefetching does not remove)."""
+        if self.arrays is not None or not self.prefetch_bytes or steps is None:
+            return 1            # (steps unknown: samples drawn ahead might never be read)
+        return prefetch_steps(self.n, rates, self.row_bytes(), _cluster_workers(self.scheduler),
+                              self.prefetch_bytes, steps)
+
+    def poisson_prefetch(self, rates, steps, source) -> PoissonStock:
+        """The Poisson samples of the next ``steps`` steps, one per rate in ``rates`` a step
+        (B_t, and B′_t under ``protect="sensitive"``), drawn by **one read** of every partition
+        and kept on the workers; :meth:`PoissonStock.map_sums` then runs step after step as
+        :meth:`poisson_map_sums` would, each over its own stored sample.
+
+        Theorem (the samples' law is unchanged).  For every step t and job j the client draws
+        one 256-bit seed per partition from ``source`` — the same words, in the same order, as
+        ``steps`` successive calls of :meth:`poisson_map_sums` — and the worker draws from it
+        ``passes.poisson_rows(n_partition, rate, seed)``, the sampler every pass uses.  Poisson
+        membership depends on the seed and the rate only, never on the rows, θ or an earlier
+        release, so drawing it before θ_t is known changes nothing: the samples of different
+        (t, j, partition) come from distinct independent seeds, hence each step's B_t is an
+        independent Poisson(q) sample of all the rows, independent of B′_t and of every other
+        step, exactly as without prefetching.  The stored rows are those the pass would have
+        gathered, in the same chunks, cast to float64 the same way (:meth:`SampleBlock.run`:
+        the same partial sums, bit for bit), and step t's pass reads only step t's sample.
+        So each step is the same subsampled Gaussian release and the run the same
+        ``subsampled_gaussian_event(z, 1, q, count=T)``: the accountant and the certificate
+        are unchanged.  Precondition: K is chosen from public quantities
+        (:meth:`prefetch_steps`), so how the work is batched reveals nothing either.
+
+        What stays on the workers: the seeds' samples (rows in the file's feature type, the
+        codes), freed step by step and released after the last stored step; what travels is
+        the seeds (never released, as in :meth:`poisson_map_sum`) and, per step, θ and the
+        coefficient tables; what comes back is each step's sums only."""
+        return PoissonStock(self, tuple(float(r) for r in rates), int(steps), source)
+
 
 class DaskDataset:
     """A dataset read by Dask: the public schema and a graph, no rows (see the module doc).
@@ -672,6 +919,9 @@ class DaskDataset:
     #: privfair's reader's partitions (:class:`ParquetPart`, aligned with ``ddf``'s), or None:
     #: passes read ``ddf``'s partitions (pandas) instead
     parts = None
+    #: per Dask worker, the bytes of sampled rows a ``lagrangian_sgda`` run may keep for the
+    #: steps it draws ahead (:meth:`DaskRows.poisson_prefetch`; 0: one read a step, as before)
+    prefetch_bytes = PREFETCH_BYTES
 
     def __init__(self, ddf, *, label, sensitive, groups, labels=(0, 1), features=None,
                  chunk_rows=None, scheduler=None, parts=None):
@@ -768,7 +1018,7 @@ class DaskDataset:
         """The rows as a pass source run on the Dask workers."""
         return DaskRows(self.ddf, self.schema, self.n, chunk_rows or self.chunk_rows,
                         self.scheduler, getattr(self, "_arrays", None), self._select,
-                        self.parts)
+                        self.parts, self.prefetch_bytes)
 
     def split_holdout(self, m: int, source) -> tuple:
         """(training view, held-out view): a uniformly random ``m``-subset of the rows held out,
