@@ -49,7 +49,7 @@ import privfair as pf
 NOTION = None
 
 ANCHOR = "RaCO-DP (ICLR 2026, their split): Adult row ε=1 δ=1e-5, γ=0.01: error 0.1720 ± 0.0014 " \
-         "at DP 0.0042 ± 0.0026"
+         "at DP 0.0042 ± 0.0026; γ=0.05: 0.1691 at 0.0302"
 
 
 def synthetic(n, seed):
@@ -177,6 +177,8 @@ def main(argv=None):
         # project page; docs/lagrangian.md), so the anchor's point is compared here at the same
         # γ; the row above asks the 0.005 itself
         run_setting("Adult (RaCO-DP's γ)", mk, "dp", 0.01, "row", row_delta, seeds, opts)
+        # RaCO-DP's looser published point (γ = 0.05: 0.1691 / 0.0302)
+        run_setting("Adult (RaCO-DP's γ = 0.05)", mk, "dp", 0.05, "row", row_delta, seeds, opts)
         run_setting("Adult", mk, "eo", 0.02, "row", row_delta, seeds, opts)
         run_setting("Adult", mk, "dp", 0.01, "sensitive", sens_delta, seeds, opts)
         run_setting("Adult", mk, "eo", 0.03, "sensitive", sens_delta, seeds, opts)
