@@ -58,7 +58,7 @@ Unpersisted, one read of a partition draws the samples of several steps (#19,
 (``DaskDataset.prefetch_bytes``; 0: one read a step, the before), ``--linear-units`` the units
 run; with ``--dask-linear`` the subsample check also solves it at q = 1, ε = ∞ through Dask and
 in memory (max |Δ decision|).  ``--log PATH`` appends each stage's time as it ends (a long run
-in the background).
+in the background); ``--no-dask-passes`` skips the timed passes and the score fit.
 
 Usage::
 
@@ -352,7 +352,7 @@ def _worker_cpu(client) -> float:
 def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows,
                persist=False, solve=True, dtype="float32", linear=False, delta=None,
                compression=None, dictionary=None, row_group=None, dask_reader=True,
-               prefetch_mb=None, linear_units=("row", "sensitive"), log=None):
+               prefetch_mb=None, linear_units=("row", "sensitive"), log=None, time_passes=True):
     """The Parquet + Dask run (data written to a temporary directory, removed afterwards)."""
     import shutil
     import tempfile
@@ -422,13 +422,14 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         # seen; data.counts() repeated hit it too)
         fresh = iter(w * (1.0 + 1e-12 * k) for k in range(1, 1000))
         nonce = iter(range(1, 1000))
-        runs = {"counts_s": (data, lambda x: x.rows().map_sum(counts_pass, 2, 2, next(nonce))),
+        runs = {} if not time_passes else {
+                "counts_s": (data, lambda x: x.rows().map_sum(counts_pass, 2, 2, next(nonce))),
                 "pass_s": (data, lambda x: x.rows().map_sum(passes.logistic_terms, passes.PLAIN,
                                                             next(fresh), False)),
                 "same_work_pass_s": (data, lambda x: x.rows().map_sum(gradient_pass,
                                                                       next(fresh)))}
         out["reader"] = "privfair" if data.parts is not None else "dask"
-        if dask_reader:
+        if dask_reader and time_passes:
             # the before, in the same run: the same files through dask.dataframe.read_parquet
             # (pandas partitions, Schema.arrays), as from_parquet read them before #19's reader
             # (with --persist: persisted as float64 X, as persist() kept them before)
@@ -453,8 +454,10 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
         for k in runs:
             ts, cs = sorted(times[k]), sorted(cpu[k])
             out[k] = {"median": ts[1], "min": ts[0], "max": ts[-1], "worker_cpu": cs[1]}
-        out["pass_vs_numpy_bound"] = out["numpy_bound_s"] / out["pass_s"]["median"]
-        out["same_work_vs_numpy_bound"] = out["numpy_bound_s"] / out["same_work_pass_s"]["median"]
+        if time_passes:
+            out["pass_vs_numpy_bound"] = out["numpy_bound_s"] / out["pass_s"]["median"]
+            out["same_work_vs_numpy_bound"] = (out["numpy_bound_s"]
+                                               / out["same_work_pass_s"]["median"])
         out["numpy_bound_cpu_s"] = tp["cpu"] * parts
         if "dask_reader_same_work_pass_s" in out:
             out["dask_reader_same_work_vs_numpy_bound"] = (
@@ -462,9 +465,10 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             del old
         out["load_average"] = os.getloadavg()
         note("passes timed")
-        t, coef = _timed(lambda: fit_score(data), 1)
-        out["score_s"] = t["median"]
-        note(f"score fit {out['score_s']:.1f} s")
+        if time_passes:
+            t, coef = _timed(lambda: fit_score(data), 1)
+            out["score_s"] = t["median"]
+            note(f"score fit {out['score_s']:.1f} s")
         out["worker_peak_gb"] = sorted(v / 2 ** 20 for v in client.run(
             lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         if solve:         # the whole private cells solve on the workers (#19), the default check
@@ -700,6 +704,8 @@ def main(argv=None):
     ap.add_argument("--linear-units", default="row,sensitive",
                     help="the units --dask-linear solves under")
     ap.add_argument("--log", default=None, help="append each Dask stage's time here")
+    ap.add_argument("--no-dask-passes", action="store_true",
+                    help="skip the timed passes and the public score fit (a --dask-linear run)")
     ap.add_argument("--tmpdir", default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -746,7 +752,7 @@ def main(argv=None):
                       "row_group": a.parquet_row_group, "dask_reader": not a.no_dask_reader,
                       "prefetch_mb": a.prefetch_mb,
                       "linear_units": [u for u in a.linear_units.split(",") if u],
-                      "log": a.log})
+                      "log": a.log, "time_passes": not a.no_dask_passes})
     print("\n" + report(results, dask))
     if a.json:
         with open(a.json, "w") as fh:

@@ -94,8 +94,8 @@ def test_stored_samples_keep_the_files_feature_type_and_small_codes(client, fram
     import dask
 
     stock = _parquet(frame, tmp_path).rows().poisson_prefetch((0.5,), 2, as_source(1))
-    block, = dask.compute(stock.blocks[0])
-    X, y, g, starts, _ = block.samples[0][0]
+    (blocks,) = dask.compute(stock.blocks[0])      # a run of partitions' blocks
+    X, y, g, starts, _ = blocks[0].samples[0][0]
     assert X.dtype == np.float32 and X.flags.c_contiguous and X.shape[1] == D
     assert y.dtype == np.int8 and g.dtype == np.int8 and starts.dtype == np.int64
     stock.release()

@@ -635,17 +635,23 @@ class SampleBlock:
         self.samples[t] = None
 
 
-def _partition_samples(df, schema, chunk_rows, draws, select=None):
-    """Read one partition once and draw the samples of several steps (:class:`SampleBlock`)."""
-    return SampleBlock(_partition_rows(df, schema, chunk_rows, select), draws,
-                       len(schema.group_values), len(schema.label_values))
+def _partition_samples(items, schema, chunk_rows):
+    """Read a run of partitions, one after the other, and draw the samples of several steps of
+    each: ``items`` = [(partition, draws, select), ...]; one :class:`SampleBlock` each."""
+    return [SampleBlock(_partition_rows(df, schema, chunk_rows, select), draws,
+                        len(schema.group_values), len(schema.label_values))
+            for df, draws, select in items]
 
 
-def _stored_passes(block, t, jobs):
-    """Step ``t``'s passes on a partition's stored samples: ``jobs`` = [(fn, params), ...] —
-    job j over sample j; the list of partial sums.  The step's samples are freed after."""
-    out = [block.run(t, j, fn, params) for j, (fn, params) in enumerate(jobs)]
-    block.drop(t)
+def _stored_passes(blocks, t, jobs):
+    """Step ``t``'s passes on a run of partitions' stored samples: ``jobs`` = [(fn, params),
+    ...] — job j over sample j; per partition, the list of partial sums (merged on the client
+    in partition order, as :meth:`DaskRows.poisson_map_sums` merges them).  The step's samples
+    are freed after."""
+    out = []
+    for block in blocks:
+        out.append([block.run(t, j, fn, params) for j, (fn, params) in enumerate(jobs)])
+        block.drop(t)
     return out
 
 
@@ -668,9 +674,16 @@ def _cluster_workers(scheduler) -> int:
 
 class PoissonStock:
     """The next K steps' Poisson samples, drawn by one read of every partition and held by the
-    workers (one persisted :class:`SampleBlock` per partition): :meth:`map_sums` runs step after
-    step on them, and the blocks are released after the K-th (:meth:`DaskRows.poisson_prefetch`
-    has the argument)."""
+    workers (one persisted list of :class:`SampleBlock` per run of partitions): :meth:`map_sums`
+    runs step after step on them, and the blocks are released after the K-th
+    (:meth:`DaskRows.poisson_prefetch` has the argument).
+
+    Runs of partitions, ``2 × workers`` of them (public): a step's work on one partition's
+    sample is a few ms, so one task per partition and step made the tasks' own cost the step's
+    (10⁸ rows, 100 partitions, one task each: a row fit unfinished after 14 min, both workers
+    at ~90 % CPU), and a small block may be moved to another worker by work stealing; a run's
+    block is a few hundred MB, where its tasks stay.  Two runs per worker keep both busy while
+    one is read."""
 
     def __init__(self, rows, rates, steps, source):
         dask, _ = _dask()
@@ -682,9 +695,11 @@ class PoissonStock:
             seeds = passes.poisson_seeds(source, J * p)
             for i in range(p):
                 draws[i][t] = [(rates[j], seeds[j * p + i]) for j in range(J)]
+        items = list(zip(parts, draws, rows._selects(p)))
+        runs = np.array_split(np.arange(p), min(p, 2 * _cluster_workers(rows.scheduler)))
         task = dask.delayed(_partition_samples, pure=False)
-        blocks = [task(part, rows.schema, rows.chunk_rows, d, sel)
-                  for part, d, sel in zip(parts, draws, rows._selects(p))]
+        blocks = [task([items[i] for i in run], rows.schema, rows.chunk_rows)
+                  for run in runs if run.size]
         self.kw = {} if rows.scheduler is None else {"scheduler": rows.scheduler}
         self.blocks = list(dask.persist(*blocks, **self.kw))
         self.rates, self.steps, self.next = tuple(rates), int(steps), 0
@@ -705,8 +720,9 @@ class PoissonStock:
         t = self.next
         tasks = [task(b, t, list(jobs)) for b in self.blocks]
         totals = [None] * len(jobs)
-        for part in dask.compute(*tasks, **self.kw):
-            totals = [passes.merge(a, v) for a, v in zip(totals, part)]
+        for run in dask.compute(*tasks, **self.kw):
+            for part in run:                        # partition order, as poisson_map_sums
+                totals = [passes.merge(a, v) for a, v in zip(totals, part)]
         self.next += 1
         if self.next >= self.steps:
             self.release()
