@@ -157,6 +157,12 @@ def test_postprocessing_public_base_on_dask_is_the_in_memory_rule(pair):
     other = _quiet(_eo_problem(mem, base=lambda Z: Z[:, 0]).solve, inf,
                    backend="postprocessing", holdout=0, progress=False)
     assert np.abs(other.predict_proba(X, s) - p_want).max() > 0.1
+    # the user's metrics of the group-reading rule on the Dask rows: one pass giving each row
+    # its declared group, the in-memory metrics (before: a typed refusal)
+    m_dk, m_mem = want.metrics(dk), want.metrics(mem)
+    for k in ("error", "eo_violation"):
+        assert m_dk[k] == pytest.approx(m_mem[k], abs=1e-9)
+    assert abs(other.metrics(dk)["error"] - m_mem["error"]) > 1e-3      # control: another rule
 
 
 def test_postprocessing_dask_solve_with_the_default_check(pair):

@@ -1077,13 +1077,12 @@ class DaskDataset:
         :class:`privfair.Result`; its ``predict_proba(X)``) on these rows, as a pass on the
         workers — the held-out check's statistic (:func:`privfair.planning.holdout.soft_counts`
         sends a copy holding the decision set, decisions and weights only, public); the
-        (G, L, L) sums come back."""
-        if getattr(rule.decision_set, "needs_sensitive", False):
-            raise InvalidInputError("decision_set", type(rule.decision_set).__name__,
-                                    "a rule that reads the sensitive attribute cannot be checked "
-                                    "on a Dask dataset yet; solve with holdout=0")
+        (G, L, L) sums come back.  A rule that reads the group (``pf.PostProcessed``) is given
+        each row's declared group value on the worker (the public schema, #19)."""
         G, L = self.n_groups, self.n_labels
-        C = self.rows().map_sum(passes.rule_soft_counts, rule, G, L)
+        extra = ((list(self.group_values),)
+                 if getattr(rule.decision_set, "needs_sensitive", False) else ())
+        C = self.rows().map_sum(passes.rule_soft_counts, rule, G, L, *extra)
         return (np.zeros((G, L, L)) if C is None else np.asarray(C, dtype=float)).reshape(G, L, L)
 
     def persist(self) -> "DaskDataset":

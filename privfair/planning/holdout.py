@@ -339,15 +339,7 @@ def soft_counts(result, data) -> np.ndarray:
         # the rule only (decision set, decisions, weights): what travels to the workers
         rule = Result(result.backend, result.decisions, result.weights, result.decision_set,
                       labels=result.labels)
-        if getattr(result.decision_set, "needs_sensitive", False):
-            # a rule that reads the group (pf.PostProcessed): the pass gives each row its
-            # declared group value, public (#19)
-            from ..data.passes import rule_soft_counts
-
-            G, L = data.n_groups, data.n_labels
-            C = data.rows().map_sum(rule_soft_counts, rule, G, L, list(data.group_values))
-            return (np.zeros((G, L, L)) if C is None else
-                    np.asarray(C, dtype=float)).reshape(G, L, L)
+        # (a rule that reads the group gets each row's declared group value there, #19)
         return data.soft_counts(rule)
     from ..util.threads import blas_single_thread
 
