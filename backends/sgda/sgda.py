@@ -171,11 +171,9 @@ class SGDABackend(Backend):
 
         from privfair.models.decisions import LinearClassifier
 
-        if importlib.util.find_spec("torch") is None:
-            return Verdict(False, "needs torch (the optional extra): pip install torch")
-        from privfair.models.torch_model import TorchModel
-
         r = problem.rates
+        # the Dask refusal first: installing torch would not make sgda run there, and
+        # lagrangian_sgda (no torch needed for a LinearClassifier) does
         if getattr(r.data, "rows_on_workers", False):
             # public: the dataset's kind, decided before anything is spent (the trainer gathers
             # its batches from rows in memory)
@@ -183,6 +181,10 @@ class SGDABackend(Backend):
                                   "dataset: use backend='lagrangian_sgda' (it runs on Dask with "
                                   "a pf.LinearClassifier, with or without a surrogate, or a "
                                   "pf.TorchModel), an ERM backend, or data.to_dataset()")
+        if importlib.util.find_spec("torch") is None:
+            return Verdict(False, "needs torch (the optional extra): pip install torch")
+        from privfair.models.torch_model import TorchModel
+
         ds = getattr(r, "decisions", None)
         if isinstance(ds, LinearClassifier):
             if r.L != 2:
