@@ -53,3 +53,21 @@ def sampled_rows(data, rate, seeds):
         out.append(start + passes.poisson_rows(size, rate, seed))
         start += size
     return np.concatenate(out)
+
+
+def parity_problem(data, d):
+    """min error s.t. |selection[F] − selection[M]| ≤ 0.05 over ``pf.LinearClassifier(d, radius=10)``
+    (the Dask ``lagrangian_sgda`` tests' problem)."""
+    r = pf.rates(pf.LinearClassifier(d, radius=10.0), data)
+    return pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.05])
+
+
+def solve_parity(data, d, privacy, **kw):
+    """:func:`parity_problem` solved by ``lagrangian_sgda`` (seed 0, status warnings silenced)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return parity_problem(data, d).solve(privacy, backend="lagrangian_sgda", seed=0,
+                                             progress=False, **kw)

@@ -8,7 +8,6 @@ sums the in-memory adapter computes on the same sampled rows; without sampling o
 private Dask solve has the in-memory certificate and a useful rule under both units."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ from privfair.backends.lagrangian import models, solver  # noqa: E402
 from privfair.data import dask_data, passes  # noqa: E402
 from privfair.privacy.randomness import as_source  # noqa: E402
 from _frames import GROUPS, on_dask, sex_income_frame  # noqa: E402
+from _frames import parity_problem, solve_parity  # noqa: E402
 from _frames import in_memory as _memory, sampled_rows as _sampled_rows  # noqa: E402
 
 N, D, PARTS = 2000, 4, 3
@@ -42,16 +42,11 @@ def _on_dask(df):
 
 
 def _problem(data):
-    r = pf.rates(pf.LinearClassifier(D, radius=10.0), data)
-    return pf.Problem(pf.minimize(r.error()),
-                      [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.05])
+    return parity_problem(data, D)
 
 
 def _solve(data, privacy, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _problem(data).solve(privacy, backend="lagrangian_sgda", seed=0,
-                                    progress=False, **kw)
+    return solve_parity(data, D, privacy, **kw)
 
 
 @pytest.mark.parametrize("scale,objective", [("capped", "log"), ("fixed", "cost_log"),

@@ -9,7 +9,6 @@ reused sample's); a whole solve with prefetching gives the in-memory rule at q =
 the in-memory certificate; K depends on public quantities only."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ import privfair as pf  # noqa: E402
 from privfair.data import dask_data, passes  # noqa: E402
 from privfair.privacy.randomness import as_source  # noqa: E402
 from _frames import GROUPS, features, in_memory, on_dask, sex_income_frame  # noqa: E402
+from _frames import parity_problem, solve_parity  # noqa: E402
 
 N, D, PARTS = 2000, 4, 3
 
@@ -122,16 +122,11 @@ def test_the_k_steps_samples_are_independent_not_one_sample_reused(client, frame
 
 
 def _problem(data):
-    r = pf.rates(pf.LinearClassifier(D, radius=10.0), data)
-    return pf.Problem(pf.minimize(r.error()),
-                      [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.05])
+    return parity_problem(data, D)
 
 
 def _solve(data, privacy, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _problem(data).solve(privacy, backend="lagrangian_sgda", seed=0,
-                                    progress=False, **kw)
+    return solve_parity(data, D, privacy, **kw)
 
 
 @pytest.fixture
