@@ -337,3 +337,27 @@ def test_a_plan_time_privacy_refusal_under_auto_falls_to_the_next_backend(monkey
     assert all(p.backend != "lagrangian_sgda" for p in plans.ranked)
     with pytest.raises(InvalidPrivacyError):          # asked for by name: its own error
         prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lagrangian_sgda")
+
+
+def test_output_average_is_the_mean_of_the_mixtures_checkpoints_not_the_last_iterate():
+    """``output="average"`` releases the mean θ of the checkpoints the mixture reads (before,
+    it read one checkpoint and so released the last iterate).  A radius-100 ball leaves the
+    released θ unscaled, so the mean is comparable; the same seed gives the same trajectory."""
+    import warnings
+
+    d = binary(600, 0)
+    r = pf.rates(pf.LinearClassifier(d.n_features, radius=100.0), d)
+    prob = pf.Problem(pf.Minimize(r.error()),
+                      [pf.abs(r.selection[d.groups[0]] - r.selection[d.groups[1]]) <= 0.05])
+    out = {}
+    for o in ("mixture", "average", "last"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[o] = prob.solve(pf.DP(1.0, 1e-5, protect="row"), backend="lagrangian_sgda",
+                                seed=3, progress=False, output=o, holdout=0)
+    mix = np.mean([np.asarray(t) for t in out["mixture"].decisions], axis=0)
+    avg, last = np.asarray(out["average"].decisions[0]), np.asarray(out["last"].decisions[0])
+    assert len(out["mixture"].decisions) > 1 and len(out["average"].decisions) == 1
+    assert out["average"].info["checkpoint_steps"] == out["mixture"].info["checkpoint_steps"]
+    np.testing.assert_allclose(avg, mix, atol=1e-12)
+    assert np.abs(last - mix).max() > 1e-3          # the control: the last iterate is not it

@@ -389,7 +389,9 @@ class LagrangianSGDA(Backend):
             q = default_rate(n)
         T = max(1, int(math.ceil(o["epochs"] / q)))
         half = T // 2
-        mix = o["output"] == "mixture"
+        # "average" reads the mixture's checkpoints too (their mean θ): before, it read one
+        # checkpoint, so "average" released the last iterate
+        mix = o["output"] in ("mixture", "average")
         K = max(1, min(o["n_checkpoints"], T - half)) if mix else 1
         steps = (sorted({half + int(round((i + 1) * (T - half) / K)) - 1 for i in range(K)})
                  if mix else [T - 1])
