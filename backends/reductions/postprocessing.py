@@ -54,7 +54,7 @@ its level on the rows it was fitted on (measured: docs/trust.md, "Group threshol
 A trainable base (``pf.PostProcessed(pf.LinearClassifier(d))``).  Under ``protect="sensitive"``
 (X, y public) it is the logistic regression of y on X (:func:`public_base`: Newton steps over
 passes of the rows).  Under ``protect="row"`` it is trained on
-the same rows by ``lagrangian_sgda`` minimising the error (no constraint; ``output="average"``)
+the same rows by ``lagrangian_sgda`` minimising the error (no constraint; its last iterate)
 with ``base_share`` of ε and the whole δ; the counts' Laplace ε is then the largest that fits
 beside those events under the accountant's composition (``whole_epsilon(…, spent=…)``), so the
 certificate is the accountant's composition of both releases ≤ (ε, δ).  The counts are computed
@@ -440,8 +440,11 @@ def public_base(data, C=1.0):
 
 def _base_plan(problem, privacy, share):
     """The plan of the private base (protect="row"): ``lagrangian_sgda`` minimising the error of
-    the ``pf.LinearClassifier`` on the same rows, no constraint, θ averaged over its checkpoints,
-    at (share·ε, δ)."""
+    the ``pf.LinearClassifier`` on the same rows, no constraint, its last iterate, at
+    (share·ε, δ).  Why the last iterate: it is what the defaults of docs/trust.md were chosen
+    with — this plan asked for ``output="average"``, which until c5896c5 released the last
+    iterate; the true average moved the test-split numbers (row EO ≤ 0.02: violation 0.0187 →
+    0.0241), so the validated rule is kept, named for what it is."""
     from dataclasses import replace
 
     from privfair.analysis.problem import Minimize, Problem
@@ -454,7 +457,7 @@ def _base_plan(problem, privacy, share):
     sub = Problem(Minimize(base_rates.error()))
     sub_privacy = replace(privacy, epsilon=privacy.epsilon * share)
     b = get("lagrangian_sgda")
-    return b.plan(sub, sub.analyze(sub_privacy), sub_privacy, {"output": "average"})
+    return b.plan(sub, sub.analyze(sub_privacy), sub_privacy, {"output": "last"})
 
 
 def _schedule(G, K, privacy, spent=()):
