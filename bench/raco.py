@@ -34,8 +34,9 @@ published anchor (their split) is printed alongside; fairlearn's ExponentiatedGr
 non-private) is timed once on Adult in the same run when fairlearn is installed, and the ratio
 printed.  With fairlearn installed (and without ``--no-fairlearn``) the same run also prints, on
 the same splits, fairlearn's **non-private** ExponentiatedGradient at each Adult level (DP ≤
-0.005, 0.01, 0.05; EO ≤ 0.02, 0.03): where a group-blind linear rule lands without any noise.  Nothing here was tuned on a test split: the defaults were chosen on a validation split
-of adult.data (docs/lagrangian.md).
+0.005, 0.01, 0.05; EO ≤ 0.02, 0.03): where a group-blind linear rule lands without any noise.
+Nothing here was tuned on a test split: the defaults were chosen on a validation split of
+adult.data (docs/lagrangian.md).
 
 ``--protocol raco`` runs the Adult settings under RaCO-DP's own protocol instead (their code,
 github.com/cleverhans-lab/dp-raco, ``data/args.py`` and ``data/dataloader.py``): adult.data and
@@ -133,14 +134,16 @@ def nonprivate(name, make, notion, level, seeds):
 
     cons = DemographicParity if notion == "dp" else EqualizedOdds
     key = "dp_violation" if notion == "dp" else "eo_violation"
-    rows, seen = [], set()
+    rows, seen = [], []
     for s in seeds:
         train, test = make(s)
-        if id(train) in seen:
+        # the same split object (adult.data / adult.test) is fitted once; the splits seen stay
+        # referenced, so no id is reused by a later split
+        if any(train is t for t in seen):
             continue
         if len(seen) == 3:        # a reference, not the measurement: 3 splits are enough
             break
-        seen.add(id(train))
+        seen.append(train)
         g_tr = np.asarray(train.groups, dtype=object)[train.group]
         g_te = np.asarray(test.groups, dtype=object)[test.group]
         eg = ExponentiatedGradient(LogisticRegression(max_iter=2000),
