@@ -172,6 +172,36 @@ def test_linear_classifier_solves_without_torch():
     assert out.stdout.strip().splitlines()[-1] == "lagrangian_sgda False"
 
 
+def test_torch_model_solves_without_torchs_read_only_array_warning():
+    """A Dataset's arrays are read-only; handing them to torch without a copy makes torch warn
+    ("The given NumPy array is not writable") to the user, and under ``-W error`` the planner
+    turns that warning into a charged failure.  torch warns once per process, so a fresh
+    interpreter runs the TorchModel path with that one warning made an error."""
+    pytest.importorskip("torch", reason="pf.TorchModel needs the optional torch extra")
+    code = textwrap.dedent("""
+        import warnings
+        import numpy as np, torch, privfair as pf
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("error", message="The given NumPy array is not writable")
+        rng = np.random.default_rng(0)
+        n = 2000
+        a = rng.choice(["a", "b"], n)
+        y = rng.binomial(1, np.where(a == "a", 0.5, 0.3))
+        X = np.column_stack([y + rng.normal(size=n), rng.normal(size=n)])
+        d = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+        r = pf.rates(pf.TorchModel(torch.nn.Linear(2, 2), n_features=2, n_classes=2), d)
+        prob = pf.Problem(pf.Minimize(r.error()),
+                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+        res = prob.solve(pf.DP(1.0, 1e-5, protect="row"), backend="lagrangian_sgda", seed=0,
+                         epochs=1, progress=False)
+        print(res.backend)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "lagrangian_sgda"
+
+
 # ------------------------------------------------------------------ neighbouring datasets
 def _pair(unit):
     """100 rows, one feature; D′ changes row 0 (x = −1, y = 0, group a): its group

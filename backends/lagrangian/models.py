@@ -702,10 +702,12 @@ class TorchAdapter:
         rows = rows_of(rates.data)
         self.rows = None            # solver.GatheredBatches: batches gathered from self.X
         self.X = torch.empty((rows.n, rows.n_features), dtype=torch.float32, device=self.dev)
+        # np.array(..., dtype) copies: a Dataset's arrays are read-only, and torch warns (a
+        # UserWarning, which the planner turns into a charged failure) on sharing them
         for c in rows.chunks():
-            self.X[c.start:c.start + len(c)] = torch.as_tensor(
-                np.asarray(c.X), dtype=torch.float32).to(self.dev)
-        self.y = torch.as_tensor(np.asarray(rates.data.y), dtype=torch.long, device=self.dev)
+            self.X[c.start:c.start + len(c)] = torch.from_numpy(
+                np.array(c.X, dtype=np.float32)).to(self.dev)
+        self.y = torch.from_numpy(np.array(rates.data.y, dtype=np.int64)).to(self.dev)
 
     def _params(self, theta):
         return self.terms.params(theta)
@@ -793,8 +795,8 @@ def torch_batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
         return None
     grp = np.asarray(chunk.group) if by_group else np.zeros(y_np.shape[0], np.int64)
     cell = grp * L + y_np if by_group else y_np
-    X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
-    y = torch.as_tensor(y_np, dtype=torch.long)
+    X = torch.from_numpy(np.array(chunk.X, dtype=np.float32))     # copies: see TorchAdapter
+    y = torch.from_numpy(np.array(y_np, dtype=np.int64))
     module = _worker_module(terms)
     params = terms.params(theta)
     with torch.no_grad():
@@ -814,7 +816,7 @@ def torch_label_totals_pass(chunk, terms, theta, L):
     C = np.zeros((L, L))
     if y.shape[0] == 0:
         return C
-    X = torch.as_tensor(np.asarray(chunk.X), dtype=torch.float32)
+    X = torch.from_numpy(np.array(chunk.X, dtype=np.float32))     # copies: see TorchAdapter
     module = _worker_module(terms)
     with torch.no_grad():
         p = terms.probs(module, terms.params(theta), X).double().cpu().numpy()
