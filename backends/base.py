@@ -230,8 +230,10 @@ class Plan:
         theorem allows (:meth:`bound_terms`), and marked "[vacuous]" where it says nothing; the
         numbers themselves stay in ``predicted_excess_risk`` and ``params``."""
         tag, meaning = self._bound_lines()
-        lines = [f"{self.backend}: predicted excess risk {self.predicted_excess_risk:.4g}{tag} "
-                 f"({self.theorem})"] + meaning
+        # an infinite prediction is the absence of a theorem, not a forecast: say so in words
+        bound = (f"predicted excess risk {self.predicted_excess_risk:.4g}{tag}"
+                 if math.isfinite(self.predicted_excess_risk) else "no proven excess-risk bound")
+        lines = [f"{self.backend}: {bound} ({self.theorem})"] + meaning
         if self.rank_reason:
             lines.append(f"  ranked {'first' if self.rank == 0 else 'by its bound'}: "
                          f"{self.rank_reason}")
