@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -145,31 +144,41 @@ def test_constraint_reduces_the_violation_non_privately():
     assert fair["dp_violation"] < 0.5 * base["dp_violation"]
 
 
+#: a fresh interpreter's two-group problem: ``setup`` runs after the imports, ``decisions`` is
+#: the decision set's expression, ``solve`` extra solve arguments; prints ``show``
+_FRESH = """
+import sys, warnings
+import numpy as np, privfair as pf
+{setup}
+rng = np.random.default_rng(0)
+n = 1500
+a = rng.choice(["a", "b"], n)
+y = rng.binomial(1, np.where(a == "a", 0.5, 0.3))
+X = np.column_stack([y + rng.normal(size=n), rng.normal(size=n)])
+d = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
+r = pf.rates({decisions}, d)
+prob = pf.Problem(pf.Minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+res = prob.solve(pf.DP(1.0, 1e-5, protect="row"), seed=0, progress=False{solve})
+print({show})
+"""
+
+
+def _fresh_solve(decisions, setup='warnings.simplefilter("ignore")', solve="", show="res.backend"):
+    """The last line a fresh interpreter prints after solving :data:`_FRESH`."""
+    code = _FRESH.format(setup=setup, decisions=decisions, solve=solve, show=show)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
 def test_linear_classifier_solves_without_torch():
     """The numpy path never imports torch, so it runs on the README's install (no torch):
     a fresh interpreter solves with backend='auto' and torch is still not imported after.
     (Blocking the import outright with sys.modules['torch'] = None breaks scipy's array-API
     probe, which reads sys.modules['torch'] — a limitation of the harness, not of privfair.)"""
-    code = textwrap.dedent("""
-        import sys, warnings
-        warnings.simplefilter("ignore")
-        import numpy as np, privfair as pf
-        rng = np.random.default_rng(0)
-        n = 1500
-        a = rng.choice(["a", "b"], n)
-        y = rng.binomial(1, np.where(a == "a", 0.5, 0.3))
-        X = np.column_stack([y + rng.normal(size=n), rng.normal(size=n)])
-        d = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
-        r = pf.rates(pf.LinearClassifier(2), d)
-        prob = pf.Problem(pf.Minimize(r.error()),
-                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
-        res = prob.solve(pf.DP(1.0, 1e-5, protect="row"), seed=0, progress=False)
-        print(res.backend, "torch" in sys.modules)
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "lagrangian_sgda False"
+    got = _fresh_solve("pf.LinearClassifier(2)", show='res.backend, "torch" in sys.modules')
+    assert got == "lagrangian_sgda False"
 
 
 def test_torch_model_solves_without_torchs_read_only_array_warning():
@@ -178,28 +187,11 @@ def test_torch_model_solves_without_torchs_read_only_array_warning():
     turns that warning into a charged failure.  torch warns once per process, so a fresh
     interpreter runs the TorchModel path with that one warning made an error."""
     pytest.importorskip("torch", reason="pf.TorchModel needs the optional torch extra")
-    code = textwrap.dedent("""
-        import warnings
-        import numpy as np, torch, privfair as pf
-        warnings.simplefilter("ignore")
-        warnings.filterwarnings("error", message="The given NumPy array is not writable")
-        rng = np.random.default_rng(0)
-        n = 2000
-        a = rng.choice(["a", "b"], n)
-        y = rng.binomial(1, np.where(a == "a", 0.5, 0.3))
-        X = np.column_stack([y + rng.normal(size=n), rng.normal(size=n)])
-        d = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
-        r = pf.rates(pf.TorchModel(torch.nn.Linear(2, 2), n_features=2, n_classes=2), d)
-        prob = pf.Problem(pf.Minimize(r.error()),
-                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
-        res = prob.solve(pf.DP(1.0, 1e-5, protect="row"), backend="lagrangian_sgda", seed=0,
-                         epochs=1, progress=False)
-        print(res.backend)
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "lagrangian_sgda"
+    setup = ('import torch; warnings.simplefilter("ignore"); '
+             'warnings.filterwarnings("error", message="The given NumPy array is not writable")')
+    got = _fresh_solve("pf.TorchModel(torch.nn.Linear(2, 2), n_features=2, n_classes=2)",
+                       setup=setup, solve=', backend="lagrangian_sgda", epochs=1')
+    assert got == "lagrangian_sgda"
 
 
 # ------------------------------------------------------------------ neighbouring datasets
