@@ -341,6 +341,7 @@ class Result:
 
     def __repr__(self):
         eps = getattr(self.certificate, "epsilon", None)
+        eps = f"{eps:.4g}" if isinstance(eps, float) else eps     # the certificate keeps all digits
         return (f"Result(backend={self.backend!r}, {len(self.decisions)} decision(s), "
                 f"ε={eps}, status={getattr(self, 'status', None)!r})")
 
