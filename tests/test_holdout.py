@@ -114,12 +114,13 @@ def test_a_violated_constraint_is_not_certified_and_warns():
     assert c.upper >= c.estimate > 0.0 and not c.certified
 
 
-def _unfair_problem(n=4000):
-    """One rule, 1[x₀ > 0], on data where group b's x₀ is shifted by 1.5: its selection gap is
-    ~0.5 whatever is trained, against an asked 0.02 — a rule that breaks its promise."""
+def _unfair_problem(n=4000, shift=1.5):
+    """One rule, 1[x₀ > 0], on data where group b's x₀ is shifted by ``shift`` (1.5: a
+    selection gap of ~0.5 whatever is trained, against an asked 0.02 — a rule that breaks its
+    promise)."""
     rng = np.random.default_rng(5)
     a = rng.choice(["a", "b"], n)
-    X = rng.normal(size=(n, 2)) + 1.5 * (a == "b")[:, None] * np.array([1.0, 0.0])
+    X = rng.normal(size=(n, 2)) + shift * (a == "b")[:, None] * np.array([1.0, 0.0])
     y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0.7).astype(int)
     data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
     r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
@@ -149,6 +150,65 @@ def test_a_confidently_violated_constraint_falls_back_to_a_constant_that_keeps_i
         kept = prob.solve(privacy, seed=0, progress=False, holdout_on_violation="warn")
     assert kept.status == "constraint not certified at level 0.02"
     assert kept.holdout.constraints[0].violated and not kept.holdout.fallback
+
+
+def test_a_violation_the_coordinate_box_cannot_see_is_found_by_the_piecewise_test():
+    """600 held-out rows, a gap of ~0.2 against an asked 0.02 at ε = 1: the box over every
+    coordinate's interval reaches down to 0 (its lower bound says nothing), but the one-sided
+    delta-method bound of the gap itself is far above level + tolerance, so the rule is
+    replaced (COMPAS with two races released rules 8× over the level this way before)."""
+    prob = _unfair_problem(n=3000, shift=0.5)
+    with pytest.warns(FallbackWarning, match="violates its constraint"):
+        res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    assert res.holdout.fallback_reason == "violation"
+    (c,) = res.holdout.constraints
+    tol = res.holdout.tolerance
+    assert c.lower <= c.level + tol < c.test_lower < c.estimate
+    assert c.violated
+
+
+def test_the_delta_standard_error_matches_the_spread_of_the_estimate():
+    """The delta method's s.e. of a selection gap (sampling only, ε = ∞) against the spread of
+    the gap's estimate over 200 fresh held-out samples of 800 rows: the bound is the spread
+    for a rule that predicts 0 or 1 (Jensen is an equality there), so within 20%."""
+    from privfair.planning.holdout import (cell_jacobian, coordinate_cells, delta_standard_error,
+                                           soft_counts)
+
+    rule = lambda X: (X[:, 0] > 0.2).astype(int)            # noqa: E731
+    prob = pf.Problem(pf.minimize(pf.rates(pf.FiniteSet([rule]), _data()).error()))
+    res = _solve(prob, pf.DP(float("inf")), holdout=0)
+    gaps, ses = [], []
+    for s in range(200):
+        held = _data(800, seed=1000 + s)
+        C = soft_counts(res, held)
+        num, den = coordinate_cells(2, 2)
+        Jac = cell_jacobian(C, held.n, num, den)
+        sel = [len(num) - 6, len(num) - 1]          # selection[a], selection[b] (last of each group)
+        grad = np.zeros(len(num))
+        grad[sel] = [1.0, -1.0]
+        ses.append(delta_standard_error(grad, Jac, C, held.n, 0.0))
+        flat = C.ravel()
+        rates = [flat[num[k]].sum() / flat[den[k]].sum() for k in sel]
+        gaps.append(rates[0] - rates[1])
+    assert np.mean(ses) == pytest.approx(np.std(gaps), rel=0.2)
+
+
+@pytest.mark.slow
+def test_the_violation_test_bound_is_below_the_population_value():
+    # the one-sided test bound must stay below the population gap in ≥ 95% of runs
+    big = _data(200_000, seed=99)
+    rule = lambda X: (X[:, 0] > 0.2).astype(int)            # noqa: E731
+    pred = rule(big.X)
+    gap = abs(pred[big.group == 0].mean() - pred[big.group == 1].mean())
+    below = 0
+    for s in range(40):
+        data = _data(2000, seed=s)
+        r = pf.rates(pf.FiniteSet([rule]), data)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.5])
+        res = _solve_auto(prob, pf.DP(1.0, 1e-6), s)
+        below += res.holdout.constraints[0].test_lower <= gap
+    assert below >= 38
 
 
 @pytest.mark.parametrize("epsilon", [1.0, math.inf])

@@ -271,8 +271,8 @@ def warn_status(result, stacklevel: int = 2) -> None:
         return
     if status.startswith("fallback") and result.holdout.fallback_reason == "violation":
         chk = result.holdout
-        bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, lower bound {c.lower:.3f}"
-                        for c in chk.constraints if c.violated)
+        bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, lower bound "
+                        f"{max(c.lower, c.test_lower):.3f}" for c in chk.constraints if c.violated)
         cls, msg = FallbackWarning, (
             f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule violates "
             f"its constraint at {chk.confidence:.0%} confidence ({bad}; tolerance "
