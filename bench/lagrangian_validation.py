@@ -23,6 +23,9 @@ as for users):
 * ``adult-eo-sens``: the same split, EO ≤ 0.03, sensitive, δ = 1/n² (#18's sensitive EO target)
 * ``compas-row`` / ``compas-sens``: COMPAS (six races), the seed's 70% training part
   (``split(0.3, rng=1000 + s)``, as bench/raco.py) split again 80/20; DP ≤ 0.02 over all pairs
+* ``compas2-dp-row`` / ``compas2-dp-sens`` / ``compas2-eo-row``: COMPAS with two races
+  (``load_compas("binary")``, African-American and Caucasian, as most of the literature), split
+  as ``compas-*``; DP ≤ 0.02 under both units, EO ≤ 0.03 under row
 * ``raco-row``: bench/raco.py's 8-group synthetic (1% group), the 80% part of
   ``synthetic(20000, 2s)`` to train, a fresh ``synthetic(100000, 10007 + s)`` to validate
   (bench/raco.py tests on ``synthetic(20000, 2s + 1)``), DP ≤ 0.02 over all pairs, row,
@@ -120,6 +123,12 @@ def settings(rows):
         tr, _ = _compas["c"].split(test_size=0.3, rng=1000 + s)
         return tr.split(0.2, rng=s)
 
+    def compas2(s):
+        if "b" not in _compas:
+            _compas["b"] = pf.datasets.load_compas("binary")
+        tr, _ = _compas["b"].split(test_size=0.3, rng=1000 + s)
+        return tr.split(0.2, rng=s)
+
     def racos(s):
         # the validation rows are a fresh sample (100,000 rows, ~1,000 in the 1% group): a
         # 20% split holds ~40 rows of group 0, whose selection rate alone has s.e. ~0.07
@@ -138,6 +147,9 @@ def settings(rows):
         "adult-eo-sens": (adult, "eo", 0.03, "sensitive", inv2, 1.0),
         "compas-row": (compas, "dp", 0.02, "row", inv2, 1.0),
         "compas-sens": (compas, "dp", 0.02, "sensitive", inv2, 1.0),
+        "compas2-dp-row": (compas2, "dp", 0.02, "row", inv2, 1.0),
+        "compas2-dp-sens": (compas2, "dp", 0.02, "sensitive", inv2, 1.0),
+        "compas2-eo-row": (compas2, "eo", 0.03, "row", inv2, 1.0),
         "raco-row": (racos, "dp", 0.02, "row", inv2, 1.0),
         "gpu-row": (gpus, "dp", 0.02, "row", lambda n: 1e-10, 100.0),
         "raco-sens": (racos, "dp", 0.02, "sensitive", inv2, 1.0),
