@@ -192,10 +192,8 @@ class PostprocessingBackend(Backend):
         if not isinstance(ds, PostProcessed):
             hint = ("; for equalized-odds gaps, pf.PostProcessed(pf.LinearClassifier(d)) "
                     "post-processes a privately trained linear score into randomized group "
-                    "thresholds — on Adult (row, ε = 1, test split, 10 seeds) EO ≤ 0.02: 0.0187 "
-                    "at error 0.1646, against lagrangian_sgda's 0.0270 at 0.1912 (two of ten "
-                    "rules replaced by the constant, which the violation test found at EO ~0.05)"
-                    "; for parity "
+                    "thresholds — on Adult (row, ε = 1, 10 test seeds) EO ≤ 0.02: 0.0187 "
+                    "at error 0.1646, against lagrangian_sgda's 0.0270 at 0.1912; for parity "
                     "the two are alike (DP ≤ 0.005: 0.0053 at 0.1769 against 0.0054 at 0.1776) "
                     "(docs/trust.md, 'Group thresholds'; bench/raco.py)"
                     if type(ds).__name__ == "LinearClassifier" else "")
