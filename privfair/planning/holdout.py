@@ -221,7 +221,7 @@ class ConstraintCheck:
     #: level + tolerance: the held-out rows say it misses the level but cannot be confident
     uninformative: bool = False
     #: a one-sided lower confidence bound of the constraint's value from the delta method,
-    #: piece by piece (:func:`violation_bound`): far tighter than ``lower``, which bounds every
+    #: piece by piece (:func:`violation_bounds`): far tighter than ``lower``, which bounds every
     #: coordinate at once; ``violated`` is also set when it is above level + tolerance
     test_lower: float = -math.inf
 
