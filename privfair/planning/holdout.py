@@ -507,25 +507,20 @@ def support_lower_bound(g, ell, dev) -> float:
     A max (and a max plus a constant) is bounded piece by piece, each pair of groups by its own
     two coordinates — where the Lipschitz bound pays every group's width, a 1% group's
     included.  −inf when g is not proven convex or the subgradient is not finite."""
-    from ..expr.affine import Add
-    from ..expr.maximum import Maximum
+    # lower(max_j a_j) = max_j lower(a_j) and lower(a + c) = lower(a) + c (:func:`_pieces`):
+    # each group pair of a many-group parity constraint is bounded by its own two widths (a
+    # pair through a tiny group has a useless bound, a pair of two large groups a tight one)
+    return max(_hyperplane_lower(h, ell, dev) + c for h, c in _pieces(g))
 
-    # lower(max_j a_j) = max_j lower(a_j) and lower(a + c) = lower(a) + c: each group pair of a
-    # many-group parity constraint is bounded by its own two widths (a pair through a tiny group
-    # has a useless bound, a pair of two large groups a tight one)
-    if isinstance(g, Maximum) and all(not a.shape for a in g.args):
-        return max(support_lower_bound(a, ell, dev) for a in g.args)
-    if isinstance(g, Add) and not g.shape:
-        free = [a for a in g.args if a.support()]
-        if len(free) == 1 and not free[0].shape:
-            const = sum(float(a.value(ell)) for a in g.args if not a.support())
-            return support_lower_bound(free[0], ell, dev) + const
-    if not g.is_convex():
+
+def _hyperplane_lower(h, ell, dev) -> float:
+    """h(ℓ̂) − Σ_k |s_k|·dev_k for a convex h with a finite subgradient s; else −inf."""
+    if not h.is_convex():
         return -math.inf
-    s = np.asarray(g.grad(ell), dtype=float)
+    s = np.asarray(h.grad(ell), dtype=float)
     if not np.all(np.isfinite(s)):
         return -math.inf
-    return float(g.value(ell)) - float(np.sum(np.abs(s) * dev))
+    return float(h.value(ell)) - float(np.sum(np.abs(s) * dev))
 
 
 def _vertex_bound(g, ell, lo, hi) -> float:
@@ -547,9 +542,9 @@ def _vertex_bound(g, ell, lo, hi) -> float:
 
 def _pieces(g) -> list:
     """``[(h, c)]``: g's value is max over the pieces of h(ℓ) + c — a maximum of scalar terms
-    split into its terms, a constant added to one term carried along (as
-    :func:`support_lower_bound` reads a many-group parity constraint pair by pair); else
-    ``[(g, 0)]``."""
+    split into its terms, a constant added to one term carried along; else ``[(g, 0)]``.  The
+    one decomposition of a constraint that :func:`support_lower_bound` and
+    :func:`violation_bounds` read piece by piece."""
     from ..expr.affine import Add
     from ..expr.maximum import Maximum
 
