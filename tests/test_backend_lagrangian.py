@@ -383,3 +383,16 @@ def test_output_average_is_the_mean_of_the_mixtures_checkpoints_not_the_last_ite
     assert out["average"].info["checkpoint_steps"] == out["mixture"].info["checkpoint_steps"]
     np.testing.assert_allclose(avg, mix, atol=1e-12)
     assert np.abs(last - mix).max() > 1e-3          # the control: the last iterate is not it
+
+
+@pytest.mark.parametrize("protect", ["row", "sensitive"])
+def test_the_released_label_counts_estimate_the_training_rows_labels(protect):
+    """``info["label_counts_estimate"]``: the T released histograms' label margins / (T·q) —
+    post-processing — estimate the training rows per label (the held-out floor chooses its
+    constant with them under protect="row")."""
+    data = binary(6000, seed=4)
+    res = _solve(_problem(data), pf.DP(1.0, 1e-6, protect=protect), holdout=0, epochs=10)
+    est = np.asarray(res.info["label_counts_estimate"])
+    n_y = np.bincount(data.y, minlength=2)
+    assert est.shape == (2,) and np.all(np.abs(est - n_y) < 0.03 * data.n)
+    assert not np.array_equal(est, n_y)

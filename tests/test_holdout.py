@@ -607,3 +607,91 @@ def test_an_uninformative_check_names_the_groups_with_too_few_held_out_rows():
     res, msg = solve(0.3)
     assert not any(c.uninformative for c in res.holdout.constraints)
     assert "too few held-out rows" not in msg
+
+
+# ------------------------------------------ public labels: protect="sensitive" (and ε = ∞)
+def _labelled(n, share_1, seed):
+    """n rows, exactly round(share_1·n) of them labelled 1; two groups; x₀ carries the label."""
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n, int)
+    y[rng.choice(n, int(round(share_1 * n)), replace=False)] = 1
+    a = rng.choice(["a", "b"], n, p=[0.4, 0.6])
+    X = np.c_[y + rng.normal(size=n), rng.normal(size=n)]
+    return pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+
+
+def _blind_check(held, rule, epsilon, train_labels, seed=2, level=0.02, public=True):
+    from privfair.privacy.randomness import as_source
+
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] < 0).astype(int)]), held)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"])
+                                               <= level])
+    return check(prob, rule, held, epsilon=epsilon, options=HoldoutOptions(),
+                 rng=as_source(seed), n_train=4 * held.n, train_labels=train_labels,
+                 labels_public=public)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_public_labels_choose_the_floors_constant_from_every_row(epsilon):
+    """COMPAS with two races has labels 47% / 53%: 739 held-out rows chose the worse constant
+    in ~2 of 10 seeds.  With the labels public the constant is the majority of all rows, here
+    label 1 (80% of the 3,200 training rows) though the 800 held-out rows have 52% label 0;
+    its held-out error is exact.  Without them the held-out majority (0) is chosen."""
+    held = _labelled(800, 0.48, seed=3)
+    bad = _Rule(lambda X: (X[:, 0] < 0.5).astype(float), [0, 1])     # error ~0.7
+    out = _blind_check(held, bad, epsilon, train_labels=np.array([640.0, 2560.0]))
+    assert out.labels_public and out.fallback and out.fallback_reason == "error"
+    assert out.constant_label == 1 and out.constant_error == 1 - 0.48      # exact, any ε
+    if math.isinf(epsilon):
+        out = _blind_check(held, bad, epsilon, train_labels=None)
+        assert not out.labels_public and out.constant_label == 0
+    else:
+        # protect="row": a released estimate of the training counts (lagrangian_sgda's) is
+        # added to the held-out noisy counts; the constant's error stays the noisy estimate
+        out = _blind_check(held, bad, epsilon, np.array([640.0, 2560.0]), public=False)
+        assert not out.labels_public and out.constant_label == 1
+        assert out.constant_error != 1 - 0.48
+        assert out.constant_error == pytest.approx(1 - 0.48, abs=0.03)
+        assert _blind_check(held, bad, epsilon, None, public=False).constant_label == 0
+
+
+def test_public_labels_make_a_group_blind_rules_error_exact():
+    held = _labelled(800, 0.48, seed=3)
+    rule = _Rule(lambda X: 1.0 / (1.0 + np.exp(-3 * (X[:, 0] - 0.5))), [0, 1])
+    exact = float(np.mean(np.where(held.y == 1, 1 - rule.proba(held.X), rule.proba(held.X))))
+    out = _blind_check(held, rule, 1.0, train_labels=np.array([1600.0, 1600.0]))
+    assert out.error == pytest.approx(exact, abs=1e-12)
+    noisy = _blind_check(held, rule, 1.0, train_labels=None)           # row: from the noisy C
+    assert abs(noisy.error - exact) > 1e-9
+    # the interval is the sampling part only: narrower than the noisy check's
+    assert np.ptp(out.error_interval) < np.ptp(noisy.error_interval)
+
+
+def test_what_public_labels_read_exactly_does_not_move_when_a_rows_group_does():
+    """Neighbours under protect="sensitive": one held-out row's group changed.  With the same
+    noise draw, everything the check reads exactly (the error of a group-blind rule, the
+    constant and its error) is the same on both.  Negative control: a rule that reads the group
+    but does not declare it (``needs_sensitive`` false) would have its error released exactly,
+    and that error moves — the invariance checked here is what the declaration protects."""
+    from types import SimpleNamespace
+
+    D = _labelled(400, 0.45, seed=5)
+    i = int(np.flatnonzero(D.group == 0)[0])
+    Dp = D.with_row(i, group="b")
+    blind = _Rule(lambda X: 1.0 / (1.0 + np.exp(-2 * X[:, 0])), [0, 1])
+    a, b = (_blind_check(d, blind, 1.0, np.array([900.0, 700.0])) for d in (D, Dp))
+    assert (a.error, a.constant_label, a.constant_error) == (b.error, b.constant_label,
+                                                             b.constant_error)
+
+    class Reads(_Rule):
+        def predict_proba(self, X, sensitive=None):
+            return np.where(np.asarray(sensitive) == "a", 0.9, 0.1)
+
+    rule = Reads(None, [0, 1])
+    rule.decision_set = SimpleNamespace(needs_sensitive=False)        # undeclared: read exactly
+    a, b = (_blind_check(d, rule, 1.0, np.array([900.0, 700.0])) for d in (D, Dp))
+    assert abs(a.error - b.error) == pytest.approx(0.8 / D.n)          # it moves: a leak
+    # declared: its error is read off the noisy release, as under protect="row"
+    rule.decision_set = SimpleNamespace(needs_sensitive=True)
+    out = _blind_check(D, rule, 1.0, np.array([900.0, 700.0]))
+    assert out.error == _blind_check(D, rule, 1.0, None).error != a.error

@@ -318,6 +318,9 @@ class LagrangianSGDA(Backend):
     exposes = {
         "lambda": (RELEASED, "the final dual variables: post-processing of the histograms"),
         "rates_estimate": (RELEASED, "ℓ̂ from the EMA of the released histograms"),
+        "label_counts_estimate": (RELEASED, "the training rows per label: the released "
+                                            "histograms' label margins summed over the T "
+                                            "steps, / (T·q)"),
         "noise_multiplier": (PUBLIC, "z from ε, δ, T, q (plan time)"),
         "histogram_noise": (PUBLIC, "σ of a histogram cell per step: z·H/a"),
         "gradient_noise": (RELEASED, "σ of the gradient sum per step: z·C/b (C public, or "
@@ -527,6 +530,7 @@ class LagrangianSGDA(Backend):
         z, C, a2 = P["noise_multiplier"], P["clip"], P["hist_share"]
         Hb = math.sqrt(1 - 1 / r.G) if _unit(P) == "sensitive" else 1.0
         info = {"lambda": state["lambda"], "rates_estimate": state["rates_estimate"],
+                "label_counts_estimate": state["label_counts"],
                 "noise_multiplier": z, "histogram_noise": z * Hb / math.sqrt(a2),
                 "gradient_noise": z * C / math.sqrt(1 - a2),
                 "checkpoint_steps": list(P["checkpoint_steps"]), "unit": P["protect"],

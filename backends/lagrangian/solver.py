@@ -318,6 +318,7 @@ def _train(problem, adapter, P, draws, batches, progress):
     Dh = G * L * L
     prior = np.full((G, L, L), m / (G * L * L))
     acc, wsum = np.zeros((G, L, L)), 0.0
+    labels = np.zeros(L)          # Σ_t of the released histograms' label margins
     theta = np.asarray(adapter.theta0, dtype=float).copy()
     lr, lr_d, lam_max = P["lr"], P["lr_dual"], P["lambda_max"]
     if P.get("dual_scale", False) and J > 2:
@@ -377,6 +378,7 @@ def _train(problem, adapter, P, draws, batches, progress):
             gsum = gsum + pub
         # bias-corrected EMA of the released histograms (post-processing)
         acc = beta * acc + (1.0 - beta) * hist
+        labels += hist.sum(axis=(0, 2))
         wsum = beta * wsum + (1.0 - beta)
         Cest = acc / wsum
         theta = adapter.project(theta - fac * lr * gsum / m)
@@ -392,6 +394,9 @@ def _train(problem, adapter, P, draws, batches, progress):
             trace.append({"step": t + 1, "lambda": lam.tolist(), "g_estimate": gv.tolist()})
     state = {"lambda": lam.tolist(),
              "rates_estimate": H.rates_from_counts(Cest, lay, m, floor)[0].tolist(),
-             "last": theta.copy()}
+             "last": theta.copy(),
+             # E[a batch's rows of label y] = q·n_y: the T released margins estimate n_y
+             # (post-processing; the held-out floor chooses its constant with it, #18)
+             "label_counts": (labels / (T * q)).tolist()}
     return checkpoints, trace, state
 

@@ -66,7 +66,7 @@ import numpy as np
 from ..errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
-           "Mapped", "ProxyDesign", "ProxyBlocks", "proxy_clip_into", "group_label_counts", "weighted_sum", "logistic_terms",
+           "Mapped", "ProxyDesign", "ProxyBlocks", "proxy_clip_into", "group_label_counts", "label_counts", "weighted_sum", "logistic_terms",
            "sum_and_logistic_terms", "logistic_terms_shift", "several", "sigmoid",
            "max_norm_rows", "non_binary_counts", "Concat", "order_statistics", "linear_quantiles",
            "rule_soft_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram",
@@ -703,6 +703,12 @@ def _weights(chunk, target):
 def group_label_counts(chunk, n_groups: int, n_labels: int) -> np.ndarray:
     """Rows per (group, label), flattened group-major: (G·L,) int64 — exact in any order."""
     return np.bincount(chunk.group * n_labels + chunk.y, minlength=n_groups * n_labels)
+
+
+def label_counts(chunk, n_labels: int) -> np.ndarray:
+    """Rows per label: (L,) int64 — the counts that are public under ``protect="sensitive"``
+    (no group is read)."""
+    return np.bincount(chunk.y, minlength=n_labels)
 
 
 def weighted_sum(chunk, design, target) -> np.ndarray:

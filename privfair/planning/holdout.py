@@ -255,6 +255,10 @@ class HoldoutCheck:
     constant_exact: bool = False
     #: the declared group names (the public schema), in the counts' order
     groups: tuple = ()
+    #: whether the labels were public (``protect="sensitive"``, or ε = ∞): the constant was then
+    #: chosen by every row's label and its error, and a group-blind rule's, are exact
+    #: (:func:`check`)
+    labels_public: bool = False
 
     def sparse_groups(self, level: float) -> list:
         """``[(name, rows)]``: the groups whose held-out rows, read off the released counts
@@ -359,6 +363,17 @@ def soft_counts(result, data) -> np.ndarray:
         # rows are added in order, chunk after chunk: the same sums as one add.at over all
         np.add.at(C, group * L + y, np.clip(P, 0.0, 1.0))
     return C.reshape(G, L, L)
+
+
+def public_label_counts(data) -> np.ndarray:
+    """(L,) rows per label of ``data`` (a Dataset, :class:`HeldOutRows` or a Dask view), exact:
+    public under ``protect="sensitive"``, where the labels are not the private column."""
+    L = data.n_labels
+    if isinstance(data, HeldOutRows):
+        return np.bincount(data.y, minlength=L).astype(float)
+    from ..data import passes
+
+    return np.asarray(passes.rows_of(data).map_sum(passes.label_counts, L), dtype=float)
 
 
 def coordinate_cells(G: int, L: int):
@@ -647,19 +662,41 @@ def _level(constraint) -> float:
 
 
 def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relation="sensitive",
-          n_train: int) -> HoldoutCheck:
+          n_train: int, train_labels=None, labels_public: bool = False) -> HoldoutCheck:
     """Estimate, on the held-out rows ``held`` (a Dataset or :class:`HeldOutRows`), the rule's
     error, each constraint's value with an upper confidence bound, and the best constant rule's
     error; ε = ∞ is exact (no noise).
 
     One release (through :class:`privfair.privacy.release.Schedule`, recorded in a fresh
     accountant whose certificate is returned in the check): Laplace(2/ε) on the G·L·L soft
-    confusion counts."""
+    confusion counts.
+
+    ``train_labels`` — the (L,) label counts of the training rows: exact with
+    ``labels_public`` (``protect="sensitive"``: neighbouring datasets differ in one row's
+    group, x and y fixed; or ε = ∞), else an estimate released by the training (post-processing,
+    e.g. ``lagrangian_sgda``'s ``label_counts_estimate``) or None.  Given, the floor's constant
+    is the most frequent label of *all* rows — the training counts plus the held-out ones
+    (exact, or read off the noisy counts) — among the constants that keep the constraints.
+    With ``labels_public`` (``HoldoutCheck.labels_public``) the constant's held-out error
+    1 − n_c/n is exact, and so is the error of a rule that does not read the group
+    (``needs_sensitive`` false): Σ_g C[g, y, ŷ] reads x, y and the released rule only, the same
+    on both datasets of every neighbouring pair (sensitivity 0), so using it exactly releases
+    nothing about the private column.  The constraints' values read the group and stay
+    estimated from the noisy counts.  (Without them, on COMPAS's two races — labels 47% / 53%
+    — the constant picked from 739 held-out rows was the worse one in ~2 of 10 seeds;
+    docs/trust.md, *The floor*.)"""
     from ..privacy import Accountant, laplace_event
     from ..privacy.release import Schedule, Scheduled, calibrate
 
     G, L, n = held.n_groups, held.n_labels, held.n
     C = soft_counts(result, held)
+    labels_public = bool(labels_public) and train_labels is not None
+    held_labels = public_label_counts(held) if labels_public else None
+    # a group-blind rule's (label, prediction) totals: public when the labels are (see above);
+    # taken before the noise is added to C
+    free = (C.sum(axis=0) if labels_public
+            and not getattr(getattr(result, "decision_set", None), "needs_sensitive", False)
+            else None)
     beta = 1.0 - options.confidence
     private = math.isfinite(epsilon)
     cert = None
@@ -706,9 +743,13 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
 
     lo, hi = _intervals(C, n, num, den, noise, z, used)
     flat = C.ravel()
-    error = float(np.clip(flat[err_cells].sum() / n, 0.0, 1.0))
-    # the error's own interval (reported, not used to decide): noise and sampling at 1 − β
-    w_err = noise(len(err_cells)) / n + float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
+    if free is not None:           # exact: no noise term in its interval
+        error = float(np.clip((free.sum() - np.trace(free)) / n, 0.0, 1.0))
+        w_err = float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
+    else:
+        error = float(np.clip(flat[err_cells].sum() / n, 0.0, 1.0))
+        # the error's own interval (reported, not used to decide): noise and sampling at 1 − β
+        w_err = noise(len(err_cells)) / n + float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
     interval = (max(error - w_err, 0.0), min(error + w_err, 1.0))
 
     # the violation test (normal approximation, per piece), at the check's whole confidence
@@ -735,14 +776,21 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     # constants that keep every constraint, evaluated on the constant's own ℓ — exact where a
     # constant's rate does not depend on the data (:func:`constant_coordinates`), from the
     # noisy label counts where it does
+    # (public labels: chosen by every row's label, its held-out error exact)
     n_gy = np.clip(C.sum(axis=2), 0.0, None)                   # (G, L)
     sups = [sorted(g.support()) for g in gs]
-    best_k, best_err, best_exact = None, math.inf, False
+    best_k, best_err, best_key, best_exact = None, math.inf, math.inf, False
     for k in range(L):
-        const_err = 1.0 - float(n_gy[:, k].sum()) / n
+        if labels_public:
+            const_err = 1.0 - float(held_labels[k]) / n
+            key = -float(train_labels[k] + held_labels[k])
+        else:
+            const_err = key = 1.0 - float(n_gy[:, k].sum()) / n
+            if train_labels is not None:          # a released estimate of the training rows'
+                key = -float(train_labels[k] + n_gy[:, k].sum())
         lk, exact_k = constant_coordinates(k, n_gy, n, cells=(num, den))
-        if all(float(g.value(lk)) <= options.tolerance for g in gs) and const_err < best_err:
-            best_k, best_err = k, const_err
+        if all(float(g.value(lk)) <= options.tolerance for g in gs) and key < best_key:
+            best_k, best_err, best_key = k, const_err, key
             best_exact = all(bool(np.all(exact_k[s])) for s in sups)
     labels = result.labels
     out = HoldoutCheck(n_train=n_train, n_held_out=n, epsilon=eps_c, tolerance=options.tolerance,
@@ -750,7 +798,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constant_error=float(min(max(best_err, 0.0), 1.0)),
                        constant_label=None if best_k is None else labels[best_k],
                        constraints=checks, certificate=cert, counts=C,
-                       constant_exact=best_exact,
+                       constant_exact=best_exact, labels_public=labels_public,
                        groups=tuple(str(g) for g in getattr(held, "groups", ()) or ()))
     worse = error > best_err
     violated = options.on_violation == "fallback" and any(c.violated for c in checks)

@@ -409,7 +409,7 @@ def _checked(problem, result, held, privacy, holdout, rng, why):
     the parallel composition on the certificate."""
     from dataclasses import replace as _replace
 
-    from .holdout import check, constant_result, status_of
+    from .holdout import check, constant_result, public_label_counts, status_of
 
     if held is None:
         result.status, result.holdout = f"not checked: {why}", None
@@ -419,8 +419,14 @@ def _checked(problem, result, held, privacy, holdout, rng, why):
     if privacy.is_private and not eps > 0:
         result.status, result.holdout = "not checked: the training released nothing", None
         return result
+    # the labels are public under protect="sensitive" (and at ε = ∞): the floor then reads them;
+    # else a training run may have released an estimate of them (post-processing)
+    public = not privacy.is_private or privacy.protect == "sensitive"
     chk = check(problem, result, held, epsilon=eps, options=holdout, rng=rng,
-                relation=privacy.protect, n_train=problem.rates.data.n)
+                relation=privacy.protect, n_train=problem.rates.data.n,
+                train_labels=(public_label_counts(problem.rates.data) if public
+                              else result.info.get("label_counts_estimate")),
+                labels_public=public)
     n, m = problem.rates.data.n + held.n, held.n
     if privacy.is_private:
         note = (f"held-out check: {m} of {n} rows ({m / n:.0%}, a public random partition drawn "
