@@ -562,7 +562,8 @@ def test_pages_without_the_report_use_the_one_renderer(tiny, tmp_path, monkeypat
     assert main(["report", str(tiny), "--output", str(reported)]) == 0
     capsys.readouterr()
     pages = {"solve": solved.read_text(), "report": reported.read_text()}
-    want = {"solve": ("Sample-complexity report", "Metrics", "Problem", "Analysis",
+    want = {"solve": ("Sample-complexity report", "Metrics", "Problem",
+                      "The held-out check of the released decision", "Analysis",
                       "Plan ranking", "Privacy certificate"),
             "report": ("Sample-complexity report", "Problem", "Analysis", "Plan ranking")}
     for name, page in pages.items():

@@ -11,7 +11,7 @@ import pytest
 import privfair as pf
 from privfair.errors import (FallbackWarning, InvalidInputError, ResultStatusWarning,
                              UncertifiedConstraintWarning, UncheckedResultWarning)
-from privfair.planning.holdout import HoldoutOptions, check, split
+from privfair.planning.holdout import HoldoutOptions, check, split, status_of
 from privfair.results.result import Result
 
 
@@ -695,3 +695,32 @@ def test_what_public_labels_read_exactly_does_not_move_when_a_rows_group_does():
     rule.decision_set = SimpleNamespace(needs_sensitive=True)
     out = _blind_check(D, rule, 1.0, np.array([900.0, 700.0]))
     assert out.error == _blind_check(D, rule, 1.0, None).error != a.error
+
+
+def test_the_checks_plot_draws_its_released_numbers():
+    """res.holdout.plot(): the error with its interval against the constant's (top); per
+    constraint the estimate, the bounds, the test's lower bound and the level (bottom)."""
+    data = _data()
+    r = pf.rates(pf.Thresholds(np.linspace(-2, 2, 21), score=0), data)
+    prob = pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05,
+                       r.selection["a"] <= 0.9])
+    chk = _solve(prob, pf.DP(1.0, 1e-6)).holdout
+    assert chk.constant_label == 0
+    fig = chk.plot()
+    top, bottom = fig.axes[:2]
+    (err,) = [c for c in top.containers]               # the error bar
+    x = err.lines[0].get_xdata()[0]
+    assert x == pytest.approx(chk.error)
+    lo, hi = err.lines[2][0].get_segments()[0][:, 0]
+    assert (lo, hi) == pytest.approx(chk.error_interval)
+    assert tuple(top.collections[-1].get_offsets()[0]) == pytest.approx((chk.constant_error, 0))
+    # per constraint (the first on top): the bounds' segment, the estimate, the level
+    lines = [ln.get_xdata() for ln in bottom.lines]
+    for c in chk.constraints:
+        assert any(len(v) == 2 and tuple(v) == pytest.approx((c.lower, c.upper)) for v in lines)
+        assert any(len(v) == 1 and v[0] == pytest.approx(c.estimate) for v in lines)
+        assert any(len(v) == 2 and tuple(v) == pytest.approx((c.level, c.level)) for v in lines)
+    texts = [t.get_text() for t in bottom.texts]
+    assert texts == [c.constraint for c in chk.constraints]
+    assert status_of(chk) in fig._suptitle.get_text()

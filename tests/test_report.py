@@ -573,7 +573,8 @@ def test_a_command_can_build_its_page_on_the_report(solved):
                                  ("Problem", problem_html(prob))])
     assert "<h1>privfair solve — p.py</h1>" in page and "<pre" not in page
     heads = re.findall(r"<h2>(.*?)</h2>", page)
-    assert heads[:4] == ["Metrics", "Problem", "Privacy certificate",
+    assert heads[:5] == ["Metrics", "Problem", "Privacy certificate",
+                         "The held-out check of the released decision",
                          "Per-group rates of the released decision"]
     assert heads.count("Analysis") == 1 and heads.count("Plan ranking") == 1
     assert "<code>minimize" in _section(page, "Problem")
@@ -683,3 +684,28 @@ def test_a_theorem_that_does_not_apply_prints_no_number(rep):
                 assert not re.search(r"\d", after), row
             elif e.n_needed is not None:
                 assert re.search(r"\d", after), row
+
+
+def test_the_report_shows_the_released_decisions_held_out_check(solved):
+    """The held-out check (docs/trust.md) in every format: its status and summary lines (the
+    check's released numbers) and, in HTML, its plot; a report without a result says why."""
+    import html as _html
+
+    prob, small = solved                 # 600 rows: too few to hold out, and it says so
+    assert f"No held-out check (status: {small.status})." in str(
+        pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=small))
+    prob = build(synthetic(2500, seed=3))
+    res = prob.solve(PRIV, seed=0, progress=False, alpha=ALPHA)
+    assert res.holdout is not None
+    rep = pf.report(prob, PRIV, alpha=ALPHA, measure=False, result=res)
+    head = "The held-out check of the released decision"
+    for text in (str(rep), rep.to_markdown()):
+        assert head in text and f"status: {res.status}" in text
+        assert res.holdout.summary().splitlines()[1] in text
+    sec = _section(rep.to_html(), head)
+    b64 = re.search(r"<img alt='held-out check' src='data:image/png;base64,([^']+)'", sec)
+    assert b64 and base64.b64decode(b64.group(1))[:4] == b"\x89PNG"
+    assert f"status: {_html.escape(res.status)}" in sec
+    bare = pf.report(prob, PRIV, alpha=ALPHA, measure=False)
+    assert "No held-out check (the report was given no released decision)." in str(bare)
+    assert "<img alt='held-out check'" not in bare.to_html()

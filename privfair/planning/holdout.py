@@ -279,6 +279,77 @@ class HoldoutCheck:
         return [(str(g), int(max(round(float(m)), 0))) for g, m in zip(self.groups, rows)
                 if m < need]
 
+    def plot(self, axes=None):
+        """The check at a glance: the rule's held-out error against the best constant's (left),
+        and each constraint's estimate, its confidence bounds and the violation test's lower
+        bound against its level (right).  Everything drawn is a field of the check: released
+        (post-processing of its one noisy release) or public.
+
+        Parameters
+        ----------
+        axes : pair of matplotlib Axes, optional
+            Where to draw; a new figure of two panels when None.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Examples
+        --------
+        >>> fig = res.holdout.plot()              # doctest: +SKIP
+        >>> fig.savefig("held_out_check.png")     # doctest: +SKIP
+        """
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        if axes is None:
+            rows = max(len(self.constraints), 1)
+            fig, axes = plt.subplots(2, 1, figsize=(8, 2.6 + 0.8 * rows),
+                                     gridspec_kw={"height_ratios": [1.2, rows]})
+        top, bottom = axes
+        fig = top.figure
+        # top: the error, the floor's comparison (a fallback "error" when the rule is above)
+        lo, hi = self.error_interval
+        top.errorbar([self.error], [1], xerr=[[self.error - lo], [hi - self.error]], fmt="o",
+                     color="C0", capsize=4, label="released rule, with its interval")
+        if self.constant_label is not None:
+            top.scatter([self.constant_error], [0], marker="s", color="0.4", zorder=3,
+                        label=f"best constant rule (always {self.constant_label!r})")
+        top.set_yticks([0, 1], ["constant", "rule"])
+        top.set_ylim(-0.8, 1.8)
+        top.set_xlabel("held-out error", fontsize=9)
+        top.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        # bottom: one row per constraint, in its own units; the level solid, + tolerance dashed
+        colour = {"certified": "C2", "violated": "C3", "not certified": "C1"}
+        seen = set()
+        for i, c in enumerate(self.constraints):
+            y = len(self.constraints) - 1 - i            # the first constraint on top
+            v = "certified" if c.certified else "violated" if c.violated else "not certified"
+            lo_c = c.lower if math.isfinite(c.lower) else c.estimate
+            hi_c = c.upper if math.isfinite(c.upper) else c.estimate
+            bottom.plot([lo_c, hi_c], [y, y], "-", color=colour[v], lw=4, alpha=0.45)
+            bottom.plot([c.estimate], [y], "o", color=colour[v],
+                        label=None if v in seen else v)
+            seen.add(v)
+            if math.isfinite(c.test_lower):
+                bottom.plot([c.test_lower], [y], marker="|", ms=14, color="k")
+            bottom.plot([c.level] * 2, [y - 0.3, y + 0.3], "k-", lw=1)
+            bottom.plot([c.level + self.tolerance] * 2, [y - 0.3, y + 0.3], "k--", lw=1)
+            bottom.annotate(_short(c.constraint, 90), (0.01, y + 0.33), xycoords=("axes fraction",
+                            "data"), fontsize=7, va="bottom")
+        bottom.set_yticks([])
+        bottom.set_ylim(-0.6, len(self.constraints) - 0.2)
+        bottom.set_xlabel("constraint value: estimate ●, bounds ▬, violation test's lower "
+                          "bound |, level │, level + tolerance ┆", fontsize=8)
+        if self.constraints:
+            bottom.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        fig.suptitle(f"held-out check on {self.n_held_out:,} rows "
+                     f"({self.confidence:.0%} confidence): {status_of(self)}", fontsize=10)
+        fig.tight_layout()
+        return fig
+
     def summary(self) -> str:
         lines = [f"held-out check on {self.n_held_out} rows ({self.n_train} trained on), "
                  f"{self.confidence:.0%} confidence, tolerance {self.tolerance:g}:",
@@ -297,6 +368,11 @@ class HoldoutCheck:
                          f"[{c.lower:.4f}, {c.upper:.4f}], test lower bound {c.test_lower:.4f} "
                          f"vs level {c.level:g} ({verdict})")
         return "\n".join(lines)
+
+
+def _short(text: str, width: int = 38) -> str:
+    """A constraint's text cut to ``width`` characters for an axis label."""
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 class ConstantRule(DecisionSet):

@@ -12,9 +12,9 @@ from .blocks import (analysis_html, certificate_html, figure_html, html_table, m
                      pareto_html, plans_html, problem_html)
 from .figures import figures, group_rates_figure, png_base64, tradeoff_figure
 from .mathml import formula_mathml, formulas
-from .sections import (GROUP_HEAD, TABLES, TRADEOFF_HEAD, bound_rows, fmt_value, footer_notes,
-                       glance, group_rows, group_summary, header, scale_note, theorem_notes,
-                       tradeoff_note, tradeoff_rows)
+from .sections import (GROUP_HEAD, HOLDOUT_HEAD, TABLES, TRADEOFF_HEAD, bound_rows, fmt_value,
+                       footer_notes, glance, group_rows, group_summary, header, holdout_lines,
+                       scale_note, theorem_notes, tradeoff_note, tradeoff_rows)
 
 #: the page's one style sheet, inline and scoped to .pf-report
 CSS = (".pf-report{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:72em;"
@@ -52,6 +52,7 @@ def to_html(rep, title=None, sections=()):
     result = getattr(rep, "result", None)
     if result is not None and getattr(result, "certificate", None) is not None:
         parts.append("<h2>Privacy certificate</h2>" + certificate_html(result.certificate))
+    parts.append(f"<h2>{e(HOLDOUT_HEAD)}</h2>" + holdout_html(rep))
     parts.append("<h2>Per-group rates of the released decision</h2>")
     g = getattr(rep, "group_rates", None)
     if g is not None:
@@ -115,6 +116,21 @@ def to_html(rep, title=None, sections=()):
                 head_title=title or header(rep))
 
 
+def holdout_html(rep) -> str:
+    """The held-out check of ``rep.result`` (anything with a ``result``): its plot, when there
+    is a check, and its lines (:func:`holdout_lines`)."""
+    chk = getattr(getattr(rep, "result", None), "holdout", None)
+    fig = "" if chk is None else figure_html(
+        "held-out check", png_base64(chk.plot()),
+        "The released rule's held-out error against the best constant rule's, and each "
+        "constraint's estimate, confidence bounds and violation test against its level "
+        "(docs/trust.md): post-processing of the check's one noisy release.")
+    first, *rest = holdout_lines(rep)
+    items = "".join(f"<li>{html.escape(x.strip())}</li>" for x in rest)
+    return (fig + f"<p>{html.escape(first)}</p>"
+            + (f"<ul class='note'>{items}</ul>" if items else ""))
+
+
 def page(title, body, subtitle=None, head_title=None) -> str:
     """THE page shell every HTML page of privfair is built in (the report's, and the pages of
     ``privfair solve --report`` and ``privfair report --output X.html``): one self-contained
@@ -156,6 +172,10 @@ def solve_page(title, problem, plans, result, metrics, report=None, note="") -> 
     sections = [("Metrics", metrics_html(metrics)), ("Problem", problem_html(problem))]
     if "note" in result.info:
         sections.append(("Note", f"<p>{html.escape(str(result.info['note']))}</p>"))
+    if report is None:               # (a report's page has the section itself)
+        from types import SimpleNamespace
+
+        sections.append((HOLDOUT_HEAD, holdout_html(SimpleNamespace(result=result))))
     return command_page(title, report, note, sections, plans, result.certificate)
 
 

@@ -158,6 +158,22 @@ def group_summary(rep):
             f"private training data.")
 
 
+#: the heading of the held-out check's section
+HOLDOUT_HEAD = "The held-out check of the released decision"
+
+
+def holdout_lines(rep):
+    """The released decision's held-out check (``result.holdout.summary()``: released or
+    public numbers only) as lines, its status first; or one line saying why there is none."""
+    result = getattr(rep, "result", None)
+    chk = getattr(result, "holdout", None)
+    if chk is None:
+        why = ("the report was given no released decision" if result is None else
+               f"status: {getattr(result, 'status', None) or 'not checked'}")
+        return [f"No held-out check ({why})."]
+    return [f"status: {result.status}"] + chk.summary().splitlines()
+
+
 def tradeoff_rows(rep):
     """(ε, α, G, bound on the excess of h, f − f* ≤, violation ≤) per planned point."""
     out = []

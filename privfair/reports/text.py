@@ -7,9 +7,9 @@ import textwrap
 
 from ..util.tables import markdown_table, text_table
 from .mathml import formulas
-from .sections import (GROUP_HEAD, TABLES, TRADEOFF_HEAD, bound_rows, fmt_value, footer_notes,
-                       glance, group_rows, group_summary, header, scale_note, theorem_notes,
-                       tradeoff_note, tradeoff_rows)
+from .sections import (GROUP_HEAD, HOLDOUT_HEAD, TABLES, TRADEOFF_HEAD, bound_rows, fmt_value,
+                       footer_notes, glance, group_rows, group_summary, header, holdout_lines,
+                       scale_note, theorem_notes, tradeoff_note, tradeoff_rows)
 
 
 def to_text(rep):
@@ -22,6 +22,7 @@ def to_text(rep):
         out += [title, "-" * len(title)] + text_table(head, rows) + [""]
         if fn is bound_rows:
             out += textwrap.wrap(scale_note(rep), 100) + [""]
+    out += [HOLDOUT_HEAD, "-" * len(HOLDOUT_HEAD)] + holdout_lines(rep) + [""]
     t = "Per-group rates of the released decision (held-out data)"
     out += [t, "-" * len(t)]
     if getattr(rep, "group_rates", None) is not None:
@@ -50,6 +51,7 @@ def to_markdown(rep):
             lines += [f"## {title}", ""] + markdown_table(head, rows) + [""]
             if fn is bound_rows:
                 lines += [scale_note(rep), ""]
+    lines += [f"## {HOLDOUT_HEAD}", "", "```"] + holdout_lines(rep) + ["```", ""]
     lines += ["## Per-group rates of the released decision (held-out data)", ""]
     if getattr(rep, "group_rates", None) is not None:
         lines += markdown_table(GROUP_HEAD, group_rows(rep)) + ["", group_summary(rep), ""]
