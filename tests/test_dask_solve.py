@@ -163,6 +163,8 @@ def test_default_solve_holds_out_rows_on_the_workers(client, frame):
     # private: the check's own release is recorded, the solve's certificate is the training's
     priv = _solve(data, pf.DP(1.0, 1e-6, protect="sensitive"))
     assert priv.holdout is not None and priv.holdout.certificate is not None
+    # the labels are public under "sensitive": the floor read every row's label by passes
+    assert priv.holdout.labels_public and got.holdout.labels_public
 
 
 @pytest.mark.parametrize("label_split", [False, True])
