@@ -192,9 +192,42 @@ def test_declared_labels_other_than_0_1(tmp_path):
         assert ours.counts().sum(axis=0).tolist() == [2 * N // 3, N // 3]
 
 
-def test_other_paths_fall_back_to_dasks_reader(files):
-    # a glob is dask's to expand (and a column missing from the files: dask's reader decides)
+def test_globs_and_urls_are_read_by_privfairs_reader(files):
+    # a glob and a file:// URL of local files: expanded by fsspec, then memory-mapped as before
+    ours_dir = pf.Dataset.from_parquet(files, **KW)
     with dask_config():
-        data = pf.Dataset.from_parquet(files + "/part-*.parquet", **KW)
+        for path in (files + "/part-*.parquet", "file://" + files, [files + "/part-[01].parquet",
+                                                                  files + "/part-2.parquet"]):
+            data = pf.Dataset.from_parquet(path, **KW)
+            assert [p.path for p in data.parts] == [p.path for p in ours_dir.parts]
+            assert all(p.filesystem is None for p in data.parts)           # local: mmap
+            np.testing.assert_array_equal(data.counts(), ours_dir.counts())
+        # read options other than storage_options: dask's reader
+        data = pf.Dataset.from_parquet(files, **KW, columns=["x0", "x1", "x2", "x3", "y", "sex"])
         assert data.parts is None and data.n == 3 * N
     assert dask_data.parquet_parts(files, ["nope"]) is None      # a column not in the files
+    assert dask_data.parquet_parts(files + "/nothing-*.parquet") is None
+
+
+def test_a_non_local_filesystem_is_read_through_fsspec(files):
+    """Files in an fsspec filesystem other than the local disk (here fsspec's in-memory one,
+    standing in for s3:// or gs://, with ``storage_options`` as dask's reader takes them) go
+    through privfair's reader too: each part carries the filesystem, and the arrays, counts
+    and a pass are those of the same files on disk."""
+    fsspec = pytest.importorskip("fsspec")
+    mem = fsspec.filesystem("memory")
+    for i in range(3):
+        with open(f"{files}/part-{i}.parquet", "rb") as src, \
+                mem.open(f"/pf-remote/part-{i}.parquet", "wb") as dst:
+            dst.write(src.read())
+    local = pf.Dataset.from_parquet(files, **KW)
+    with dask_config():
+        remote = pf.Dataset.from_parquet("memory://pf-remote", **KW, storage_options={})
+        assert remote.parts is not None and len(remote.parts) == 3
+        assert all(p.filesystem is not None for p in remote.parts)
+        np.testing.assert_array_equal(remote.counts(), local.counts())
+        np.testing.assert_array_equal(remote.to_dataset().X, local.to_dataset().X)
+        args = (passes.INTERCEPT, "y")
+        np.testing.assert_array_equal(remote.rows().map_sum(passes.weighted_sum, *args),
+                                      local.rows().map_sum(passes.weighted_sum, *args))
+    mem.rm("/pf-remote", recursive=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -160,17 +160,28 @@ PART_BYTES = 256 << 20
 @dataclass(frozen=True)
 class ParquetPart:
     """One partition of a Parquet dataset read by privfair's own reader: a file and the run of
-    its row groups (None: all of them).  Public: a path and indices, no row."""
+    its row groups (None: all of them).  Public: a path and indices, no row.
+
+    ``filesystem``: the fsspec filesystem of a non-local file (an object store's URL, with its
+    ``storage_options``), None for a local one (memory-mapped).  It is pickled into the tasks,
+    so its options — credentials included — travel to the workers, inside the cluster."""
 
     path: str
     row_groups: tuple = None
+    filesystem: object = field(default=None, compare=False, repr=False)
 
-    def read(self, columns=None):
-        """The Arrow table of ``columns`` (all: None); memory-mapped, pyarrow's own threads off
-        (a Dask worker's threads already run one partition each)."""
+    def file(self):
+        """The pyarrow ``ParquetFile`` (a local file memory-mapped)."""
         import pyarrow.parquet as pq
 
-        f = pq.ParquetFile(self.path, memory_map=True)
+        if self.filesystem is None:
+            return pq.ParquetFile(self.path, memory_map=True)
+        return pq.ParquetFile(self.path, filesystem=self.filesystem)
+
+    def read(self, columns=None):
+        """The Arrow table of ``columns`` (all: None); pyarrow's own threads off (a Dask
+        worker's threads already run one partition each)."""
+        f = self.file()
         cols = None if columns is None else list(columns)
         if self.row_groups is None:
             return f.read(columns=cols, use_threads=False)
@@ -378,11 +389,13 @@ def _column_rows(part, schema, chunk_rows=None) -> ColumnRows:
     return ColumnRows(*table_columns(part.read(cols), schema), chunk_rows=chunk_rows)
 
 
-def parquet_parts(path, columns=None):
-    """privfair's partitions of the Parquet files at ``path`` — a local file, a directory
-    (every ``*.parquet``-like file below it that pyarrow's dataset discovery keeps, in
-    dask's natural order) or a list of them — or None where privfair's reader does not apply
-    (a glob, a URL, a hive-partitioned column missing from the files): dask's reader then.
+def parquet_parts(path, columns=None, storage_options=None):
+    """privfair's partitions of the Parquet files at ``path`` — a file, a directory (every
+    ``*.parquet``-like file below it that pyarrow's dataset discovery keeps), a glob, or a list
+    of them; local, or any URL fsspec knows (``s3://``, ``gs://``, ``abfs://``, … with
+    ``storage_options``, as dask's reader takes them) — in dask's natural order; or None where
+    privfair's reader does not apply (nothing matches, a hive-partitioned column missing from
+    the files): dask's reader then.
 
     One partition per file; a file whose X would exceed :data:`PART_BYTES` in float64 is
     split at row-group boundaries.  Reads the files' footers only (row-group sizes, the
@@ -391,41 +404,50 @@ def parquet_parts(path, columns=None):
 
     try:
         import pyarrow.dataset as pads
-        import pyarrow.parquet as pq
         from dask.utils import natural_sort_key
+        from fsspec.core import url_to_fs
+        from fsspec.implementations.local import LocalFileSystem
     except ImportError:
         return None
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    files = []
+    files, fs = [], None
     for p in paths:
-        p = os.fspath(p)
-        if not os.path.exists(p):           # a glob, a URL: dask's reader
+        p_fs, root = url_to_fs(os.fspath(p), **(storage_options or {}))
+        if fs is not None and p_fs != fs:        # several filesystems: dask's reader
             return None
-        if os.path.isdir(p):
-            files += sorted(pads.dataset(p, format="parquet").files, key=natural_sort_key)
+        fs = p_fs
+        if any(c in root for c in "*?["):        # a glob (fsspec's pattern characters)
+            found = p_fs.glob(root)
+        elif p_fs.isdir(root):
+            found = pads.dataset(root, filesystem=p_fs, format="parquet").files
+        elif p_fs.isfile(root):
+            found = [root]
         else:
-            files.append(p)
+            return None                           # nothing there: dask's reader says so
+        files += sorted(found, key=natural_sort_key)
     if not files:
         return None
+    # a local file is memory-mapped (no filesystem object); any other is opened through fs
+    remote = None if isinstance(fs, LocalFileSystem) else fs
     parts = []
     for f in files:
-        meta = pq.ParquetFile(f, memory_map=True).metadata
+        meta = ParquetPart(f, filesystem=remote).file().metadata
         names = set(meta.schema.to_arrow_schema().names)
         if columns is not None and not set(columns) <= names:
             return None
         width = 8 * max(1, meta.num_columns)        # float64 bytes per row, at most
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         if sum(sizes) * width <= PART_BYTES or len(sizes) <= 1:
-            parts.append(ParquetPart(f))
+            parts.append(ParquetPart(f, filesystem=remote))
             continue
         run, rows = [], 0
         for i, r in enumerate(sizes):
             if run and (rows + r) * width > PART_BYTES:
-                parts.append(ParquetPart(f, tuple(run)))
+                parts.append(ParquetPart(f, tuple(run), remote))
                 run, rows = [], 0
             run.append(i)
             rows += r
-        parts.append(ParquetPart(f, tuple(run)))
+        parts.append(ParquetPart(f, tuple(run), remote))
     return parts
 
 
@@ -1159,22 +1181,21 @@ def from_parquet(path, *, label, sensitive, groups, labels=(0, 1), features=None
                  chunk_rows=None, scheduler=None, **read_kw) -> DaskDataset:
     """A :class:`DaskDataset` over Parquet files (see :meth:`privfair.Dataset.from_parquet`).
 
-    Local files or directories, without ``read_kw``, are read by privfair's own reader
-    (:func:`parquet_parts`: pyarrow, one partition per file, no pandas on the passes' path;
-    ``ddf`` is then built over the same partitions, so its partition i is part i); anything
-    else by ``dask.dataframe.read_parquet(path, **read_kw)``."""
+    Files, directories and globs — local or at any fsspec URL — with no ``read_kw`` but
+    ``storage_options`` are read by privfair's own reader (:func:`parquet_parts`: pyarrow, one
+    partition per file, no pandas on the passes' path; ``ddf`` is then built over the same
+    partitions, so its partition i is part i); anything else by
+    ``dask.dataframe.read_parquet(path, **read_kw)``."""
     _, dd = _dask()
     parts = None
-    if not read_kw:
+    if set(read_kw) <= {"storage_options"}:
         sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
         needed = [*(features or ()), label, *sens]
-        parts = parquet_parts(path, needed)
+        parts = parquet_parts(path, needed, read_kw.get("storage_options"))
     if parts is None:
         ddf = dd.read_parquet(path, **read_kw)
     else:
-        import pyarrow.parquet as pq
-
-        meta = pq.read_schema(parts[0].path).empty_table().to_pandas()
+        meta = parts[0].file().schema_arrow.empty_table().to_pandas()
         ddf = dd.from_map(ParquetPart.frame, parts, meta=meta, label="privfair-read-parquet",
                           enforce_metadata=False)
     return DaskDataset(ddf, label=label, sensitive=sensitive, groups=groups, labels=labels,

@@ -651,10 +651,10 @@ class Dataset:
                      chunk_rows=None, scheduler=None, **read_kw):
         """A dataset over Parquet files, read and reduced by Dask (``privfair[dask]``).
 
-        Local files or directories without ``read_kw`` are read by privfair's own reader
-        (pyarrow, one partition per file, float32 columns kept float32 until a pass casts a
-        chunk); globs, URLs and ``read_kw`` go through ``dask.dataframe.read_parquet`` and
-        pandas, which is slower.  Files read fastest when written with float32 features,
+        Files, directories and globs — local, or at any fsspec URL (``s3://``, ``gs://``,
+        … with ``storage_options=``) — are read by privfair's own reader (pyarrow, one
+        partition per file, float32 columns kept float32 until a pass casts a chunk); other
+        ``read_kw`` go through ``dask.dataframe.read_parquet`` and pandas, which is slower.  Files read fastest when written with float32 features,
         ``use_dictionary=False`` and ``compression="none"`` (or lz4), 10⁵–10⁶ rows a file
         (docs/scale.md, *Writing Parquet files that read fast*).
 
