@@ -443,10 +443,11 @@ def soft_counts(result, data) -> np.ndarray:
 
 def public_label_counts(data) -> np.ndarray:
     """(L,) rows per label of ``data`` (a Dataset, :class:`HeldOutRows` or a Dask view), exact:
-    public under ``protect="sensitive"``, where the labels are not the private column."""
+    public under ``protect="sensitive"``, where the labels are not the private column.  In
+    memory the label array itself (no pass over X); a Dask view: one pass on the workers."""
     L = data.n_labels
-    if isinstance(data, HeldOutRows):
-        return np.bincount(data.y, minlength=L).astype(float)
+    if not getattr(data, "rows_on_workers", False):
+        return np.bincount(np.asarray(data.y), minlength=L).astype(float)
     from ..data import passes
 
     return np.asarray(passes.rows_of(data).map_sum(passes.label_counts, L), dtype=float)
@@ -876,7 +877,9 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constraints=checks, certificate=cert, counts=C,
                        constant_exact=best_exact, labels_public=labels_public,
                        groups=tuple(str(g) for g in getattr(held, "groups", ()) or ()))
-    worse = error > best_err
+    # (exact errors — public labels — can tie the constant's to the last bits: a tie keeps the
+    # trained rule, which is no worse)
+    worse = error > best_err + 1e-12
     violated = options.on_violation == "fallback" and any(c.violated for c in checks)
     # a rule whose check is uninformative and whose estimate misses the level is replaced only
     # by a constant that keeps every constraint *exactly* (data-free values): then the swap
