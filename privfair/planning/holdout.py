@@ -280,15 +280,15 @@ class HoldoutCheck:
                 if m < need]
 
     def plot(self, axes=None):
-        """The check at a glance: the rule's held-out error against the best constant's (left),
+        """The check at a glance: the rule's held-out error against the best constant's (top),
         and each constraint's estimate, its confidence bounds and the violation test's lower
-        bound against its level (right).  Everything drawn is a field of the check: released
+        bound against its level (bottom).  Everything drawn is a field of the check: released
         (post-processing of its one noisy release) or public.
 
         Parameters
         ----------
         axes : pair of matplotlib Axes, optional
-            Where to draw; a new figure of two panels when None.
+            Where to draw (top, bottom); a new figure of two panels when None.
 
         Returns
         -------
@@ -337,7 +337,7 @@ class HoldoutCheck:
                 bottom.plot([c.test_lower], [y], marker="|", ms=14, color="k")
             bottom.plot([c.level] * 2, [y - 0.3, y + 0.3], "k-", lw=1)
             bottom.plot([c.level + self.tolerance] * 2, [y - 0.3, y + 0.3], "k--", lw=1)
-            bottom.annotate(_short(c.constraint, 90), (0.01, y + 0.33), xycoords=("axes fraction",
+            bottom.annotate(_short(c.constraint), (0.01, y + 0.33), xycoords=("axes fraction",
                             "data"), fontsize=7, va="bottom")
         bottom.set_yticks([])
         bottom.set_ylim(-0.6, len(self.constraints) - 0.2)
@@ -370,8 +370,8 @@ class HoldoutCheck:
         return "\n".join(lines)
 
 
-def _short(text: str, width: int = 38) -> str:
-    """A constraint's text cut to ``width`` characters for an axis label."""
+def _short(text: str, width: int = 90) -> str:
+    """A constraint's text cut to ``width`` characters for a plot's label."""
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
