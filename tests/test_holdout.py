@@ -604,9 +604,25 @@ def test_an_uninformative_check_names_the_groups_with_too_few_held_out_rows():
     assert res.holdout.groups == ("b", "t")
     assert "too few held-out rows to check a gap of 0.02" in msg and "t (~" in msg
     assert "b (~" not in msg and "merge small groups" in msg
+    assert "per-group thresholds (pf.PostProcessed" in msg          # the rule is group-blind
     res, msg = solve(0.3)
     assert not any(c.uninformative for c in res.holdout.constraints)
     assert "too few held-out rows" not in msg
+
+
+def test_the_sparse_hint_suggests_group_thresholds_only_for_a_group_blind_rule():
+    """A rule that already reads the group (pf.PostProcessed) is not told to read it."""
+    data = _tiny_group_unfair(6000, 0.01, 1)
+    r = pf.rates(pf.PostProcessed(pf.LinearClassifier(2)), data)
+    prob = pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    msg = " ".join(str(w.message) for w in got
+                   if issubclass(w.category, pf.errors.ResultStatusWarning))
+    assert res.backend == "postprocessing" and "too few held-out rows" in msg
+    assert "pf.PostProcessed" not in msg
 
 
 # ------------------------------------------ public labels: protect="sensitive" (and ε = ∞)
