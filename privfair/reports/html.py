@@ -52,7 +52,7 @@ def to_html(rep, title=None, sections=()):
     result = getattr(rep, "result", None)
     if result is not None and getattr(result, "certificate", None) is not None:
         parts.append("<h2>Privacy certificate</h2>" + certificate_html(result.certificate))
-    parts.append(f"<h2>{e(HOLDOUT_HEAD)}</h2>" + holdout_html(rep))
+    parts.append(f"<h2>{e(HOLDOUT_HEAD)}</h2>" + holdout_html(result))
     parts.append("<h2>Per-group rates of the released decision</h2>")
     g = getattr(rep, "group_rates", None)
     if g is not None:
@@ -116,16 +116,16 @@ def to_html(rep, title=None, sections=()):
                 head_title=title or header(rep))
 
 
-def holdout_html(rep) -> str:
-    """The held-out check of ``rep.result`` (anything with a ``result``): its plot, when there
-    is a check, and its lines (:func:`holdout_lines`)."""
-    chk = getattr(getattr(rep, "result", None), "holdout", None)
+def holdout_html(result) -> str:
+    """The held-out check of ``result`` (or None): its plot, when there is a check, and its
+    lines (:func:`holdout_lines`)."""
+    chk = getattr(result, "holdout", None)
     fig = "" if chk is None else figure_html(
         "held-out check", png_base64(chk.plot()),
         "The released rule's held-out error against the best constant rule's, and each "
         "constraint's estimate, confidence bounds and violation test against its level "
         "(docs/trust.md): post-processing of the check's one noisy release.")
-    first, *rest = holdout_lines(rep)
+    first, *rest = holdout_lines(result)
     items = "".join(f"<li>{html.escape(x.strip())}</li>" for x in rest)
     return (fig + f"<p>{html.escape(first)}</p>"
             + (f"<ul class='note'>{items}</ul>" if items else ""))
@@ -173,9 +173,7 @@ def solve_page(title, problem, plans, result, metrics, report=None, note="") -> 
     if "note" in result.info:
         sections.append(("Note", f"<p>{html.escape(str(result.info['note']))}</p>"))
     if report is None:               # (a report's page has the section itself)
-        from types import SimpleNamespace
-
-        sections.append((HOLDOUT_HEAD, holdout_html(SimpleNamespace(result=result))))
+        sections.append((HOLDOUT_HEAD, holdout_html(result)))
     return command_page(title, report, note, sections, plans, result.certificate)
 
 

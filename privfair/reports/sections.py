@@ -162,10 +162,10 @@ def group_summary(rep):
 HOLDOUT_HEAD = "The held-out check of the released decision"
 
 
-def holdout_lines(rep):
-    """The released decision's held-out check (``result.holdout.summary()``: released or
-    public numbers only) as lines, its status first; or one line saying why there is none."""
-    result = getattr(rep, "result", None)
+def holdout_lines(result):
+    """The held-out check of ``result`` (a report's released decision, or None):
+    ``result.holdout.summary()`` — released or public numbers only — as lines, its status
+    first; or one line saying why there is none."""
     chk = getattr(result, "holdout", None)
     if chk is None:
         why = ("the report was given no released decision" if result is None else

@@ -22,7 +22,8 @@ def to_text(rep):
         out += [title, "-" * len(title)] + text_table(head, rows) + [""]
         if fn is bound_rows:
             out += textwrap.wrap(scale_note(rep), 100) + [""]
-    out += [HOLDOUT_HEAD, "-" * len(HOLDOUT_HEAD)] + holdout_lines(rep) + [""]
+    checked = holdout_lines(getattr(rep, "result", None))
+    out += [HOLDOUT_HEAD, "-" * len(HOLDOUT_HEAD)] + checked + [""]
     t = "Per-group rates of the released decision (held-out data)"
     out += [t, "-" * len(t)]
     if getattr(rep, "group_rates", None) is not None:
@@ -51,7 +52,8 @@ def to_markdown(rep):
             lines += [f"## {title}", ""] + markdown_table(head, rows) + [""]
             if fn is bound_rows:
                 lines += [scale_note(rep), ""]
-    lines += [f"## {HOLDOUT_HEAD}", "", "```"] + holdout_lines(rep) + ["```", ""]
+    checked = holdout_lines(getattr(rep, "result", None))
+    lines += [f"## {HOLDOUT_HEAD}", "", "```"] + checked + ["```", ""]
     lines += ["## Per-group rates of the released decision (held-out data)", ""]
     if getattr(rep, "group_rates", None) is not None:
         lines += markdown_table(GROUP_HEAD, group_rows(rep)) + ["", group_summary(rep), ""]
