@@ -46,7 +46,8 @@ a subsample check — the first partitions through Dask against the same rows in
 ε = ∞ (max |Δ coefficient|, counts equal, the cells solve's rule).  The features are written
 as ``--dask-dtype`` (float32 by default; the workers convert each partition to float64), in
 pyarrow's default layout (snappy, dictionary encoding) or the one ``--parquet-compression``,
-``--parquet-dictionary`` and ``--parquet-row-group`` set.  The run also prints where one
+``--parquet-dictionary``, ``--parquet-row-group`` and ``--parquet-required`` (every column
+declared non-nullable, Parquet's *required*: no definition levels to decode) set.  The run also prints where one
 partition's time goes in one process (read + decode, cast, arithmetic) and — the before,
 unless ``--no-dask-reader`` — the counts and gradient passes through
 ``dask.dataframe.read_parquet`` on the same files, in the same run.
@@ -351,7 +352,8 @@ def _worker_cpu(client) -> float:
 
 def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_rows,
                persist=False, solve=True, dtype="float32", linear=False, delta=None,
-               compression=None, dictionary=None, row_group=None, dask_reader=True,
+               compression=None, dictionary=None, row_group=None, required=False,
+               dask_reader=True,
                prefetch_mb=None, linear_units=("row", "sensitive"), log=None, time_passes=True):
     """The Parquet + Dask run (data written to a temporary directory, removed afterwards)."""
     import shutil
@@ -368,7 +370,8 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
     path = tempfile.mkdtemp(prefix="privfair-scale-", dir=tmpdir)
     layout = _parquet_layout(compression, dictionary, row_group)
     out = {"rows": rows, "d": d, "partition_rows": partition_rows, "workers": workers,
-           "dtype": dtype, "layout": layout or "pyarrow default (snappy, dictionary)"}
+           "dtype": dtype, "layout": layout or "pyarrow default (snappy, dictionary)",
+           "required": bool(required)}
     cluster = client = None
     start = time.perf_counter()
 
@@ -386,8 +389,10 @@ def child_dask(rows, d, partition_rows, workers, worker_memory, tmpdir, check_ro
             X, y, sex = make_rows(k, d, seed=1000 + parts, dtype=dtype)
             cols = {f"x{j}": X[:, j] for j in range(d)}
             cols.update(sex=sex, y=y)
-            pq.write_table(pa.table(cols), os.path.join(path, f"part-{parts:05d}.parquet"),
-                           **layout)
+            table = pa.table(cols)
+            if required:    # non-nullable fields: the reader skips the definition levels
+                table = table.cast(pa.schema([f.with_nullable(False) for f in table.schema]))
+            pq.write_table(table, os.path.join(path, f"part-{parts:05d}.parquet"), **layout)
             parts += 1
         out["write_s"] = time.perf_counter() - t0
         out["disk_gb"] = sum(os.path.getsize(os.path.join(path, f))
@@ -625,7 +630,8 @@ def report(results, dask):
                          f"log-likelihood) {sw['median']:.2f} s ({sw['min']:.2f}-{sw['max']:.2f})"
                          f" = {dask['same_work_vs_numpy_bound']:.3f} x the numpy bound "
                          f"[{dask.get('reader')} reader; {dask.get('dtype')}, "
-                         f"{dask.get('layout')}]")
+                         f"{dask.get('layout')}"
+                         f"{', required columns' if dask.get('required') else ''}]")
             c = dask["counts_s"]
             lines.append(f"dask: the counts pass (no arithmetic) {c['median']:.2f} s "
                          f"({c['min']:.2f}-{c['max']:.2f})")
@@ -695,6 +701,8 @@ def main(argv=None):
                     help="Dask: dictionary encoding (default: pyarrow's, on)")
     ap.add_argument("--parquet-row-group", type=float, default=None,
                     help="Dask: rows per row group (default: pyarrow's, up to 1 Mi)")
+    ap.add_argument("--parquet-required", action="store_true",
+                    help="Dask: declare every column non-nullable (Parquet 'required')")
     ap.add_argument("--no-dask-reader", action="store_true",
                     help="Dask: skip the before (the same passes through "
                          "dask.dataframe.read_parquet)")
@@ -749,7 +757,8 @@ def main(argv=None):
                       "compression": a.parquet_compression,
                       "dictionary": None if a.parquet_dictionary is None
                       else a.parquet_dictionary == "on",
-                      "row_group": a.parquet_row_group, "dask_reader": not a.no_dask_reader,
+                      "row_group": a.parquet_row_group, "required": a.parquet_required,
+                      "dask_reader": not a.no_dask_reader,
                       "prefetch_mb": a.prefetch_mb,
                       "linear_units": [u for u in a.linear_units.split(",") if u],
                       "log": a.log, "time_passes": not a.no_dask_passes})

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import passes
+from .heap import steady_heap
 from .dataset import Dataset
 from ..errors import DataError, InvalidInputError, PrivfairError
 
@@ -451,6 +452,7 @@ def parquet_parts(path, columns=None, storage_options=None):
     return parts
 
 
+@steady_heap()
 def _check_partition(df, schema) -> np.ndarray:
     """The construction pass: [rows, rows with a non-finite feature, rows with an undeclared
     label, rows with an undeclared group] of one partition (sums: they merge exactly)."""
@@ -513,29 +515,34 @@ def _held_rows(arrays, chunk_rows, select):
     return passes.ArrayRows(X, y, g, chunk_rows=chunk_rows)
 
 
+@steady_heap()
 def _arrays_pass(arrays, chunk_rows, fn, params, select=None):
     """Run one pass on one persisted partition (the rows ``select`` keeps), in chunks; its
     partial sums (None if empty)."""
     return _held_rows(arrays, chunk_rows, select).map_sum(fn, *params)
 
 
+@steady_heap()
 def _partition_pass(df, schema, chunk_rows, fn, params, select=None):
     """Run one pass on one partition (a DataFrame or a :class:`ParquetPart`, read on the
     worker)."""
     return _partition_rows(df, schema, chunk_rows, select).map_sum(fn, *params)
 
 
+@steady_heap()
 def _arrays_poisson_pass(arrays, chunk_rows, rate, seed, fn, params, select=None):
     """One pass over a Poisson sample of one persisted partition, drawn from ``seed``."""
     return passes.poisson_pass(_held_rows(arrays, chunk_rows, select), rate, seed, fn, params)
 
 
+@steady_heap()
 def _partition_poisson_pass(df, schema, chunk_rows, rate, seed, fn, params, select=None):
     """One pass over a Poisson sample of one partition (sampled on the worker)."""
     return passes.poisson_pass(_partition_rows(df, schema, chunk_rows, select), rate, seed,
                                fn, params)
 
 
+@steady_heap()
 def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
     """Several passes, each over its own Poisson sample of one partition's arrays: ``jobs`` =
     [(fn, rate, seed, params), ...]; the list of their partial sums (the partition is
@@ -544,6 +551,7 @@ def _arrays_poisson_passes(arrays, chunk_rows, jobs, select=None):
     return [passes.poisson_pass(rows, rate, seed, fn, params) for fn, rate, seed, params in jobs]
 
 
+@steady_heap()
 def _partition_poisson_passes(df, schema, chunk_rows, jobs, select=None):
     """:func:`_arrays_poisson_passes` on one partition (read and selected once)."""
     rows = _partition_rows(df, schema, chunk_rows, select)
@@ -657,6 +665,7 @@ class SampleBlock:
         self.samples[t] = None
 
 
+@steady_heap()
 def _partition_samples(items, schema, chunk_rows):
     """Read a run of partitions, one after the other, and draw the samples of several steps of
     each: ``items`` = [(partition, draws, select), ...]; one :class:`SampleBlock` each."""
@@ -665,6 +674,7 @@ def _partition_samples(items, schema, chunk_rows):
             for df, draws, select in items]
 
 
+@steady_heap()
 def _stored_passes(blocks, t, jobs):
     """Step ``t``'s passes on a run of partitions' stored samples: ``jobs`` = [(fn, params),
     ...] — job j over sample j; per partition, the list of partial sums (merged on the client

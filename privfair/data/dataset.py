@@ -654,7 +654,9 @@ class Dataset:
         Files, directories and globs — local, or at any fsspec URL (``s3://``, ``gs://``,
         … with ``storage_options=``) — are read by privfair's own reader (pyarrow, one
         partition per file, float32 columns kept float32 until a pass casts a chunk); other
-        ``read_kw`` go through ``dask.dataframe.read_parquet`` and pandas, which is slower.  Files read fastest when written with float32 features,
+        ``read_kw`` go through ``dask.dataframe.read_parquet`` and pandas, which is slower.
+        Files read fastest when written with float32 features, every column declared
+        non-nullable (``pa.field(..., nullable=False)``: no definition levels to decode),
         ``use_dictionary=False`` and ``compression="none"`` (or lz4), 10⁵–10⁶ rows a file
         (docs/scale.md, *Writing Parquet files that read fast*).
 
