@@ -199,3 +199,18 @@ def test_fits_in_lockstep_are_the_fits_alone():
         assert np.array_equal(both[1], logistic_from_statistic(src, Tp, design=design,
                                                                start=p0, start_single=True))
         assert np.array_equal(both[1], logistic_from_statistic(src, Tp, design=design))
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 30.0, 1e3])
+def test_softplus_sum_is_logaddexp(scale):
+    """The Newton passes' Σ log(1 + e^z), read off σ(z) with one log a row, is numpy's
+    logaddexp sum to rounding — at every scale of the margins, both tails included."""
+    z = np.random.default_rng(3).normal(size=20_000) * scale
+    want = float(np.logaddexp(0.0, z).sum())
+    assert passes.softplus_sum(z) == pytest.approx(want, rel=1e-13)
+    assert passes.softplus_sum(z, passes.sigmoid(z)) == passes.softplus_sum(z)
+    # a formula without the max(z, 0) term would be off by Σ max(z, 0): far outside rel 1e-13
+    assert abs(want - float(-np.log(np.where(z > 0, passes.sigmoid(z),
+                                             1 - passes.sigmoid(z))).sum())) > 1e-6 * want
+    assert passes.softplus_sum(np.array([])) == 0.0
+    assert passes.softplus_sum(np.array([-800.0, 800.0])) == 800.0

@@ -67,7 +67,7 @@ from ..errors import InvalidInputError
 
 __all__ = ["Chunk", "ArrayRows", "IndexedRows", "rows_of", "merge", "Max", "chunk_rows_for", "INTERCEPT", "PLAIN",
            "Mapped", "ProxyDesign", "ProxyBlocks", "proxy_clip_into", "group_label_counts", "label_counts", "weighted_sum", "logistic_terms",
-           "sum_and_logistic_terms", "logistic_terms_shift", "several", "sigmoid",
+           "sum_and_logistic_terms", "logistic_terms_shift", "several", "sigmoid", "softplus_sum",
            "max_norm_rows", "non_binary_counts", "Concat", "order_statistics", "linear_quantiles",
            "rule_soft_counts", "poisson_seeds", "poisson_rows", "poisson_pass", "weighted_gram",
            "SINGLE"]
@@ -85,6 +85,27 @@ def chunk_rows_for(n_features: int, chunk_bytes: int = CHUNK_BYTES) -> int:
 def sigmoid(z):
     """The logistic function, computed stably (the same formula as privfair.models.cells.sigmoid)."""
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=float)))
+
+
+def softplus_sum(z, p=None) -> float:
+    """Σ log(1 + e^{zᵢ}), from z and p = σ(z) (computed when not given).
+
+    log(1 + e^z) = max(z, 0) − log σ(|z|), and σ(|z|) ∈ [½, 1] is p or 1 − p: one log a row,
+    read off the σ a Newton pass computes anyway.  ``np.logaddexp(0, z)`` gives the same
+    numbers (to ~1e-16 relative) at an exp and a log1p a row: 1.1 ms per 50,000 rows against
+    0.12 ms for z = Zθ itself, three times the rest of a Newton pass (#19, measured).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.array([-800.0, -2.0, 0.0, 3.0, 800.0])
+    >>> bool(np.isclose(softplus_sum(z), np.logaddexp(0.0, z).sum(), rtol=1e-15))
+    True
+    """
+    z = np.asarray(z, dtype=float)
+    if p is None:
+        p = sigmoid(z)
+    return float(np.sum(np.maximum(z, 0.0)) - np.sum(np.log(np.where(z > 0, p, 1.0 - p))))
 
 
 class Chunk:
@@ -747,7 +768,7 @@ def logistic_terms_shift(chunk, design, theta, delta):
 def _logistic_terms(Z, design, theta, hessian):
     z = design.dot(Z, theta)
     p = sigmoid(z)
-    f = float(np.sum(np.logaddexp(0.0, z)))
+    f = softplus_sum(z, p)
     # hessian=SINGLE: the Hessian in single precision (weighted_gram), for the Newton steps far
     # from the optimum (privfair.statistics.scores.logistic_from_statistic says why the fit is unchanged)
     return f, design.tdot(Z, p), (design.gram(Z, p * (1.0 - p), float32=isinstance(hessian, str)
@@ -796,7 +817,7 @@ def several(chunk, tasks) -> tuple:
 
 def logistic_value(chunk, design, theta) -> float:
     """Σ log(1 + e^{zᵢ·θ}) only (a line-search probe)."""
-    return float(np.sum(np.logaddexp(0.0, design.dot(design.matrix(chunk), theta))))
+    return softplus_sum(design.dot(design.matrix(chunk), theta))
 
 
 def rule_soft_counts(chunk, rule, n_groups: int, n_labels: int,
