@@ -101,6 +101,32 @@ def test_stored_samples_keep_the_files_feature_type_and_small_codes(client, fram
     stock.release()
 
 
+def test_stored_samples_are_the_rows_of_x_for_mixed_column_types():
+    """A partition whose columns differ in type (float32, float64, int16): every stored sample
+    is X[i] of the partition's float64 X, C-ordered, for every step and job — the gather runs
+    column by column over all the steps at once."""
+    rng = np.random.default_rng(4)
+    n = 5000
+    cols = [rng.normal(size=n).astype(np.float32), rng.normal(size=n),
+            rng.integers(-3, 4, n).astype(np.int16)]
+    y, g = rng.integers(0, 2, n), rng.integers(0, 3, n)
+    rows = dask_data.ColumnRows(cols, y, g, chunk_rows=700)
+    X = np.column_stack([c.astype(np.float64) for c in cols])
+    draws = [[(0.1, (11 + t, 1, 2, 3)), (0.3, (50 + t, 1, 2, 3))] for t in range(4)]
+    block = dask_data.SampleBlock(rows, draws, 3, 2)
+    for t, step in enumerate(draws):
+        for j, (rate, seed) in enumerate(step):
+            i = passes.poisson_rows(n, rate, seed)
+            Xs, ys, gs, starts, _ = block.samples[t][j]
+            assert Xs.dtype == np.float64 and Xs.flags.c_contiguous
+            np.testing.assert_array_equal(Xs, X[i])
+            np.testing.assert_array_equal(ys, y[i])
+            np.testing.assert_array_equal(gs, g[i])
+            np.testing.assert_array_equal(starts, i[::700])
+    # the control: another step's seed gives other rows
+    assert not np.array_equal(block.samples[1][0][0], X[passes.poisson_rows(n, 0.1, (11, 1, 2, 3))])
+
+
 def test_the_k_steps_samples_are_independent_not_one_sample_reused(client, frame):
     # every stored (step, job) sample against every other: a row is in both independently with
     # probability q·q', so the overlap is Binomial(n, q q'); one sample reused for two steps

@@ -607,6 +607,26 @@ def _code_dtype(count):
     return np.min_scalar_type(-max(int(count), 1))
 
 
+def _gather_columns(cols, picks, dtype) -> list:
+    """The rows ``i`` of every index array of ``picks`` from a partition's feature columns,
+    each as a C-ordered (len(i), d) array of ``dtype`` — the values ``X[i]`` of the
+    partition's X.
+
+    Column by column, every pick at once: a column (a few MB) comes from memory once and
+    serves all the steps' gathers from cache, each written as one contiguous row of a (d, k)
+    buffer, transposed once at the end.  Step by step, with strided writes, every step read
+    every column from memory again: 8 steps of 8·10⁵ × 20 float32 at q = 1/50 took 38 ms
+    against 19 ms (#19: the per-step gather was a 10⁸-row fit's main cost)."""
+    bufs = [np.empty((len(cols), i.size), dtype=dtype) for i in picks]
+    for j, c in enumerate(cols):
+        for i, b in zip(picks, bufs):
+            if c.dtype == b.dtype:
+                np.take(c, i, out=b[j])
+            else:
+                b[j] = c[i]
+    return [np.ascontiguousarray(b.T) for b in bufs]
+
+
 class SampleBlock:
     """The Poisson samples of the next K steps of one partition, kept on its Dask worker.
 
@@ -626,21 +646,17 @@ class SampleBlock:
         cols = getattr(rows, "cols", None)              # ColumnRows: the file's own types
         dt = _feature_dtype(cols) if cols is not None else np.asarray(rows.X).dtype
         ty, tg = _code_dtype(n_labels), _code_dtype(n_groups)
-        self.samples = []
-        for step in draws:
-            mine = []
-            for rate, seed in step:
-                i = passes.poisson_rows(rows.n, rate, seed)
-                if cols is not None:
-                    X = np.empty((i.size, len(cols)), dtype=dt)
-                    for j, c in enumerate(cols):
-                        X[:, j] = c[i]
-                else:
-                    X = np.ascontiguousarray(np.asarray(rows.X)[i])
-                mine.append((X, rows.y[i].astype(ty), rows.group[i].astype(tg),
-                             i[::k].astype(np.int64), {name: a[i] for name, a in
-                                                       rows.extra.items()}))
-            self.samples.append(mine)
+        picks = [[passes.poisson_rows(rows.n, rate, seed) for rate, seed in step]
+                 for step in draws]
+        flat = [i for step in picks for i in step]
+        if cols is not None:
+            Xs = iter(_gather_columns(cols, flat, dt))
+        else:
+            Xs = iter(np.ascontiguousarray(np.asarray(rows.X)[i]) for i in flat)
+        self.samples = [[(next(Xs), rows.y[i].astype(ty), rows.group[i].astype(tg),
+                          i[::k].astype(np.int64), {name: a[i] for name, a in
+                                                    rows.extra.items()})
+                         for i in step] for step in picks]
 
     @property
     def nbytes(self) -> int:
