@@ -624,7 +624,11 @@ def _gather_columns(cols, picks, dtype) -> list:
                 np.take(c, i, out=b[j])
             else:
                 b[j] = c[i]
-    return [np.ascontiguousarray(b.T) for b in bufs]
+    out = []
+    for j in range(len(bufs)):        # each buffer freed once transposed: peak ≈ one block
+        out.append(np.ascontiguousarray(bufs[j].T))
+        bufs[j] = None
+    return out
 
 
 class SampleBlock:
