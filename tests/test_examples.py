@@ -18,7 +18,13 @@ ARGS = {
     "problem_adult_eo": ["--subsample", "3000", "--seed", "0"],
     "compare_published_algorithms": ["--subsample", "3000", "--seed", "0", "--oracle-B", "3"],
     "group_thresholds_row": ["--subsample", "3000", "--seed", "0"],
+    # Dask's scheduler in this process (--workers 0): the smoke test starts no cluster
+    "adult_parquet_dask": ["--subsample", "3000", "--seed", "0", "--workers", "0",
+                           "--files", "3"],
 }
+
+#: examples that need an optional extra, and the modules it provides
+NEEDS = {"adult_parquet_dask": ("dask.dataframe", "pyarrow")}
 
 
 def _load(name):
@@ -31,6 +37,8 @@ def _load(name):
 @pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES.glob("*.py")))
 def test_example_runs(name, capsys):
     assert name in ARGS, f"add smoke-test arguments for examples/{name}.py"
+    for module in NEEDS.get(name, ()):
+        pytest.importorskip(module, reason=f"examples/{name}.py needs privfair[dask]")
     _load(name).main(ARGS[name])
     out = capsys.readouterr().out
     assert "differentially private" in out or "privacy certificate" in out
