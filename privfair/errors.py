@@ -19,6 +19,7 @@ __all__ = [
     "PrivfairError",
     "InvalidInputError",
     "DataError",
+    "DataNotFoundError",
     "InvalidPrivacyError",
     "ModelingError",
     "CurvatureError",
@@ -67,6 +68,11 @@ class InvalidInputError(PrivfairError, ValueError):
 class DataError(InvalidInputError):
     """A dataset is malformed: NaN or infinite features, labels or groups outside the declared
     set, columns of the wrong length.  (A declared group with no rows is valid.)"""
+
+
+class DataNotFoundError(DataError, FileNotFoundError):
+    """No data file at the path given (``pf.Dataset.from_parquet``).  Also a
+    ``FileNotFoundError``, so code that catches the built-in keeps working."""
 
 
 class InvalidPrivacyError(InvalidInputError):

@@ -206,7 +206,8 @@ def test_globs_and_urls_are_read_by_privfairs_reader(files):
         data = pf.Dataset.from_parquet(files, **KW, columns=["x0", "x1", "x2", "x3", "y", "sex"])
         assert data.parts is None and data.n == 3 * N
     assert dask_data.parquet_parts(files, ["nope"]) is None      # a column not in the files
-    assert dask_data.parquet_parts(files + "/nothing-*.parquet") is None
+    with pytest.raises(FileNotFoundError):         # a local glob that matches nothing
+        dask_data.parquet_parts(files + "/nothing-*.parquet")
 
 
 def test_a_non_local_filesystem_is_read_through_fsspec(files):
@@ -231,3 +232,16 @@ def test_a_non_local_filesystem_is_read_through_fsspec(files):
         np.testing.assert_array_equal(remote.rows().map_sum(passes.weighted_sum, *args),
                                       local.rows().map_sum(passes.weighted_sum, *args))
     mem.rm("/pf-remote", recursive=True)
+
+
+@pytest.mark.parametrize("where", ["missing-dir", "missing-file.parquet", "*.nothing"])
+def test_a_path_with_no_parquet_file_is_a_typed_error_naming_it(tmp_path, where):
+    """Nothing at the path: privfair's error names ``path`` and what to pass, and is still a
+    FileNotFoundError (dask's own message named its pandas backend)."""
+    from privfair.errors import DataNotFoundError
+
+    path = str(tmp_path / where)
+    with pytest.raises(DataNotFoundError, match="path=.*no Parquet file there") as exc:
+        pf.Dataset.from_parquet(path, label="y", sensitive="sex", groups=[0, 1])
+    assert isinstance(exc.value, FileNotFoundError) and isinstance(exc.value, DataError)
+    assert exc.value.field == "path" and exc.value.value == path

@@ -33,7 +33,7 @@ import numpy as np
 from . import passes
 from .heap import steady_heap
 from .dataset import Dataset
-from ..errors import DataError, InvalidInputError, PrivfairError
+from ..errors import DataError, DataNotFoundError, InvalidInputError, PrivfairError
 
 __all__ = ["DaskDataset", "DaskRows", "DaskMissingError", "ParquetPart", "parquet_parts",
            "from_parquet", "from_dask"]
@@ -390,13 +390,20 @@ def _column_rows(part, schema, chunk_rows=None) -> ColumnRows:
     return ColumnRows(*table_columns(part.read(cols), schema), chunk_rows=chunk_rows)
 
 
+def _not_found(path) -> DataNotFoundError:
+    return DataNotFoundError("path", path, "no Parquet file there: pass a file, a directory of "
+                             "Parquet files, a glob or a URL fsspec knows (with "
+                             "storage_options=)")
+
+
 def parquet_parts(path, columns=None, storage_options=None):
     """privfair's partitions of the Parquet files at ``path`` — a file, a directory (every
     ``*.parquet``-like file below it that pyarrow's dataset discovery keeps), a glob, or a list
     of them; local, or any URL fsspec knows (``s3://``, ``gs://``, ``abfs://``, … with
     ``storage_options``, as dask's reader takes them) — in dask's natural order; or None where
-    privfair's reader does not apply (nothing matches, a hive-partitioned column missing from
-    the files): dask's reader then.
+    privfair's reader does not apply (nothing at a remote path, a hive-partitioned column
+    missing from the files): dask's reader then.  A local path, directory or glob with no
+    Parquet file raises :class:`~privfair.errors.DataNotFoundError`.
 
     One partition per file; a file whose X would exceed :data:`PART_BYTES` in float64 is
     split at row-group boundaries.  Reads the files' footers only (row-group sizes, the
@@ -423,8 +430,12 @@ def parquet_parts(path, columns=None, storage_options=None):
             found = pads.dataset(root, filesystem=p_fs, format="parquet").files
         elif p_fs.isfile(root):
             found = [root]
+        elif isinstance(p_fs, LocalFileSystem):
+            found = []
         else:
             return None                           # nothing there: dask's reader says so
+        if not found and isinstance(p_fs, LocalFileSystem):
+            raise _not_found(p)
         files += sorted(found, key=natural_sort_key)
     if not files:
         return None
@@ -1223,7 +1234,11 @@ def from_parquet(path, *, label, sensitive, groups, labels=(0, 1), features=None
         needed = [*(features or ()), label, *sens]
         parts = parquet_parts(path, needed, read_kw.get("storage_options"))
     if parts is None:
-        ddf = dd.read_parquet(path, **read_kw)
+        try:
+            ddf = dd.read_parquet(path, **read_kw)
+        except FileNotFoundError as exc:
+            # dask's message names its pandas backend, not what to change
+            raise _not_found(path) from exc
     else:
         meta = parts[0].file().schema_arrow.empty_table().to_pandas()
         ddf = dd.from_map(ParquetPart.frame, parts, meta=meta, label="privfair-read-parquet",
