@@ -47,8 +47,8 @@ a subsample check — the first partitions through Dask against the same rows in
 as ``--dask-dtype`` (float32 by default; the workers convert each partition to float64), in
 pyarrow's default layout (snappy, dictionary encoding) or the one ``--parquet-compression``,
 ``--parquet-dictionary``, ``--parquet-row-group`` and ``--parquet-required`` (every column
-declared non-nullable, Parquet's *required*: no definition levels to decode) set.  The run also prints where one
-partition's time goes in one process (read + decode, cast, arithmetic) and — the before,
+declared non-nullable, Parquet's *required*: no definition levels to decode) set.  The run
+also prints where one partition's time goes in one process (read + decode, cast, arithmetic) and — the before,
 unless ``--no-dask-reader`` — the counts and gradient passes through
 ``dask.dataframe.read_parquet`` on the same files, in the same run.
 ``--dask-linear`` also solves the ``auto_linear_*`` problem on the Dask dataset under both units

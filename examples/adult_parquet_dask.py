@@ -84,6 +84,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None, help="reproducible noise (not for real "
                                                            "releases)")
     args = ap.parse_args(argv)
+    if args.files < 1:
+        ap.error(f"--files must be at least 1 (got {args.files})")
+    if args.workers < 0:
+        ap.error(f"--workers must be 0 (no cluster) or more (got {args.workers})")
 
     train, test = pf.datasets.load_adult("train"), pf.datasets.load_adult("test")
     if args.subsample:
