@@ -6,8 +6,8 @@ with ``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``),
 memory goes back to the operating system at once.  That setting also fixes glibc's
 ``mmap`` threshold at 128 KiB.  Between two chunks, every temporary is then unmapped (or the
 heap's top trimmed) and faulted back in by the next chunk: measured on a worker, 10⁶ × 20
-float32 rows, the arithmetic of one gradient pass took 24–37 ms against 16 ms in the same
-worker started without the variable.
+float32 rows, the cast and arithmetic of one partition took 23–37 ms against 14–16 ms in a
+worker started without the variable (docs/scale.md).
 
 :func:`steady_heap` raises both thresholds while a pass runs and restores the nanny's values
 afterwards, then calls ``malloc_trim(0)``: the memory the pass freed still goes back to the
