@@ -203,7 +203,7 @@ def gpu_section(rows, epochs=1):
     r = pf.rates(pf.LinearClassifier(d, radius=100.0), data)
     prob = pf.Problem(pf.minimize(r.error()),
                       [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.02])
-    privacy = pf.DP(1.0, 1.0 / rows ** 2)
+    privacy = pf.DP(1.0, 1.0 / rows ** 2, protect="sensitive")
     out = {}
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     prob.solve(privacy, backend="sgda", seed=0, epochs=epochs / 10, progress=False)   # warm-up

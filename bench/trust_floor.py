@@ -34,7 +34,7 @@ def main():
             prob = pf.Problem(pf.minimize(r.error()), [pf.maximum(*terms) <= 0.02])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = prob.solve(pf.DP(1.0, 1.0 / train.n ** 2), seed=s, progress=False,
+                res = prob.solve(pf.DP(1.0, 1.0 / train.n ** 2, protect="sensitive"), seed=s, progress=False,
                                  holdout=holdout)
             m = res.metrics(test)
             errs.append(m["error"])

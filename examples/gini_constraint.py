@@ -36,7 +36,7 @@ def main(argv=None):
     gini = pf.sum([pf.abs(a - b) for a, b in itertools.permutations(errs, 2)]) \
         - 2 * K * args.theta * pf.sum(errs)
     prob = pf.Problem(pf.minimize(r.error()), [gini <= 0])
-    privacy = pf.DP(1.0, 1.0 / train.n ** 2)
+    privacy = pf.DP(1.0, 1.0 / train.n ** 2, protect="sensitive")  # score: X, y
     print(prob.analyze(privacy))
     res = prob.solve(privacy, seed=args.seed)
     print(res.certificate)

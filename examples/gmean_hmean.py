@@ -34,7 +34,7 @@ def main(argv=None):
     g = train.groups
     recalls = [r.tpr[g[0]], r.tpr[g[1]], r.tnr[g[0]], r.tnr[g[1]]]
     gap = pf.abs(r.selection[g[0]] - r.selection[g[1]])
-    privacy = pf.DP(1.0, 1.0 / train.n ** 2)
+    privacy = pf.DP(1.0, 1.0 / train.n ** 2, protect="sensitive")  # score: X, y
     prob = pf.Problem(pf.maximize(pf.hmean(*recalls)), [gap <= 0.1])
     print(prob.analyze(privacy))
     res = prob.solve(privacy, seed=args.seed)

@@ -1,8 +1,8 @@
 """A PROBLEM.py for ``privfair solve``: equalized odds on UCI Adult (the ``cells`` backend).
 
-    privfair solve examples/problem_adult_eo.py --epsilon 1 --report adult_eo.html
-    privfair report examples/problem_adult_eo.py --epsilon 1
-    PRIVFAIR_SUBSAMPLE=3000 privfair solve examples/problem_adult_eo.py --epsilon 1 --seed 0
+    privfair solve examples/problem_adult_eo.py --epsilon 1 --protect sensitive --report adult_eo.html
+    privfair report examples/problem_adult_eo.py --epsilon 1 --protect sensitive
+    PRIVFAIR_SUBSAMPLE=3000 privfair solve examples/problem_adult_eo.py --epsilon 1 --protect sensitive --seed 0
     python examples/problem_adult_eo.py --subsample 3000 --seed 0      # the same, via main()
 
 The file follows the command line's convention (docs/cli.md): it defines ``build()``, which
@@ -10,6 +10,10 @@ returns the problem — minimize the training error subject to max(|ΔFPR|, |ΔT
 (Female vs Male) over randomized rules on score × proxy cells — and the test split, on which
 ``privfair solve`` also reports the metrics.  The environment variable ``PRIVFAIR_SUBSAMPLE``
 (an integer) trains on that many random rows, for quick runs and tests.
+
+The cells rules protect one row's sex (``--protect sensitive``: their public score reads X and
+y); under the command line's default, ``--protect row`` (whole rows), no backend takes them and
+the refusal says so.
 """
 
 import argparse
@@ -46,7 +50,8 @@ def main(argv=None):
     ap.add_argument("--epsilon", default="1.0")
     ap.add_argument("--seed", default=None, help="reproducible noise (not for real releases)")
     args = ap.parse_args(argv)
-    argv = ["solve", str(pathlib.Path(__file__).resolve()), "--epsilon", args.epsilon]
+    argv = ["solve", str(pathlib.Path(__file__).resolve()), "--epsilon", args.epsilon,
+            "--protect", "sensitive"]
     if args.seed is not None:
         argv += ["--seed", args.seed]
     old = os.environ.get("PRIVFAIR_SUBSAMPLE")

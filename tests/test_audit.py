@@ -36,7 +36,7 @@ def _tie_laws(epsilon):
     out = []
     for data in audit_pair():
         prob = tie_problem(data)
-        an = prob.analyze(pf.DP(1.0))
+        an = prob.analyze(pf.DP(1.0, protect="sensitive"))
         h = penalized_values(prob, prob.rates.evaluate_all(), an.G)
         out.append(exponential_mechanism_probabilities(-h, an.sensitivity_h, epsilon)[0])
     return out
@@ -102,7 +102,7 @@ def test_vector_fields_are_scored_on_every_coordinate():
 def test_flattening_reaches_info_trace_certificate_and_plan():
     D, _ = audit_pair()
     inst = audit_instances("postprocessing")[0]
-    res = inst.build(D).solve(pf.DP(1.0), backend="postprocessing", seed=0, progress=False)
+    res = inst.build(D).solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=0, progress=False)
     f = A.exposed_fields(res, inst, D)
     assert f["decision"].shape == (40,) and f["raised"] == ""
     assert "info.released_counts[*]" in f and "info.released_counts[7]" in f
@@ -142,10 +142,10 @@ def test_an_exact_statistic_or_a_private_error_message_is_refuted(monkeypatch, c
     inst = audit_instances("exponential")[0]
     D, Dp = inst.pair()
     seeds = np.random.SeedSequence(3).spawn(2)
-    cond = A.run_condition(cls.name, inst, D, Dp, pf.DP(1.0), {}, (1.0, 0.0), 120, seeds)
+    cond = A.run_condition(cls.name, inst, D, Dp, pf.DP(1.0, protect="sensitive"), {}, (1.0, 0.0), 120, seeds)
     assert cond.refuted and field in {c.name for c in cond.refuting}
     # the correct backend on the same runs: nothing refuted
-    ok = A.run_condition("exponential", inst, D, Dp, pf.DP(1.0), {}, (1.0, 0.0), 120, seeds)
+    ok = A.run_condition("exponential", inst, D, Dp, pf.DP(1.0, protect="sensitive"), {}, (1.0, 0.0), 120, seeds)
     assert not ok.refuted
 
 
@@ -155,9 +155,9 @@ def test_factor_2_bug_is_refuted_on_the_tie_instance():
     inst = audit_instances("exponential")[0]
     D, Dp = inst.pair()
     s = np.random.SeedSequence(11).spawn(4)
-    bug = A.run_condition("exponential", inst, D, Dp, pf.DP(2.0), {}, (1.0, 0.0), 1500, s[:2])
+    bug = A.run_condition("exponential", inst, D, Dp, pf.DP(2.0, protect="sensitive"), {}, (1.0, 0.0), 1500, s[:2])
     assert bug.refuted and bug.decision.refuted and bug.epsilon_lower > 1.0
-    honest = A.run_condition("exponential", inst, D, Dp, pf.DP(1.0), {}, (1.0, 0.0), 1500, s[2:])
+    honest = A.run_condition("exponential", inst, D, Dp, pf.DP(1.0, protect="sensitive"), {}, (1.0, 0.0), 1500, s[2:])
     assert not honest.refuted
 
 

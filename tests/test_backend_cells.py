@@ -47,7 +47,7 @@ def eo_problem(data, level=0.05):
 def test_end_to_end_certificate_and_predictions(adult):
     train, test = adult
     prob = dp_problem(train, feature_groups=adult_groups(train))
-    res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=0, progress=False)
     cert = res.certificate
     assert res.backend == "cells"
     assert cert.epsilon <= 1.0 + 1e-9 and cert.delta <= 1e-6 * (1 + 1e-9)
@@ -71,7 +71,7 @@ def test_equalized_odds_releases_label_split_counts(adult):
     train, _ = adult
     prob = eo_problem(train)
     assert needs_label_split(prob)
-    res = prob.solve(pf.DP(1.0, 1e-6), seed=1, progress=False)
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=1, progress=False)
     laplace = res.certificate.releases[1]
     assert laplace.dimension == 2 * 40 and laplace.sensitivity == 1.0
     assert res.certificate.epsilon <= 1.0 + 1e-9
@@ -81,7 +81,7 @@ def test_equalized_odds_releases_label_split_counts(adult):
 
 def test_pure_dp_uses_laplace_for_the_proxy(adult):
     train, _ = adult
-    res = dp_problem(train).solve(pf.DP(0.8), seed=2, progress=False)
+    res = dp_problem(train).solve(pf.DP(0.8, protect="sensitive"), seed=2, progress=False)
     assert [e.mechanism for e in res.certificate.releases] == ["laplace", "laplace"]
     assert res.certificate.delta == 0.0 and res.certificate.epsilon <= 0.8 + 1e-9
 
@@ -90,21 +90,21 @@ def test_releases_are_the_plans_schedule_and_no_noise_knob_remains(adult):
     """Issue #17: M1 and M2 are fixed at plan time; the run records exactly those events."""
     train, _ = adult
     prob = dp_problem(train)
-    plan = prob.plan(pf.DP(1.0, 1e-6), backend="cells").chosen
+    plan = prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells").chosen
     planned = plan.schedule.events()
     assert [e.label[:2] for e in planned] == ["M1", "M2"]
-    res = prob.solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False)
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", seed=0, progress=False)
     assert [(e.sensitivity, e.scale, e.epsilon) for e in res.certificate.releases] == \
         [(e.sensitivity, e.scale, e.epsilon) for e in planned]
     assert res.info["M1_scale"] == planned[0].scale and res.info["M2_scale"] == planned[1].scale
     with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
-        prob.plan(pf.DP(1.0, 1e-6), backend="cells", _noise_multiplier=0.5)
+        prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", _noise_multiplier=0.5)
 
 
 def test_non_private_run_is_exact_on_the_training_data(adult):
     train, _ = adult
     for prob in (dp_problem(train), eo_problem(train)):
-        res = prob.solve(pf.DP(math.inf), progress=False, holdout=0)     # all the training rows
+        res = prob.solve(pf.DP(math.inf, protect="sensitive"), progress=False, holdout=0)     # all the training rows
         assert not res.certificate.is_private
         ell = prob.rates.evaluate(res.decision)                 # exact ℓ of the returned rule
         f, g = prob.evaluate(ell)
@@ -129,7 +129,7 @@ def test_smax_is_refused_by_name_and_spends_nothing(adult):
                       [pf.smax(s["Female"] - s["Male"], s["Male"] - s["Female"], eta=20) <= 0.02])
     budget = pf.BudgetFilter(1.0, 1e-6)
     with pytest.raises(BackendRefusedError, match="smax"):
-        prob.solve(pf.DP(1.0, 1e-6), backend="cells", budget=budget)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
@@ -138,7 +138,7 @@ def test_other_decision_sets_are_refused():
     d = pf.Dataset(rng.normal(size=(50, 1)), rng.integers(0, 2, 50), rng.choice(["a", "b"], 50))
     r = pf.rates(pf.Thresholds([0.0, 1.0]), d, group_mass_bound=0.1)
     verdict = pf.backends.get("cells").accepts(pf.Problem(pf.minimize(r.error())),
-                                               pf.Problem(pf.minimize(r.error())).analyze(pf.DP(1.0)))
+                                               pf.Problem(pf.minimize(r.error())).analyze(pf.DP(1.0, protect="sensitive")))
     assert not verdict and "ProxyCells" in verdict.reason
 
 
@@ -236,7 +236,7 @@ def test_decision_set_contract_and_validation():
 def test_evaluate_uses_expected_predictions(adult):
     train, _ = adult
     prob = dp_problem(train)
-    res = prob.solve(pf.DP(2.0, 1e-6), seed=5, progress=False)
+    res = prob.solve(pf.DP(2.0, 1e-6, protect="sensitive"), seed=5, progress=False)
     p = res.predict_proba(train.X)
     ell = prob.rates.evaluate(res.decision)
     r = prob.rates
@@ -258,7 +258,7 @@ def test_no_signal_above_the_noise_tightens_by_the_unshrunk_noise():
     prob = pf.Problem(pf.minimize(r.error()), [gap <= 0.03])
     floored = 0
     for seed in (0, 1):
-        res = prob.solve(pf.DP(0.01, 1 / train.n ** 2), backend="cells", seed=seed, progress=False)
+        res = prob.solve(pf.DP(0.01, 1 / train.n ** 2, protect="sensitive"), backend="cells", seed=seed, progress=False)
         if res.info["shrinkage_kappa"] <= _proxy.KAPPA_FLOOR:
             floored += 1
             assert "note_shrinkage" in res.info and max(res.info["tightening"]) > 0.03

@@ -26,7 +26,7 @@ def small_problem(seed=0, n=200, grid=15, q=0.1, data=None):
 
 def test_utility_within_theorem_bound_in_90_percent_of_seeds():
     prob, _ = small_problem()
-    privacy = pf.DP(2.0)
+    privacy = pf.DP(2.0, protect="sensitive")
     analysis = prob.analyze(privacy, alpha=0.1)
     h_all = analysis.h_value(prob.rates.evaluate_all())
     plan = prob.plan(privacy, backend="exponential", alpha=0.1).chosen
@@ -41,8 +41,8 @@ def test_utility_within_theorem_bound_in_90_percent_of_seeds():
 
 def test_non_private_reference_returns_the_argmin():
     prob, _ = small_problem()
-    analysis = prob.analyze(pf.DP(math.inf))
-    res = prob.solve(pf.DP(math.inf), backend="exponential")
+    analysis = prob.analyze(pf.DP(math.inf, protect="sensitive"))
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="exponential")
     h_all = analysis.h_value(prob.rates.evaluate_all())
     assert analysis.h_value(prob.rates.evaluate(res.decision)) == pytest.approx(h_all.min())
     assert not res.certificate.is_private
@@ -50,7 +50,7 @@ def test_non_private_reference_returns_the_argmin():
 
 def _scores(data, eps):
     prob, _ = small_problem(data=data, grid=5, q=0.2)
-    an = prob.analyze(pf.DP(eps), alpha=0.2)
+    an = prob.analyze(pf.DP(eps, protect="sensitive"), alpha=0.2)
     return -an.h_value(prob.rates.evaluate_all()), an.sensitivity_h, prob
 
 
@@ -64,7 +64,7 @@ def _sample_outputs(data, eps, n_runs, seed, multiplier=1.0):
 
     prob, _ = small_problem(data=data, grid=5, q=0.2)
     b = get("exponential")
-    final = b.plan(prob, prob.analyze(pf.DP(eps), alpha=0.2), pf.DP(eps), {})
+    final = b.plan(prob, prob.analyze(pf.DP(eps, protect="sensitive"), alpha=0.2), pf.DP(eps, protect="sensitive"), {})
     src = as_source(seed)
     grid = np.asarray(prob.rates.decisions.grid)
     out = np.empty(n_runs, dtype=int)
@@ -137,17 +137,17 @@ def test_refusal_spends_nothing():
     prob = pf.Problem(pf.minimize(r.error()))
     budget = pf.BudgetFilter(1.0, 1e-6)
     with pytest.raises(BackendRefusedError, match="finite decision set"):
-        prob.solve(pf.DP(1.0, 1e-6), backend="exponential", budget=budget)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="exponential", budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
 def test_budget_filter_is_charged_once_per_solve_and_refuses_overspend():
     prob, _ = small_problem()
     budget = pf.BudgetFilter(1.5)
-    prob.solve(pf.DP(1.0), backend="exponential", seed=0, budget=budget)
+    prob.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0, budget=budget)
     assert budget.spent[0] == pytest.approx(1.0)
     with pytest.raises(pf.errors.BudgetExceededError):
-        prob.solve(pf.DP(1.0), backend="exponential", seed=1, budget=budget)
+        prob.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=1, budget=budget)
     assert budget.spent[0] == pytest.approx(1.0)
 
 
@@ -157,7 +157,7 @@ def test_smax_runs_on_exponential_only():
     nonconvex = pf.Problem(pf.minimize(r.error()),
                            [pf.smax(r.selection["a"] - r.selection["b"],
                                     r.selection["b"] - r.selection["a"], eta=20) <= 0.1])
-    plans = nonconvex.plan(pf.DP(1.0))
+    plans = nonconvex.plan(pf.DP(1.0, protect="sensitive"))
     assert plans.chosen.backend == "exponential"
-    res = nonconvex.solve(pf.DP(1.0), seed=0)
+    res = nonconvex.solve(pf.DP(1.0, protect="sensitive"), seed=0)
     assert res.certificate.epsilon <= 1.0 + 1e-9

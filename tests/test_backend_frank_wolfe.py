@@ -60,7 +60,7 @@ def mixture_h_smooth(prob, analysis, res):
 def test_hull_diameter_bounds_every_pair_of_candidates():
     data = synthetic(1, n=300)
     for prob in (lse_problem(data), smooth_problem(data)):
-        an = prob.analyze(pf.DP(1.0))
+        an = prob.analyze(pf.DP(1.0, protect="sensitive"))
         S = list(an.support)
         LS = prob.rates.evaluate_all()[:, S]
         D = hull_diameter(prob.rates, S)
@@ -79,7 +79,7 @@ def test_score_sensitivity_bounds_every_neighbour():
     rng = np.random.default_rng(0)
     data = synthetic(2, n=16)
     prob = lse_problem(data, grid=6, q=0.2)
-    an = prob.analyze(pf.DP(1.0))
+    an = prob.analyze(pf.DP(1.0, protect="sensitive"))
     c = Constants(prob, an)
     S = c.support
     LD = prob.rates.evaluate_all()[:, S]
@@ -96,11 +96,11 @@ def test_score_sensitivity_bounds_every_neighbour():
 @pytest.mark.parametrize("make", [lse_problem, smooth_problem])
 def test_non_private_reaches_the_theorem_bound_at_several_T(make):
     prob = make(synthetic(0, n=2000))
-    an = prob.analyze(pf.DP(math.inf), alpha=0.1)
+    an = prob.analyze(pf.DP(math.inf, protect="sensitive"), alpha=0.1)
     opt, best_vertex = hull_optimum(prob, an)
     gaps = {}
     for T in (1, 3, 10, 50, 300):
-        res = prob.solve(pf.DP(math.inf), backend=FW, alpha=0.1, T=T, progress=False,
+        res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=FW, alpha=0.1, T=T, progress=False,
                          holdout=0)       # the theorem is about the training rows, all of them
         params = res.plan.params
         gap = mixture_h_smooth(prob, an, res) - opt
@@ -118,10 +118,10 @@ def test_non_private_reaches_the_theorem_bound_at_several_T(make):
 
 def test_non_private_default_T_reaches_half_alpha():
     prob = smooth_problem(synthetic(0, n=20_000))
-    an = prob.analyze(pf.DP(math.inf), alpha=0.1)
+    an = prob.analyze(pf.DP(math.inf, protect="sensitive"), alpha=0.1)
     opt, best_vertex = hull_optimum(prob, an)
     assert opt < best_vertex - 1e-3                 # the optimum is a genuine mixture
-    res = prob.solve(pf.DP(math.inf), backend=FW, alpha=0.1, progress=False)
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=FW, alpha=0.1, progress=False)
     T = res.plan.params["T"]
     assert 1 <= T <= 2000 and res.plan.params["bound_h_smooth"] <= 0.05
     assert mixture_h_smooth(prob, an, res) - opt <= 0.05
@@ -131,7 +131,7 @@ def test_non_private_default_T_reaches_half_alpha():
 # ------------------------------------------------------------------------------ private utility
 def test_private_within_predicted_bound_in_90_percent_of_seeds():
     prob = smooth_problem(synthetic(0, n=100_000))
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     an = prob.analyze(privacy, alpha=0.1)
     opt, _ = hull_optimum(prob, an)
     plan = prob.plan(privacy, backend=FW, alpha=0.1).chosen
@@ -146,13 +146,13 @@ def test_private_within_predicted_bound_in_90_percent_of_seeds():
 
 
 def test_plan_depends_on_public_inputs_only():
-    p1 = lse_problem(synthetic(0, n=500)).plan(pf.DP(1.0, 1e-6), backend=FW, alpha=0.1).chosen
-    p2 = lse_problem(synthetic(7, n=500)).plan(pf.DP(1.0, 1e-6), backend=FW, alpha=0.1).chosen
+    p1 = lse_problem(synthetic(0, n=500)).plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, alpha=0.1).chosen
+    p2 = lse_problem(synthetic(7, n=500)).plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, alpha=0.1).chosen
     for key in ("T", "mechanism", "selection_share", "calibration", "bound_h_smooth"):
         assert p1.params[key] == p2.params[key]
     assert p1.predicted_excess_risk == p2.predicted_excess_risk
     # more data → smaller predicted risk (the noise terms shrink as 1/n)
-    p3 = lse_problem(synthetic(0, n=50_000)).plan(pf.DP(1.0, 1e-6), backend=FW, alpha=0.1).chosen
+    p3 = lse_problem(synthetic(0, n=50_000)).plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, alpha=0.1).chosen
     assert p3.predicted_excess_risk < p1.predicted_excess_risk
 
 
@@ -191,7 +191,7 @@ def _outputs(data, privacy, n_runs, seed, multiplier=None):
 @pytest.mark.slow
 def test_end_to_end_privacy_with_negative_control():
     D, Dp = _neighbours()
-    privacy = pf.DP(2.0)
+    privacy = pf.DP(2.0, protect="sensitive")
     cert = _dp_problem(D).solve(privacy, backend=FW, seed=0, T=2, progress=False).certificate
     assert cert.epsilon <= 2.0 and [e.count for e in cert.releases] == [2, 1]   # 2 selections + 1 release
     eps = cert.epsilon
@@ -209,19 +209,19 @@ def test_the_plan_is_final_and_no_noise_knob_remains():
     import dataclasses
 
     prob = _dp_problem(_neighbours()[0])
-    plan = prob.plan(pf.DP(1.0, 1e-6), backend=FW, T=4).chosen
-    res = prob.solve(pf.DP(1.0, 1e-6), backend=FW, T=4, seed=0, progress=False)
+    plan = prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, T=4).chosen
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, T=4, seed=0, progress=False)
     assert list(res.certificate.releases) == [
         dataclasses.replace(e, seeded=True) for e in plan.schedule.events()]
     assert res.info["calibration"] == plan.params["calibration"]
     budget = pf.BudgetFilter(1.0)
     with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
-        prob.solve(pf.DP(1.0), backend=FW, T=2, _noise_multiplier=0.1, budget=budget,
+        prob.solve(pf.DP(1.0, protect="sensitive"), backend=FW, T=2, _noise_multiplier=0.1, budget=budget,
                    progress=False)
     assert budget.spent == (0.0, 0.0)
 
 
-@pytest.mark.parametrize("privacy", [pf.DP(1.0, 1e-6), pf.DP(0.5)])
+@pytest.mark.parametrize("privacy", [pf.DP(1.0, 1e-6, protect="sensitive"), pf.DP(0.5, protect="sensitive")])
 def test_certificate_within_request_and_equal_to_the_accountant_total(privacy):
     prob = lse_problem(synthetic(3, n=2000))
     res = prob.solve(privacy, backend=FW, seed=0, alpha=0.1, progress=False)
@@ -245,7 +245,7 @@ def test_private_group_mass_estimate_is_composed_with_the_run():
     r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 10), score=0), data)   # q estimated privately
     gap = pf.lse(r.selection["a"] - r.selection["b"], r.selection["b"] - r.selection["a"], eta=20)
     prob = pf.Problem(pf.minimize(r.error()), [gap <= 0.1])
-    for privacy in (pf.DP(1.0, 1e-6), pf.DP(1.0)):
+    for privacy in (pf.DP(1.0, 1e-6, protect="sensitive"), pf.DP(1.0, protect="sensitive")):
         res = prob.solve(privacy, backend=FW, seed=0, alpha=0.1, progress=False, T=20)
         cert = res.certificate
         assert cert.epsilon <= privacy.epsilon * (1 + 1e-9) and cert.delta <= privacy.delta
@@ -261,20 +261,20 @@ def test_refusals_name_the_reason_and_spend_nothing():
                                r.selection["b"] - r.selection["a"], eta=20) <= 0.1])
     budget = pf.BudgetFilter(1.0, 1e-6)
     with pytest.raises(BackendRefusedError, match="smax") as info:
-        smax.solve(pf.DP(1.0, 1e-6), backend=FW, budget=budget)
+        smax.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, budget=budget)
     assert "exponential" in str(info.value)
     assert budget.spent == (0.0, 0.0)
 
     two = pf.Problem(pf.minimize(r.error()), [r.selection["a"] - r.selection["b"] <= 0.1,
                                               r.selection["b"] - r.selection["a"] <= 0.1])
     with pytest.raises(BackendRefusedError, match="smoothness"):
-        two.solve(pf.DP(1.0, 1e-6), backend=FW, budget=budget)
+        two.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, budget=budget)
 
     adult = pf.datasets.load_adult("train").subsample(500, rng=0)
     rl = pf.rates(pf.LinearClassifier(adult.n_features), adult, surrogate="logistic",
                   group_mass_bound=0.02)
     with pytest.raises(BackendRefusedError, match="finite decision set"):
-        pf.Problem(pf.minimize(rl.error())).solve(pf.DP(1.0, 1e-6), backend=FW, budget=budget)
+        pf.Problem(pf.minimize(rl.error())).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
@@ -283,11 +283,11 @@ def test_torch_device_matches_numpy():
     pytest.importorskip("torch", reason="torch is optional")
     prob = lse_problem(synthetic(5, n=1000))
     # holdout=0: an unseeded reference run would hold out a different random part each time
-    a = prob.solve(pf.DP(math.inf), backend=FW, alpha=0.1, T=100, progress=False, holdout=0)
-    b = prob.solve(pf.DP(math.inf), backend=FW, alpha=0.1, T=100, progress=False, device="torch",
+    a = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=FW, alpha=0.1, T=100, progress=False, holdout=0)
+    b = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=FW, alpha=0.1, T=100, progress=False, device="torch",
                    holdout=0)
     assert a.decisions == b.decisions and np.allclose(a.weights, b.weights)
-    a = prob.solve(pf.DP(1.0, 1e-6), backend=FW, alpha=0.1, T=10, seed=3, progress=False)
-    b = prob.solve(pf.DP(1.0, 1e-6), backend=FW, alpha=0.1, T=10, seed=3, progress=False,
+    a = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, alpha=0.1, T=10, seed=3, progress=False)
+    b = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, alpha=0.1, T=10, seed=3, progress=False,
                    device="torch")
     assert a.decisions == b.decisions and np.allclose(a.weights, b.weights)

@@ -106,7 +106,7 @@ def test_refuses_pure_dp_and_finite_sets():
     assert not v and "δ > 0" in v.reason
     r = pf.rates(pf.Thresholds([0.0, 1.0], score=0), data)
     p2 = pf.Problem(pf.Minimize(r.error()))
-    v = b.accepts(p2, p2.analyze(pf.DP(1.0, 1e-5)))
+    v = b.accepts(p2, p2.analyze(pf.DP(1.0, 1e-5, protect="sensitive")))
     assert not v and "differentiable" in v.reason and "Thresholds" in v.reason
 
 

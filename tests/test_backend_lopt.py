@@ -51,15 +51,15 @@ def test_non_private_lopt_approaches_the_mixture_optimum():
     u = r.selection["a"] - r.selection["b"]
     prob = pf.Problem(pf.minimize(r.error()), [pf.lse(u, -u, eta=50) <= 0.05])
     alpha = 0.05
-    an = prob.analyze(pf.DP(math.inf), alpha=alpha)
+    an = prob.analyze(pf.DP(math.inf, protect="sensitive"), alpha=alpha)
     hstar = mixture_optimum(prob, an)
     assert hstar < an.h_value(r.evaluate_all()).min() - 0.02      # randomizing pays here
-    excess = [h_of(prob.solve(pf.DP(math.inf), backend="lopt", alpha=alpha, T=T, progress=False),
+    excess = [h_of(prob.solve(pf.DP(math.inf, protect="sensitive"), backend="lopt", alpha=alpha, T=T, progress=False),
                    prob, an) - hstar for T in (10, 100, 1000)]
     assert excess[0] > excess[1] > excess[2] >= -1e-9
     assert excess[2] <= alpha / 2                  # the softplus surrogate is within α/2 of h
     # Algorithm 2 as printed (weights at the last iterate) cycles instead of converging
-    last = prob.solve(pf.DP(math.inf), backend="lopt", alpha=alpha, T=1000, anchor="last",
+    last = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="lopt", alpha=alpha, T=1000, anchor="last",
                       progress=False)
     assert h_of(last, prob, an) - hstar > 10 * excess[2] + 0.1
 
@@ -69,12 +69,12 @@ def test_non_private_interior_optimum_and_predicted_bound():
     r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 12), score=0), data)
     prob = pf.Problem(pf.minimize(pf.square(r.selection["a"] - 0.5)
                                   + pf.square(r.selection["b"] - 0.3)))
-    an = prob.analyze(pf.DP(math.inf))
+    an = prob.analyze(pf.DP(math.inf, protect="sensitive"))
     hstar = mixture_optimum(prob, an)
     assert an.h_value(r.evaluate_all()).min() > hstar + 1e-3       # no single threshold is optimal
     for T in (10, 300):
-        plan = prob.plan(pf.DP(math.inf), backend="lopt", T=T).chosen
-        res = prob.solve(pf.DP(math.inf), backend="lopt", T=T, progress=False)
+        plan = prob.plan(pf.DP(math.inf, protect="sensitive"), backend="lopt", T=T).chosen
+        res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="lopt", T=T, progress=False)
         assert 0 <= h_of(res, prob, an) - hstar <= plan.predicted_excess_risk
     assert h_of(res, prob, an) - hstar < 1e-4
 
@@ -85,7 +85,7 @@ def test_private_finite_oracle_within_predicted_bound_in_90_percent_of_seeds():
     r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 10), score=0), data)
     u = r.fp["a"] + r.fn["a"] - r.fp["b"] - r.fn["b"]
     prob = pf.Problem(pf.minimize(r.error() + 0.25 * pf.square(u)))
-    privacy = pf.DP(4.0)
+    privacy = pf.DP(4.0, protect="sensitive")
     an = prob.analyze(privacy)
     hstar = mixture_optimum(prob, an)
     plan = prob.plan(privacy, backend="lopt").chosen
@@ -102,7 +102,7 @@ def test_certificate_within_request_and_equal_to_the_accountant_total():
     data = threshold_data(2000)
     r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 10), score=0), data, group_mass_bound=0.1)
     prob = pf.Problem(pf.minimize(r.error() + pf.square(r.fpr["a"] - r.fpr["b"])))
-    for privacy in (pf.DP(1.0), pf.DP(1.0, 1e-6), pf.DP(0.5, 1e-5, protect="row")):
+    for privacy in (pf.DP(1.0, protect="sensitive"), pf.DP(1.0, 1e-6, protect="sensitive"), pf.DP(0.5, 1e-5, protect="row")):
         res = prob.solve(privacy, backend="lopt", seed=0, progress=False, T=8)
         cert = res.certificate
         assert cert.epsilon <= privacy.epsilon * (1 + 1e-9) and cert.delta <= privacy.delta
@@ -239,11 +239,11 @@ def test_lopt_with_linear_classifier_end_to_end():
     rt = _erm_setup()
     prob = pf.Problem(pf.minimize(2 * (rt.fp["a"] + rt.fn["a"]) + rt.fp["b"] + rt.fn["b"]),
                       [rt.fn["a"] <= 0.08])
-    privacy = pf.DP(2.0, 1e-6)
+    privacy = pf.DP(2.0, 1e-6, protect="sensitive")
     res = prob.solve(privacy, backend="lopt", seed=0, progress=False, T=5, gd_steps=50)
     assert res.certificate.epsilon <= 2.0 * (1 + 1e-9)
     assert res.certificate.rule == "gdp"
-    ref = prob.solve(pf.DP(math.inf), backend="lopt", progress=False, T=5)
+    ref = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="lopt", progress=False, T=5)
     an = prob.analyze(privacy)
     assert h_of(res, prob, an) <= h_of(ref, prob, an) + 0.05
 
@@ -253,8 +253,8 @@ def test_lopt_with_linear_classifier_on_torch():
     rt = _erm_setup()
     prob = pf.Problem(pf.minimize(2 * (rt.fp["a"] + rt.fn["a"]) + rt.fp["b"] + rt.fn["b"]),
                       [rt.fn["a"] <= 0.08])
-    privacy = pf.DP(2.0, 1e-6)
-    ref = prob.solve(pf.DP(math.inf), backend="lopt", progress=False, T=5)
+    privacy = pf.DP(2.0, 1e-6, protect="sensitive")
+    ref = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="lopt", progress=False, T=5)
     an = prob.analyze(privacy)
     res_t = prob.solve(privacy, backend="lopt", seed=0, progress=False, T=5, gd_steps=50,
                        device="torch")
@@ -284,7 +284,7 @@ def _outputs(data, eps, n_runs, seed, mult=None):
 
     b = get("lopt")
     prob = _problem(data)
-    plan = b.plan(prob, prob.analyze(pf.DP(eps), alpha=0.2), pf.DP(eps), {"T": 2})
+    plan = b.plan(prob, prob.analyze(pf.DP(eps, protect="sensitive"), alpha=0.2), pf.DP(eps, protect="sensitive"), {"T": 2})
     src = as_source(seed)
     out = np.empty(n_runs, dtype=int)
     with reduced_noise(1.0 if mult is None else mult):
@@ -297,7 +297,7 @@ def _outputs(data, eps, n_runs, seed, mult=None):
 @pytest.mark.slow
 def test_end_to_end_privacy_with_negative_control():
     D, Dp = _pair()
-    cert = _problem(D).solve(pf.DP(1.0), backend="lopt", T=2, seed=0, progress=False).certificate
+    cert = _problem(D).solve(pf.DP(1.0, protect="sensitive"), backend="lopt", T=2, seed=0, progress=False).certificate
     assert sum(e.count for e in cert.releases) == 3 and cert.epsilon <= 1.0
     eps = cert.epsilon
     assert check_dp(_outputs(D, eps, 2000, 1), _outputs(Dp, eps, 2000, 2), eps,
@@ -312,13 +312,13 @@ def test_the_plan_is_final_and_no_noise_knob_remains():
     (no re-calibration against the accountant); the test-only option is gone."""
     D, _ = _pair()
     prob = _problem(D)
-    plan = prob.plan(pf.DP(1.0), backend="lopt", T=3).chosen
-    res = prob.solve(pf.DP(1.0), backend="lopt", T=3, seed=0, progress=False)
+    plan = prob.plan(pf.DP(1.0, protect="sensitive"), backend="lopt", T=3).chosen
+    res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="lopt", T=3, seed=0, progress=False)
     assert list(res.certificate.releases) == [
         dataclasses.replace(e, seeded=True) for e in plan.schedule.events()]
     assert res.info["calibration"] == plan.params["calibration"]
     with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
-        prob.plan(pf.DP(1.0), backend="lopt", _noise_multiplier=0.5)
+        prob.plan(pf.DP(1.0, protect="sensitive"), backend="lopt", _noise_multiplier=0.5)
 
 
 # ------------------------------------------------------------------------------ refusals
@@ -329,19 +329,19 @@ def test_refusals_name_the_atom_and_spend_nothing():
     smax = pf.Problem(pf.minimize(r.error()), [pf.smax(u, -u, eta=20) <= 0.1])
     budget = pf.BudgetFilter(1.0, 1e-6)
     with pytest.raises(BackendRefusedError, match="smax.*exponential"):
-        smax.solve(pf.DP(1.0, 1e-6), backend="lopt", budget=budget)
+        smax.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt", budget=budget)
     assert budget.spent == (0.0, 0.0)
-    assert smax.plan(pf.DP(1.0)).chosen.backend == "exponential"
+    assert smax.plan(pf.DP(1.0, protect="sensitive")).chosen.backend == "exponential"
 
     rt = _erm_setup(300)
     mixed = pf.Problem(pf.minimize(rt.error()), [pf.abs(rt.fp["a"] - rt.fp["b"]) <= 0.05])
     with pytest.raises(BackendRefusedError, match=r"fp\[.\].*not convex"):
-        mixed.solve(pf.DP(1.0, 1e-6), backend="lopt", budget=budget)
+        mixed.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt", budget=budget)
     with pytest.raises(BackendRefusedError, match="delta > 0"):
-        pf.Problem(pf.minimize(rt.fp["a"])).solve(pf.DP(1.0), backend="lopt", budget=budget)
+        pf.Problem(pf.minimize(rt.fp["a"])).solve(pf.DP(1.0, protect="sensitive"), backend="lopt", budget=budget)
     zero_one = pf.rates(pf.LinearClassifier(2), rt.data)
     with pytest.raises(BackendRefusedError, match="surrogate"):
-        pf.Problem(pf.minimize(zero_one.error())).solve(pf.DP(1.0, 1e-6), backend="lopt",
+        pf.Problem(pf.minimize(zero_one.error())).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt",
                                                          budget=budget)
     assert budget.spent == (0.0, 0.0)
 
@@ -351,8 +351,8 @@ def test_torch_scores_give_the_same_run_as_numpy():
     data = threshold_data(500)
     r = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 10), score=0), data)
     prob = pf.Problem(pf.minimize(r.error() + pf.square(r.fp["a"] - r.fp["b"])))
-    a = prob.solve(pf.DP(1.0), backend="lopt", seed=3, T=6, progress=False)
-    b = prob.solve(pf.DP(1.0), backend="lopt", seed=3, T=6, progress=False, device="torch")
+    a = prob.solve(pf.DP(1.0, protect="sensitive"), backend="lopt", seed=3, T=6, progress=False)
+    b = prob.solve(pf.DP(1.0, protect="sensitive"), backend="lopt", seed=3, T=6, progress=False, device="torch")
     assert [t["index"] for t in a.trace] == [t["index"] for t in b.trace]
 
 
@@ -435,7 +435,7 @@ def test_lopt_row_refuses_unbounded_or_mismatched_features_before_spending():
                    oracle="objective_perturbation")
     assert budget.spent == (0.0, 0.0)
     # protect="sensitive" keeps the noisy-GD oracle
-    plan = _row_problem(data).plan(pf.DP(1.0, 1e-6), backend="lopt", T=2).chosen
+    plan = _row_problem(data).plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt", T=2).chosen
     assert plan.params["oracle"] == "noisy projected GD"
 
 

@@ -109,7 +109,7 @@ def test_release_sensitivity_is_the_compilers_bound():
     D = _tiny(0, n=40)
     r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 5)), D, group_mass_bound=0.1)
     prob = pf.Problem(pf.minimize(r.error()), [eo(r)])
-    plan = prob.plan(pf.DP(1.0), backend="oracle_learner", T=3, B=2.0).chosen
+    plan = prob.plan(pf.DP(1.0, protect="sensitive"), backend="oracle_learner", T=3, B=2.0).chosen
     S = [r.fpr.index("a"), r.fpr.index("b"), r.tpr.index("a"), r.tpr.index("b")]
     assert plan.params["release_sensitivity_l1"] == pytest.approx(
         r.delta_l("l1", "sensitive", support=S))
@@ -159,13 +159,13 @@ def test_non_private_reference_approaches_the_fair_optimum(fair_problem):
     err = L @ np.asarray(r.error().grad(np.zeros(r.K)))
     gaps = np.array([float(prob.g[0].value(l)) for l in L]) + 0.05
     # B (Remark 4.1) trades fairness for error and speed; a small B converges in few rounds
-    res = prob.solve(pf.DP(math.inf), backend="oracle_learner", B=3.0, T=2000, seed=0)
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="oracle_learner", B=3.0, T=2000, seed=0)
     e, g = _err_gap(prob, res)
     assert gaps[np.argmin(err)] > 0.15                      # the unconstrained optimum is unfair
     assert g <= 0.05 + 0.01
     assert e <= err[gaps <= 0.05].min() + 0.005             # a mixture, at least as good
     # the default B = G (the penalty form) is conservative: fairer, at a higher error
-    d = prob.solve(pf.DP(math.inf), backend="oracle_learner")
+    d = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="oracle_learner")
     assert d.plan.params["B"] == pytest.approx(d.plan.params["G"]) and _err_gap(prob, d)[1] <= g
     assert not res.certificate.is_private
     pred = res.predict(make(50, 9).X)                        # A-blind: no sensitive needed
@@ -178,7 +178,7 @@ def test_private_run_reduces_the_gap(fair_problem):
     L = r.evaluate_all()
     err = L @ np.asarray(r.error().grad(np.zeros(r.K)))
     unconstrained_gap = float(prob.g[0].value(L[np.argmin(err)])) + 0.05
-    res = prob.solve(pf.DP(20.0, 1e-6), backend="oracle_learner", seed=0, T=12)
+    res = prob.solve(pf.DP(20.0, 1e-6, protect="sensitive"), backend="oracle_learner", seed=0, T=12)
     e, g = _err_gap(prob, res)
     assert g < 0.5 * unconstrained_gap
     assert res.certificate.epsilon <= 20.0
@@ -186,7 +186,7 @@ def test_private_run_reduces_the_gap(fair_problem):
 
 def test_plan_reports_thm_4_4_quantities(fair_problem):
     prob, _ = fair_problem
-    plan = prob.plan(pf.DP(1.0, 1e-6), backend="oracle_learner").chosen
+    plan = prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="oracle_learner").chosen
     p = plan.params
     nu, _ = J.oracle_nu(T=p["T"], B=p["B"], n_terms=4, n_candidates=80,
                         geometry=J.term_geometry(plan.oracle_setup.terms, plan.oracle_setup.S),
@@ -197,7 +197,7 @@ def test_plan_reports_thm_4_4_quantities(fair_problem):
     assert plan.predicted_excess_risk == pytest.approx(
         J.penalty_excess(nu, p["B"], p["G"], 1.0))          # the error's achievable range is 1
     assert p["violation_bound"] == pytest.approx((1.0 + 2 * nu) / p["B"])
-    bigger = prob.plan(pf.DP(50.0, 1e-6), backend="oracle_learner").chosen
+    bigger = prob.plan(pf.DP(50.0, 1e-6, protect="sensitive"), backend="oracle_learner").chosen
     assert bigger.predicted_excess_risk < plan.predicted_excess_risk
 
 
@@ -205,7 +205,7 @@ def test_plan_reports_thm_4_4_quantities(fair_problem):
 def test_certificate_total_equals_accountant_and_stays_within_budget(fair_problem):
     prob, _ = fair_problem
     budget = pf.BudgetFilter(3.0, 1e-5)
-    res = prob.solve(pf.DP(1.0, 1e-6), backend="oracle_learner", seed=1, T=5, budget=budget)
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="oracle_learner", seed=1, T=5, budget=budget)
     cert = res.certificate
     T = res.plan.params["T"]
     counts = {}
@@ -223,7 +223,7 @@ def test_group_mass_estimated_privately_is_in_the_certificate():
     data = make(2000, 3)
     r = pf.rates(linear_class(), data)                      # no public bound: estimated
     prob = pf.Problem(pf.minimize(r.error()), [eo(r)])
-    res = prob.solve(pf.DP(2.0, 1e-6), backend="oracle_learner", seed=2, T=3)
+    res = prob.solve(pf.DP(2.0, 1e-6, protect="sensitive"), backend="oracle_learner", seed=2, T=3)
     labels = [ev.label for ev in res.certificate.releases]
     assert labels[0] == "group-mass lower bound"
     assert res.certificate.epsilon <= 2.0 * (1 + 1e-9)
@@ -256,7 +256,7 @@ def _outputs(data, q, eps, runs, seed, mult=1.0):
 
     prob = _problem(data, q)
     b = get("oracle_learner")
-    plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), {"T": 2, "B": 1.0})
+    plan = b.plan(prob, prob.analyze(pf.DP(eps, protect="sensitive")), pf.DP(eps, protect="sensitive"), {"T": 2, "B": 1.0})
     src = as_source(seed)
     out = []
     with reduced_noise(mult):
@@ -308,7 +308,7 @@ def test_neighbouring_datasets_pass_and_half_noise_is_refuted():
 def test_first_best_response_is_free_and_recorded_events_match_the_plan():
     D, _, q = _pair()
     prob = _problem(D, q)
-    res = prob.solve(pf.DP(1.0), backend="oracle_learner", seed=0, T=3, B=1.0)
+    res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="oracle_learner", seed=0, T=3, B=1.0)
     evs = res.certificate.releases
     # λ₁ = (B/3, B/3) on ±(fpr_a − fpr_b) cancels: w₁ = ∇error, whose score is group-free
     assert res.trace[0]["oracle_sensitivity"] == 0.0
@@ -320,7 +320,7 @@ def test_first_best_response_is_free_and_recorded_events_match_the_plan():
                                         res.plan.schedule["best responses"].event.scale]
     assert all(ev.epsilon == pytest.approx(res.plan.params["epsilon_per_mechanism"]) for ev in evs)
     with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
-        prob.plan(pf.DP(1.0), backend="oracle_learner", _noise_multiplier=0.5)
+        prob.plan(pf.DP(1.0, protect="sensitive"), backend="oracle_learner", _noise_multiplier=0.5)
 
 
 # --------------------------------------------------------------------------- refusals
@@ -337,15 +337,15 @@ def test_refusals_spend_nothing():
     _refused(pf.Problem(pf.minimize(rl.error()), [eo(rl)]), pf.DP(1.0, protect="row"),
              "protect='sensitive'")
     rs = pf.rates(pf.LinearClassifier(2), data, surrogate="logistic", group_mass_bound=0.1)
-    _refused(pf.Problem(pf.minimize(rs.error()), [eo(rs)]), pf.DP(1.0), "surrogate=None")
+    _refused(pf.Problem(pf.minimize(rs.error()), [eo(rs)]), pf.DP(1.0, protect="sensitive"), "surrogate=None")
     rf = pf.rates(linear_class(), data, group_mass_bound=0.1)
-    _refused(pf.Problem(pf.minimize(pf.square(rf.fp["a"])), [eo(rf)]), pf.DP(1.0), "not affine")
+    _refused(pf.Problem(pf.minimize(pf.square(rf.fp["a"])), [eo(rf)]), pf.DP(1.0, protect="sensitive"), "not affine")
     _refused(pf.Problem(pf.minimize(rf.error()), [pf.square(rf.fpr["a"] - rf.fpr["b"]) <= 0.01]),
-             pf.DP(1.0), "not built from")
+             pf.DP(1.0, protect="sensitive"), "not built from")
     rp = pf.rates(pf.PostProcessed(lambda X: X[:, 0]), data)
-    _refused(pf.Problem(pf.minimize(rp.error()), [eo(rp)]), pf.DP(1.0), "finite decision set")
+    _refused(pf.Problem(pf.minimize(rp.error()), [eo(rp)]), pf.DP(1.0, protect="sensitive"), "finite decision set")
     with pytest.raises(pf.errors.InvalidInputError, match="T"):
-        pf.Problem(pf.minimize(rf.error()), [eo(rf)]).solve(pf.DP(1.0), backend="oracle_learner",
+        pf.Problem(pf.minimize(rf.error()), [eo(rf)]).solve(pf.DP(1.0, protect="sensitive"), backend="oracle_learner",
                                                               T=0)
 
 
@@ -363,13 +363,13 @@ def test_least_squares_oracle_for_linear_classifiers(fair_problem):
     _, data = fair_problem
     r = pf.rates(pf.LinearClassifier(2, radius=2.0), data, group_mass_bound=0.1)
     prob = pf.Problem(pf.minimize(r.error()), [eo(r)])
-    unconstrained = pf.Problem(pf.minimize(r.error())).solve(pf.DP(math.inf),
+    unconstrained = pf.Problem(pf.minimize(r.error())).solve(pf.DP(math.inf, protect="sensitive"),
                                                              backend="oracle_learner")
     assert _err_gap(prob, unconstrained)[1] > 0.15
-    ref = prob.solve(pf.DP(math.inf), backend="oracle_learner", T=300, B=3.0)
+    ref = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="oracle_learner", T=300, B=3.0)
     e_ref, g_ref = _err_gap(prob, ref)
     assert g_ref < 0.07 and e_ref < 0.35
-    res = prob.solve(pf.DP(5.0, 1e-6), backend="oracle_learner", seed=0, T=5, B=3.0)
+    res = prob.solve(pf.DP(5.0, 1e-6, protect="sensitive"), backend="oracle_learner", seed=0, T=5, B=3.0)
     assert math.isinf(res.plan.predicted_excess_risk)
     assert all(np.linalg.norm(d) <= 2.0 + 1e-9 for d in res.decisions)
     kinds = {ev.mechanism for ev in res.certificate.releases}

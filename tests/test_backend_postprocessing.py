@@ -41,7 +41,7 @@ def test_reduces_eo_gap_of_unfair_base_at_small_error_cost(train_test):
     train, test = train_test
     prob = eo_problem(train)
     before = summary(test.y, (base(test.X) >= 0.5).astype(float), test.sensitive)
-    res = prob.solve(pf.DP(1.0), backend="postprocessing", seed=0)
+    res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=0)
     after = res.metrics(test)
     assert before["eo_violation"] > 0.12
     assert after["eo_violation"] < 0.06                       # gap cut by more than half
@@ -57,12 +57,12 @@ def test_in_sample_guarantees_of_thm_3_1(train_test):
     train, _ = train_test
     prob = eo_problem(train)
     # holdout=0: the theorem is in-sample, on all m = n training rows
-    ref = prob.solve(pf.DP(math.inf), backend="postprocessing", holdout=0).metrics(train)
+    ref = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="postprocessing", holdout=0).metrics(train)
     assert ref["eo_violation"] <= 0.02 + 1e-9                  # the exact LP meets γ in-sample
     q = train.counts().min() / train.n
     err_b, gap_b = thm31_bounds(2, train.n, 1.0, 0.05, q)
     for seed in range(8):
-        m = prob.solve(pf.DP(1.0), backend="postprocessing", seed=seed,
+        m = prob.solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=seed,
                        holdout=0).metrics(train)
         assert m["error"] <= ref["error"] + err_b
         assert m["eo_violation"] <= 0.02 + gap_b
@@ -71,17 +71,17 @@ def test_in_sample_guarantees_of_thm_3_1(train_test):
 def test_lse_constraint_maps_to_a_smaller_gamma(train_test):
     train, _ = train_test
     prob = eo_problem(train, level=0.05, constraint="lse")
-    plan = prob.plan(pf.DP(1.0), backend="postprocessing").chosen
+    plan = prob.plan(pf.DP(1.0, protect="sensitive"), backend="postprocessing").chosen
     assert plan.params["gamma"][0] == pytest.approx(0.05 - math.log(2) / 200)
     # with ε = ∞ the lse constraint itself holds in-sample (γ was shifted so that it is implied)
-    res = prob.solve(pf.DP(math.inf), backend="postprocessing", holdout=0)   # in-sample
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="postprocessing", holdout=0)   # in-sample
     m = res.metrics(train)
     assert m["eo_violation"] <= 0.05 - math.log(2) / 200 + 1e-9
 
 
 def test_predict_without_sensitive_raises_typed_error(train_test):
     train, test = train_test
-    res = eo_problem(train).solve(pf.DP(1.0), backend="postprocessing", seed=1)
+    res = eo_problem(train).solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=1)
     for call in (lambda: res.predict(test.X), lambda: res.predict_proba(test.X),
                  lambda: res.sample(test.X, rng=0)):
         with pytest.raises(InvalidInputError) as err:
@@ -99,7 +99,7 @@ def test_certificate_total_equals_accountant_and_budget_is_charged(train_test):
     train, _ = train_test
     prob = eo_problem(train)
     budget = pf.BudgetFilter(2.0)
-    res = prob.solve(pf.DP(0.7), backend="postprocessing", seed=3, budget=budget)
+    res = prob.solve(pf.DP(0.7, protect="sensitive"), backend="postprocessing", seed=3, budget=budget)
     cert = res.certificate
     assert len(cert.releases) == 1 and cert.releases[0].mechanism == "laplace"
     assert cert.releases[0].sensitivity == 2.0 and cert.releases[0].dimension == 8
@@ -118,7 +118,7 @@ def test_output_is_post_processing_of_the_released_counts(train_test):
 
     train, _ = train_test
     prob = eo_problem(train)
-    res = prob.solve(pf.DP(1.0), backend="postprocessing", seed=5)
+    res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=5)
     pairs, _, w_joint = problem_shape(prob)
     Nt = np.maximum(res.info["released_counts"], 0.0)
     p, _ = J.solve_lp(Nt, train.n, w_joint, pairs, res.info["slack"])
@@ -145,7 +145,7 @@ def _released(data, eps, runs, seed, mult=1.0, monkeypatch=None):
 
     prob = eo_problem(data, level=0.05)
     b = get("postprocessing")
-    plan = b.plan(prob, prob.analyze(pf.DP(eps)), pf.DP(eps), {})
+    plan = b.plan(prob, prob.analyze(pf.DP(eps, protect="sensitive")), pf.DP(eps, protect="sensitive"), {})
     return repeated_releases(b, plan, "released_counts", runs, seed, mult)
 
 
@@ -182,13 +182,13 @@ def test_the_release_is_scheduled_at_plan_time_and_no_noise_knob_remains():
     scale is the info's laplace_scale); the test-only noise option is gone."""
     D, _ = _pair()
     prob = eo_problem(D, level=0.05)
-    plan = prob.plan(pf.DP(1.0), backend="postprocessing").chosen
+    plan = prob.plan(pf.DP(1.0, protect="sensitive"), backend="postprocessing").chosen
     (ev,) = plan.schedule.events()
     assert (ev.epsilon, ev.sensitivity, ev.scale, ev.dimension) == (1.0, 2.0, 2.0, 8)
-    res = prob.solve(pf.DP(1.0), backend="postprocessing", seed=0)
+    res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=0)
     assert [e.scale for e in res.certificate.releases] == [res.info["laplace_scale"]] == [2.0]
     with pytest.raises(pf.errors.InvalidInputError, match="_noise_multiplier"):
-        prob.plan(pf.DP(1.0), backend="postprocessing", _noise_multiplier=0.5)
+        prob.plan(pf.DP(1.0, protect="sensitive"), backend="postprocessing", _noise_multiplier=0.5)
 
 
 # --------------------------------------------------------------------------- refusals
@@ -214,7 +214,7 @@ def test_other_shapes_are_refused_with_a_reason_and_spend_nothing(make_problem, 
     prob = make_problem(pf.rates(pf.PostProcessed(base), D))
     budget = pf.BudgetFilter(1.0)
     with pytest.raises(BackendRefusedError, match=match):
-        prob.solve(pf.DP(1.0), backend="postprocessing", seed=0, budget=budget)
+        prob.solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=0, budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
@@ -235,13 +235,13 @@ def test_row_privacy_needs_a_public_base_predictor():
 def test_sensitive_privacy_fits_the_base_on_x_and_y(train_test):
     train, test = train_test
     prob = eo_problem(train, base_fn=None)
-    res = prob.solve(pf.DP(1.0), backend="postprocessing", seed=0)
+    res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="postprocessing", seed=0)
     assert res.plan.params["base"].startswith("logistic")
     assert res.metrics(test)["eo_violation"] < 0.08
 
 
 def test_other_backends_refuse_post_processed_rules():
     D, _ = _pair()
-    plans = eo_problem(D).plan(pf.DP(1.0))
+    plans = eo_problem(D).plan(pf.DP(1.0, protect="sensitive"))
     assert plans.chosen.backend == "postprocessing"
     assert "oracle_learner" in plans.refused and "exponential" in plans.refused

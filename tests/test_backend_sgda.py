@@ -168,7 +168,7 @@ def test_five_groups_four_classes_reduces_dp_violation():
                                                       torch.nn.Linear(8, 4)), 6, 4)
     prob = pf.Problem(pf.minimize(pf.rates(model, data).error()))
     kw = dict(backend=SGDA, fairness="demographic_parity", epochs=12, lr=0.5, seed=0)
-    privacy = pf.DP(3.0, 1e-5)
+    privacy = pf.DP(3.0, 1e-5, protect="sensitive")
     base = prob.solve(privacy, lam=0.0, **kw)
     v0 = _multiclass_dp(model.probabilities(base.decision, data.X), data.group)
     err0 = np.mean(model.predict(base.decision, data.X) != data.y)
@@ -196,7 +196,7 @@ def _dp_problem(data, level=0.05, shape="abs"):
 def test_knob_rule_picks_the_first_feasible_checkpoint_exactly_at_eps_inf():
     data = _binary(3000, 0)
     prob = _dp_problem(data, level=0.05)
-    res = prob.solve(pf.DP(math.inf), backend=SGDA, seed=0, epochs=10)
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=SGDA, seed=0, epochs=10)
     r = prob.rates
     g = [float(prob.g[0].value(r.evaluate(d))) for d in res.info["checkpoints"]]
     assert g[0] > 0                                                   # λ = 0 is unfair here
@@ -208,12 +208,12 @@ def test_knob_rule_picks_the_first_feasible_checkpoint_exactly_at_eps_inf():
 
 def test_lse_constraint_is_accepted_and_equalized_odds_is_detected():
     data = _binary(2000, 1)
-    plan = _dp_problem(data, shape="lse").plan(pf.DP(1.0, 1e-6), backend=SGDA).chosen
+    plan = _dp_problem(data, shape="lse").plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA).chosen
     assert plan.params["fairness"] == "demographic_parity"
     r = pf.rates(pf.LinearClassifier(2, radius=20.0), data)
     eo = pf.Problem(pf.minimize(r.error()), [pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]),
                                                         pf.abs(r.tpr["a"] - r.tpr["b"])) <= 0.05])
-    p = eo.plan(pf.DP(1.0, 1e-6), backend=SGDA).chosen
+    p = eo.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA).chosen
     assert p.params["fairness"] == "equalized_odds"
     assert math.isinf(p.predicted_excess_risk)
     text = p.explain()          # equalized odds: the mixture rule (permute-and-flip)
@@ -227,16 +227,16 @@ def test_refusals_name_the_reason():
     gap = pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05
     cases = [
         (pf.Problem(pf.minimize(r.error()), [gap]), pf.DP(1.0, 1e-6, protect="row"), "sensitive"),
-        (pf.Problem(pf.minimize(r.fp["a"]), [gap]), pf.DP(1.0, 1e-6), "error"),
+        (pf.Problem(pf.minimize(r.fp["a"]), [gap]), pf.DP(1.0, 1e-6, protect="sensitive"), "error"),
         (pf.Problem(pf.minimize(r.error()), [pf.abs(r.fp["a"] - r.fp["b"]) <= 0.05]),
-         pf.DP(1.0, 1e-6), "joint"),
-        (pf.Problem(pf.minimize(r.error()), [gap]), pf.DP(1.0), "δ > 0"),
+         pf.DP(1.0, 1e-6, protect="sensitive"), "joint"),
+        (pf.Problem(pf.minimize(r.error()), [gap]), pf.DP(1.0, protect="sensitive"), "δ > 0"),
     ]
     for prob, privacy, why in cases:
         plans = prob.plan(privacy, backend=SGDA)
         assert plans.chosen is None and why in plans.refused[SGDA]
     thr = pf.rates(pf.Thresholds([0.0, 1.0]), data)
-    plans = pf.Problem(pf.minimize(thr.error())).plan(pf.DP(1.0, 1e-6), backend=SGDA)
+    plans = pf.Problem(pf.minimize(thr.error())).plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA)
     assert "LinearClassifier or pf.TorchModel" in plans.refused[SGDA]
 
 
@@ -274,7 +274,7 @@ def test_importing_privfair_does_not_import_torch():
 # ------------------------------------------------------------------------------ privacy
 def test_certificate_is_the_accountant_total_and_within_the_request():
     data = _binary(3000, 3)
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     res = _dp_problem(data).solve(privacy, backend=SGDA, seed=0, epochs=4)
     cert = res.certificate
     kinds = [ev.mechanism for ev in cert.releases]
@@ -295,7 +295,7 @@ def test_progress_bar_on_long_runs_only(capsys):
     progress=True when stderr is not a terminal — capsys's is not (a log gets no bar)."""
     prob = _dp_problem(_binary(2000, 0))
     opts = dict(seed=0, epochs=4, batch_size=64, lambdas=[0, 4])      # T ≥ 100
-    res = prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress="always", **opts)
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, progress="always", **opts)
     err = capsys.readouterr().err
     T = res.plan.params["T"]
     assert T >= 100 and "sgda" in err and f"/{T}" in err and "lam=4" in err
@@ -306,10 +306,10 @@ def test_progress_bar_on_long_runs_only(capsys):
     with warnings.catch_warnings():
         # the held-out check's status warning names this file (…test_backend_sgda.py), not a bar
         warnings.simplefilter("ignore", ResultStatusWarning)
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=False, **opts)
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress="always",
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, progress=False, **opts)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, progress="always",
                    **dict(opts, epochs=1))                                      # T = 32
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, progress=True, **opts)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, progress=True, **opts)
     assert "sgda" not in capsys.readouterr().err
 
 
@@ -323,7 +323,7 @@ def test_refusal_spends_nothing_and_the_test_knob_is_gone():
     # the audit's reduced-noise control is a wrapper (privfair.privacy.reduced_noise), not an
     # option of the backend: the old test-only knob is an unknown option, refused before spending
     with pytest.raises(InvalidInputError, match="_noise_multiplier"):
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, budget=budget, _noise_multiplier=0.1, epochs=1)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, budget=budget, _noise_multiplier=0.1, epochs=1)
     assert budget.spent == (0.0, 0.0)
 
 
@@ -332,7 +332,7 @@ def test_every_noise_is_drawn_through_the_plans_schedule():
     events, in draw order, and the certificate's claim does not change under reduced_noise."""
     data = _binary(400, 4)
     prob = _dp_problem(data)
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     plan = prob.plan(privacy, backend=SGDA, epochs=1).chosen
     assert list(plan.schedule.releases) == ["counts", "steps", "select"]
     res = prob.solve(privacy, backend=SGDA, seed=0, epochs=1, progress=False)
@@ -350,7 +350,7 @@ def test_cuda_device_is_a_typed_error_without_a_gpu():
         pytest.skip(reason="a GPU is present; bench/dp_fermi_adult.py --gpu measures it")
     prob = _dp_problem(_binary(200, 5))
     with pytest.raises(InvalidInputError, match="CUDA"):
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, device="cuda", seed=0, epochs=1)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, device="cuda", seed=0, epochs=1)
 
 
 NO_CUDA = not torch.cuda.is_available()
@@ -363,12 +363,12 @@ def test_cuda_path_matches_the_cpu_path():
     run records the same certificate and fits as well as the CPU run."""
     data = _binary(3000, 7)
     prob = _dp_problem(data, level=0.05)
-    cpu = prob.solve(pf.DP(math.inf), backend=SGDA, seed=0, epochs=3, progress=False)
-    gpu = prob.solve(pf.DP(math.inf), backend=SGDA, seed=0, epochs=3, device="cuda",
+    cpu = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=SGDA, seed=0, epochs=3, progress=False)
+    gpu = prob.solve(pf.DP(math.inf, protect="sensitive"), backend=SGDA, seed=0, epochs=3, device="cuda",
                      progress=False)
     for g, c in zip(gpu.info["checkpoints"], cpu.info["checkpoints"], strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(c), rtol=1e-3, atol=1e-3)
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     cpu = prob.solve(privacy, backend=SGDA, seed=1, epochs=3, progress=False)
     gpu = prob.solve(privacy, backend=SGDA, seed=1, epochs=3, device="cuda", progress=False)
     assert gpu.certificate.epsilon == pytest.approx(cpu.certificate.epsilon, rel=1e-12)
@@ -417,7 +417,7 @@ def _outputs(data, privacy, n_runs, seed, mult=None):
 
 def test_neighbour_tester_passes_and_a_tenth_of_the_noise_is_refuted():
     D, Dp = _neighbours()
-    privacy = pf.DP(3.0, 1e-3)
+    privacy = pf.DP(3.0, 1e-3, protect="sensitive")
     cert = _tiny_problem(D).solve(privacy, backend=SGDA, seed=0, **TINY).certificate
     assert len(cert.releases) == 1 and cert.epsilon <= 3.0
     eps, delta = cert.epsilon, cert.delta
@@ -504,17 +504,17 @@ def test_equalized_odds_defaults_apply_and_options_override_them():
     data = _binary(600, 7)
     b = get(SGDA)
     for prob, want in ((_eo_problem(data), eo_defaults(1.0)), (_dp_problem(data), {})):
-        plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {})
+        plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), {})
         for k, v in want.items():
             assert plan.run_options[k] == v
         if not want:
             assert plan.run_options["w_step"] == "plain" and plan.run_options["epochs"] == 40
             assert plan.run_options["select"] == "first" and plan.run_options["lr"] == 1.0
     prob = _eo_problem(data)
-    plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"epochs": 7})
+    plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), {"epochs": 7})
     assert plan.run_options["epochs"] == 7 and plan.run_options["w_step"] == "newton"
     with pytest.raises(InvalidInputError):
-        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"w_noise": "bogus"})
+        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), {"w_noise": "bogus"})
 
 
 def test_formula_is_thm34_rate_with_an_unspecified_constant():
@@ -522,7 +522,7 @@ def test_formula_is_thm34_rate_with_an_unspecified_constant():
 
     data = _binary(600, 8)
     prob = _eo_problem(data)
-    privacy = pf.DP(2.0, 1e-6)
+    privacy = pf.DP(2.0, 1e-6, protect="sensitive")
     plan = get(SGDA).plan(prob, prob.analyze(privacy), privacy, {})
     eq, values = get(SGDA).formula(plan)
     std = {"epsilon": 2.0, "delta": 1e-6, "n": data.n}
@@ -531,7 +531,7 @@ def test_formula_is_thm34_rate_with_an_unspecified_constant():
         plan.params["stationarity_rate"], rel=1e-12)
     assert plan.params["stationarity_rate"] == pytest.approx(
         math.sqrt(max(3, 2 * 2 * 2) * math.log(1e6)) / (2.0 * data.n), rel=1e-12)
-    inf_plan = get(SGDA).plan(prob, prob.analyze(pf.DP(math.inf)), pf.DP(math.inf), {})
+    inf_plan = get(SGDA).plan(prob, prob.analyze(pf.DP(math.inf, protect="sensitive")), pf.DP(math.inf, protect="sensitive"), {})
     assert get(SGDA).formula(inf_plan) is None
 
 
@@ -571,7 +571,7 @@ def _eo_outputs(data, privacy, n_runs, seed, mult=None):
 
 def test_equalized_odds_neighbour_tester_passes_and_a_tenth_of_the_noise_is_refuted():
     D, Dp = _eo_neighbours()
-    privacy = pf.DP(3.0, 1e-3)
+    privacy = pf.DP(3.0, 1e-3, protect="sensitive")
     cert = _tiny_problem(D).solve(privacy, backend=SGDA, seed=0, **TINY_EO).certificate
     assert len(cert.releases) == 1 and cert.epsilon <= 3.0
     eps, delta = cert.epsilon, cert.delta
@@ -728,13 +728,13 @@ def test_equalized_odds_defaults_follow_the_public_budget_and_certificate_is_the
     b = get(SGDA)
     prob = _eo_problem(data, level=0.03)
     for eps, want in ((EO_LOW_EPSILON / 2, EO_DEFAULTS_LOW), (EO_LOW_EPSILON, EO_DEFAULTS)):
-        plan = b.plan(prob, prob.analyze(pf.DP(eps, 1e-6)), pf.DP(eps, 1e-6), {})
+        plan = b.plan(prob, prob.analyze(pf.DP(eps, 1e-6, protect="sensitive")), pf.DP(eps, 1e-6, protect="sensitive"), {})
         assert {k: plan.run_options[k] for k in want} == want
-    plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"select": "first"})
+    plan = b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), {"select": "first"})
     assert plan.run_options["select"] == "first" and plan.run_options["lr"] == 10.0
     with pytest.raises(InvalidInputError):
-        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), {"select": "best"})
-    privacy = pf.DP(1.0, 1e-6)
+        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), {"select": "best"})
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     res = prob.solve(privacy, backend=SGDA, seed=0, epochs=2)
     cert = res.certificate
     assert [ev.mechanism for ev in cert.releases] == ["laplace", "subsampled_gaussian", "pure"]
@@ -784,12 +784,12 @@ def test_bad_options_are_typed_errors_naming_the_option(field, value):
     if field == "group_probabilities":
         options["lam"] = 2.0          # a fixed λ: public p̃ needs no group-mass bound then
     with pytest.raises(InvalidInputError) as err:
-        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), options)
+        b.plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), options)
     assert err.value.field == field
     # and through solve(): the same typed error, nothing spent
     budget = pf.BudgetFilter(2.0, 1e-6)
     with pytest.raises(InvalidInputError):
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, budget=budget, **options)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, budget=budget, **options)
     assert budget.spent == (0.0, 0.0)
 
 
@@ -797,7 +797,7 @@ def test_count_and_select_shares_leave_budget_for_the_steps():
     data = _binary(400, 11)
     prob = _dp_problem(data)
     with pytest.raises(InvalidInputError, match="below 1"):
-        get(SGDA).plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6),
+        get(SGDA).plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"),
                        {"count_share": 0.5, "select_share": 0.5})
 
 
@@ -826,7 +826,7 @@ _GOOD_OPTIONS = [
 def test_good_options_are_accepted(options, key, want):
     data = _binary(400, 11)
     prob = _dp_problem(data)
-    plan = get(SGDA).plan(prob, prob.analyze(pf.DP(1.0, 1e-6)), pf.DP(1.0, 1e-6), options)
+    plan = get(SGDA).plan(prob, prob.analyze(pf.DP(1.0, 1e-6, protect="sensitive")), pf.DP(1.0, 1e-6, protect="sensitive"), options)
     assert plan.run_options[key] == want
     assert type(plan.run_options[key]) is type(want)
 
@@ -865,19 +865,19 @@ def test_private_choice_without_group_mass_bound_is_refused_before_training(monk
     p = {g: 1 / len(data.groups) for g in data.groups}
     budget = pf.BudgetFilter(2.0, 1e-6)
     with pytest.raises(BackendRefusedError, match="group-mass bound"):
-        prob.solve(pf.DP(1.0, 1e-6), backend=SGDA, budget=budget, group_probabilities=p)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, budget=budget, group_probabilities=p)
     assert budget.spent == (0.0, 0.0)
     with pytest.raises(BackendRefusedError, match="group-mass bound"):
-        prob.plan(pf.DP(1.0, 1e-6), backend=SGDA, group_probabilities=p)
+        prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=SGDA, group_probabilities=p)
     # not refused: a fixed λ (no choice), ε = ∞ (exact choice), a declared bound, released counts
     b = get(SGDA)
-    ok = [(prob, pf.DP(1.0, 1e-6), {"group_probabilities": p, "lam": 2.0}),
-          (prob, pf.DP(math.inf), {"group_probabilities": p}),
-          (prob, pf.DP(1.0, 1e-6), {})]
+    ok = [(prob, pf.DP(1.0, 1e-6, protect="sensitive"), {"group_probabilities": p, "lam": 2.0}),
+          (prob, pf.DP(math.inf, protect="sensitive"), {"group_probabilities": p}),
+          (prob, pf.DP(1.0, 1e-6, protect="sensitive"), {})]
     r = pf.rates(pf.LinearClassifier(data.n_features, radius=20.0), data, group_mass_bound=0.1)
     bounded = pf.Problem(pf.minimize(r.error()),
                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
-    ok.append((bounded, pf.DP(1.0, 1e-6), {"group_probabilities": p}))
+    ok.append((bounded, pf.DP(1.0, 1e-6, protect="sensitive"), {"group_probabilities": p}))
     for pr, privacy, options in ok:
         b.plan(pr, pr.analyze(privacy), privacy, options)
 
@@ -971,7 +971,7 @@ def test_average_false_releases_each_stages_last_iterate():
     D, _ = _neighbours()
     prob = _tiny_problem(D)
     b = get(SGDA)
-    privacy = pf.DP(1.0, 1e-3)
+    privacy = pf.DP(1.0, 1e-3, protect="sensitive")
     plan = b.plan(prob, prob.analyze(privacy), privacy, dict(TINY, epochs=6))
     seen = []
     orig = E.LinearAdapter.project
@@ -999,7 +999,7 @@ def test_batches_gathered_from_the_rows_give_the_same_fit_as_the_design(monkeypa
 
     data = _binary(3000, 0)
     prob = _dp_problem(data, level=0.05)
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     a = prob.solve(privacy, backend=SGDA, seed=3, epochs=4)
     monkeypatch.setattr(T, "DESIGN_CAP_BYTES", 0)
 

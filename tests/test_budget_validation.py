@@ -67,7 +67,7 @@ def test_the_estimator_says_what_pf_dp_says():
         clf = PrivateFairClassifier(groups=["F", "M"], **kw)
         got = _fix(lambda: clf.fit(X, y, sensitive_features=a))
         dp = {"epsilon": 1.0, "delta": 0.0, **kw}
-        assert got == _fix(lambda: pf.DP(dp["epsilon"], dp["delta"])), kw
+        assert got == _fix(lambda: pf.DP(dp["epsilon"], dp["delta"], protect="sensitive")), kw
     # the estimator's own rule: ε = inf is the non-private reference fit
     assert check_epsilon(math.inf, allow_inf=True) == PrivateFairClassifier(
-        groups=["F", "M"], epsilon=math.inf).fit(X, y, sensitive_features=a).epsilon
+        groups=["F", "M"], epsilon=math.inf, protect="sensitive").fit(X, y, sensitive_features=a).epsilon

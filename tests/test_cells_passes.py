@@ -144,7 +144,7 @@ def test_solve_equals_the_dense_pipeline(eo):
     X, y, a = rows(n=4000, seed=8)
     data = pf.Dataset(X, y, a, group_names=[0, 1])
     prob = problem(data, eo)
-    res = prob.solve(pf.DP(np.inf), backend="cells", seed=0, progress=False,
+    res = prob.solve(pf.DP(np.inf, protect="sensitive"), backend="cells", seed=0, progress=False,
                      holdout=0)
     rule = res.decision
     f = pf.ProxyCells(6, 3).features_for(X)
@@ -155,7 +155,7 @@ def test_solve_equals_the_dense_pipeline(eo):
     np.testing.assert_allclose(rule.score_coef, fit_score(X, y), rtol=1e-12, atol=1e-14)
     s = rule.score(X)
     np.testing.assert_allclose(rule.proxy(X), dense_proxy(rule, X, s), rtol=1e-12, atol=1e-15)
-    private = prob.solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False,
+    private = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", seed=0, progress=False,
                      holdout=0)
     m1 = private.certificate.releases[0]
     assert m1.sensitivity == pytest.approx(sensitivity(
@@ -209,7 +209,7 @@ def test_a_solve_builds_no_design_larger_than_a_chunk(monkeypatch):
     monkeypatch.setattr(passes, "proxy_clip_into", pclip)
     monkeypatch.setattr(passes, "logistic_terms", terms)
     monkeypatch.setattr(np, "hstack", hstack)
-    res = problem(data).solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False,
+    res = problem(data).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", seed=0, progress=False,
                      holdout=0)
     assert res.backend == "cells"
     kinds = {k for k, _ in seen}

@@ -70,7 +70,7 @@ def test_module_help_lists_every_command():
 def test_module_solve_writes_certificate_and_report(tiny, tmp_path):
     cert, page = tmp_path / "cert.md", tmp_path / "out.html"
     proc = run_module("solve", tiny, "--epsilon", "1", "--seed", "0", "--certificate", cert,
-                      "--report", page, "--no-progress")
+                      "--report", page, "--no-progress", "--protect", "sensitive")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "accepted (best first)" in out                 # the plan explanation
@@ -335,9 +335,15 @@ def test_example_problem_file_loads_and_solves(capsys, monkeypatch):
     path = ROOT / "examples" / "problem_adult_eo.py"
     problem, test = load_problem_file(path)
     assert problem.rates.data.n == 2000 and test.n == 15060
-    assert main(["solve", str(path), "--epsilon", "1", "--seed", "0"]) == 0
+    assert main(["solve", str(path), "--epsilon", "1", "--seed", "0",
+                 "--protect", "sensitive"]) == 0
     out = capsys.readouterr().out
-    assert "backend: cells" in out and "test : error" in out
+    assert "backend: cells" in out and "test : error" in out and "protect='sensitive'" in out
+    # the default unit is whole rows, which the cells rules cannot protect: refused before any
+    # draw, the error saying how to ask for the sensitive unit
+    assert main(["solve", str(path), "--epsilon", "1", "--seed", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--protect sensitive" in err and "cells" in err
 
 
 # ------------------------------------------------------------------ audit
@@ -558,7 +564,7 @@ def test_pages_without_the_report_use_the_one_renderer(tiny, tmp_path, monkeypat
     monkeypatch.setattr(report_cmd, "full_report", unavailable)
     solved, reported = tmp_path / "solve.html", tmp_path / "report.html"
     assert main(["solve", str(tiny), "--epsilon", "1", "--seed", "0", "--backend", "exponential",
-                 "--report", str(solved), "--no-progress"]) == 0
+                 "--report", str(solved), "--no-progress", "--protect", "sensitive"]) == 0
     assert main(["report", str(tiny), "--output", str(reported)]) == 0
     capsys.readouterr()
     pages = {"solve": solved.read_text(), "report": reported.read_text()}

@@ -42,7 +42,7 @@ def test_adult_equalized_odds_with_lse_is_convex_with_finite_constants(adult_rat
 
 
 def test_smax_is_not_convex_and_the_reason_names_it(adult_rates):
-    a = eo_problem(adult_rates, pf.smax).analyze(pf.DP(1.0, 1e-6))
+    a = eo_problem(adult_rates, pf.smax).analyze(pf.DP(1.0, 1e-6, protect="sensitive"))
     assert a.curvature["g[0]"] == "unknown"
     assert not a.is_convex
     assert "smax" in a.reason("convexity of g[0]")
@@ -54,7 +54,7 @@ def test_smax_is_not_convex_and_the_reason_names_it(adult_rates):
 def test_penalty_weight_follows_the_range_of_f():
     l = pf.Variable(3)
     prob = pf.Problem(pf.minimize(l[0] + l[1]), [l[2] <= 0.1])
-    a = prob.analyze(pf.DP(1.0), alpha=0.1)
+    a = prob.analyze(pf.DP(1.0, protect="sensitive"), alpha=0.1)
     lo, hi = prob.f.range()
     assert a.G == pytest.approx((0.1 + (hi - lo)) / 0.1)
     # no pf.rates behind the variable: no row-influence structure, honestly reported
@@ -62,7 +62,7 @@ def test_penalty_weight_follows_the_range_of_f():
 
 
 def test_h_constants_compose_from_f_and_g(adult_rates):
-    a = eo_problem(adult_rates, pf.lse).analyze(pf.DP(1.0, 1e-6), alpha=0.05)
+    a = eo_problem(adult_rates, pf.lse).analyze(pf.DP(1.0, 1e-6, protect="sensitive"), alpha=0.05)
     for norm in ("l1", "l2", "linf"):
         assert a.lipschitz["h"][norm] == pytest.approx(
             a.lipschitz["f"][norm] + a.G * a.lipschitz["g"][norm])
@@ -74,7 +74,7 @@ def test_private_group_mass_is_not_read_from_data():
                       sensitive=np.repeat(["a", "b"], 30))
     r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 5), score=0), data)   # no bound declared
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.fpr["a"] - r.fpr["b"]) <= 0.1])
-    a = prob.analyze(pf.DP(1.0))
+    a = prob.analyze(pf.DP(1.0, protect="sensitive"))
     assert a.group_mass["source"] == "private" and a.group_mass["bound"] is None
     assert a.delta_l("l1") is None and "privately" in a.reason("delta_l")
     resolved = a.with_group_mass(0.2)
@@ -126,9 +126,9 @@ def test_sensitivity_of_h_holds_for_every_neighbour(relation, seed):
 
 
 @pytest.mark.parametrize("bad, field", [
-    (lambda: pf.DP(0), "epsilon"), (lambda: pf.DP(-1), "epsilon"),
-    (lambda: pf.DP(float("nan")), "epsilon"), (lambda: pf.DP(1, 1.0), "delta"),
-    (lambda: pf.DP(1, -0.1), "delta"), (lambda: pf.DP(1, protect="user"), "protect"),
+    (lambda: pf.DP(0, protect="sensitive"), "epsilon"), (lambda: pf.DP(-1, protect="sensitive"), "epsilon"),
+    (lambda: pf.DP(float("nan"), protect="sensitive"), "epsilon"), (lambda: pf.DP(1, 1.0, protect="sensitive"), "delta"),
+    (lambda: pf.DP(1, -0.1, protect="sensitive"), "delta"), (lambda: pf.DP(1, protect="user"), "protect"),
 ])
 def test_bad_privacy_requests_name_the_field(bad, field):
     with pytest.raises(InvalidPrivacyError) as exc:
@@ -146,15 +146,15 @@ def test_bad_problems_raise_typed_errors():
         pf.Problem(pf.minimize(l[0]), [pf.Variable(4)[0] <= 1])
     prob = pf.Problem(pf.minimize(l[0]), [l[1] <= 0.5])
     with pytest.raises(InvalidInputError, match="alpha"):
-        prob.analyze(pf.DP(1.0), alpha=0)
+        prob.analyze(pf.DP(1.0, protect="sensitive"), alpha=0)
     with pytest.raises(InvalidPrivacyError):
         prob.analyze({"epsilon": 1})
     with pytest.raises(PrivfairError):
-        prob.analyze(pf.DP(1.0)).delta_l("l3")
+        prob.analyze(pf.DP(1.0, protect="sensitive")).delta_l("l3")
 
 
 def test_analysis_renders_as_text_and_markdown(adult_rates):
-    a = eo_problem(adult_rates, pf.lse).analyze(pf.DP(1.0, 1e-6))
+    a = eo_problem(adult_rates, pf.lse).analyze(pf.DP(1.0, 1e-6, protect="sensitive"))
     text, md = str(a), a.to_markdown()
     assert "sensitivity of h" in text and "curvature g[0]" in text
     assert md.startswith("| property | value |")
@@ -175,19 +175,19 @@ def test_maximizing_a_convex_function_says_minimize_not_smax():
     """The refusal named smax (absent) for Maximize(convex): it now names the slip and the fix."""
     r, G = _six_groups()
     gap = pf.square(r.selection[G[0]] - r.selection[G[1]])
-    a = pf.Problem(pf.Maximize(gap)).analyze(pf.DP(1.0, 1e-6))
+    a = pf.Problem(pf.Maximize(gap)).analyze(pf.DP(1.0, 1e-6, protect="sensitive"))
     why = a.reason("convexity of f")
     assert "maximizing a convex function is not a convex problem" in why
     assert "did you mean pf.Minimize(" in why and "smax" not in why
     # the same expression minimized is convex: nothing to say
-    assert pf.Problem(pf.Minimize(gap)).analyze(pf.DP(1.0, 1e-6)).curvature["f"] == "convex"
+    assert pf.Problem(pf.Minimize(gap)).analyze(pf.DP(1.0, 1e-6, protect="sensitive")).curvature["f"] == "convex"
     # a non-convex constraint without smax gets no smax hint either; with smax it does
-    concave = pf.Problem(pf.minimize(r.error()), [-gap <= -0.01]).analyze(pf.DP(1.0, 1e-6))
+    concave = pf.Problem(pf.minimize(r.error()), [-gap <= -0.01]).analyze(pf.DP(1.0, 1e-6, protect="sensitive"))
     assert "smax" not in concave.reason("convexity of g[0]")
     assert "exponential" in concave.reason("convexity of g[0]")
     u = r.selection[G[0]] - r.selection[G[1]]
     sm = pf.Problem(pf.minimize(r.error()), [pf.smax(u, -u, eta=20) <= 0.1]).analyze(
-        pf.DP(1.0, 1e-6))
+        pf.DP(1.0, 1e-6, protect="sensitive"))
     assert "replace smax by pf.lse" in sm.reason("convexity of g[0]")
 
 
@@ -220,7 +220,7 @@ def test_value_on_evaluates_a_constant_fallback_rule():
     r, G = _six_groups()
     test = _six_groups(n=400, seed=1)[0].data
     prob = pf.Problem(pf.Maximize(r.tpr[G[0]]), [r.fpr[G[0]] <= 0.5])
-    res = prob.solve(pf.DP(2.0), backend="exponential", seed=0, progress=False)
+    res = prob.solve(pf.DP(2.0, protect="sensitive"), backend="exponential", seed=0, progress=False)
     assert 0 <= prob.value_on(test) <= 1
     assert prob.value_on(test, result=constant_result(res, 1)) == 1.0     # tpr of "always 1"
     assert prob.value_on(test, result=constant_result(res, 0)) == 0.0

@@ -63,7 +63,7 @@ def test_cuda_without_a_gpu_is_a_typed_error_that_spends_nothing(backend, make):
     prob = _torch_problem(data) if make == "torch" else _threshold_problem(data)
     budget = pf.BudgetFilter(1.0, 1e-5)
     with pytest.raises(InvalidInputError, match="CUDA is not available"):
-        prob.solve(pf.DP(1.0, 1e-5), backend=backend, device="cuda", seed=0, budget=budget,
+        prob.solve(pf.DP(1.0, 1e-5, protect="sensitive"), backend=backend, device="cuda", seed=0, budget=budget,
                    progress=False)
     assert budget.spent == (0.0, 0.0)
 
@@ -75,8 +75,8 @@ def test_loss_vector_backends_on_cuda_release_what_numpy_releases(backend):
     seeded run releases the same decisions as the numpy run (float64 on both devices)."""
     prob = _threshold_problem(_two_groups(1000, 1, d=1))
     opts = dict(alpha=0.1, T=20) if backend == "frank_wolfe" else {}
-    a = _solve(prob, pf.DP(1.0, 1e-6), backend, seed=3, **opts)
-    b = _solve(prob, pf.DP(1.0, 1e-6), backend, seed=3, device="cuda", **opts)
+    a = _solve(prob, pf.DP(1.0, 1e-6, protect="sensitive"), backend, seed=3, **opts)
+    b = _solve(prob, pf.DP(1.0, 1e-6, protect="sensitive"), backend, seed=3, device="cuda", **opts)
     assert a.decisions == b.decisions and np.allclose(a.weights, b.weights)
     assert b.certificate.epsilon == pytest.approx(a.certificate.epsilon, rel=1e-12)
 
@@ -89,8 +89,8 @@ def test_lagrangian_torch_model_on_cuda_matches_the_cpu_path():
     list of releases are the CPU run's."""
     data = _two_groups(3000, 2)
     prob = _torch_problem(data)
-    cpu = _solve(prob, pf.DP(math.inf), "lagrangian_sgda", seed=0, epochs=2)
-    gpu = _solve(prob, pf.DP(math.inf), "lagrangian_sgda", seed=0, epochs=2, device="cuda")
+    cpu = _solve(prob, pf.DP(math.inf, protect="sensitive"), "lagrangian_sgda", seed=0, epochs=2)
+    gpu = _solve(prob, pf.DP(math.inf, protect="sensitive"), "lagrangian_sgda", seed=0, epochs=2, device="cuda")
     for g, c in zip(gpu.decisions, cpu.decisions, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(c), rtol=1e-2, atol=1e-2)
     mc, mg = cpu.metrics(data), gpu.metrics(data)

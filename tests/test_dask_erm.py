@@ -140,7 +140,7 @@ def _solve(data, case, privacy, **kw):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_dask_solve_has_the_in_memory_certificate_and_numbers(pair, case):
     mem, dk = pair
-    for privacy in (pf.DP(2.0, 1e-6, protect="row"), pf.DP(math.inf)):
+    for privacy in (pf.DP(2.0, 1e-6, protect="row"), pf.DP(math.inf, protect="sensitive")):
         want, got = _solve(mem, case, privacy, holdout=0), _solve(dk, case, privacy, holdout=0)
         assert got.backend == want.backend == CASES[case][0]
         assert got.plan.params.get("oracle_method") == want.plan.params.get("oracle_method")
@@ -201,7 +201,7 @@ def test_lopt_with_a_finite_set_on_dask(pair):
                           [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.1])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            out.append(prob.solve(pf.DP(1.0, 1e-6), backend="lopt", seed=2, progress=False,
+            out.append(prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt", seed=2, progress=False,
                                   holdout=0, T=5))
     want, got = out
     assert got.certificate.epsilon == want.certificate.epsilon > 0
@@ -218,7 +218,7 @@ def test_sgda_refuses_surrogate_rates_on_dask_at_plan_time(pair):
     r = _rates(pf.LinearClassifier(D, radius=3.0), dk)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        plans = pf.Problem(pf.minimize(r.error()), []).plan(pf.DP(1.0, 1e-6), backend="sgda")
+        plans = pf.Problem(pf.minimize(r.error()), []).plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="sgda")
     assert plans.chosen is None
     # refused for the Dask dataset (not for a missing torch)
     assert "sgda" in plans.refused

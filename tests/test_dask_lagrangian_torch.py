@@ -206,7 +206,7 @@ def test_three_labels_without_sampling_or_noise_a_dask_solve_is_the_in_memory_so
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return pf.Problem(pf.minimize(r.error())).solve(
-                pf.DP(math.inf), backend="lagrangian_sgda", seed=0, progress=False, holdout=0,
+                pf.DP(math.inf, protect="sensitive"), backend="lagrangian_sgda", seed=0, progress=False, holdout=0,
                 batch_size=N, epochs=4)
 
     got, want = np.array(solve(data).decisions), np.array(solve(mem).decisions)
@@ -224,7 +224,7 @@ def test_the_held_out_checks_counts_of_a_torch_mixture_on_dask_are_the_in_memory
     from privfair.planning.holdout import soft_counts
 
     data, mem = _on_dask(frame), _memory(frame)
-    res = _solve(mem, pf.DP(math.inf), holdout=0, epochs=2)
+    res = _solve(mem, pf.DP(math.inf, protect="sensitive"), holdout=0, epochs=2)
     assert len(res.decisions) > 1
     want = soft_counts(res, mem)
     for _ in range(10):

@@ -165,9 +165,9 @@ def test_least_squares_oracle_equals_the_dense_gram(monkeypatch):
             monkeypatch.setattr(pf.data.passes, "chunk_rows_for", lambda *a, **k: 10 ** 9)
             monkeypatch.setattr(OL, "hat_gram", dense_gram)
             monkeypatch.setattr(OL, "hat_tdot_cells", dense_tdot)
-        runs[how] = [prob.solve(pf.DP(math.inf), backend="oracle_learner", T=20, B=3.0,
+        runs[how] = [prob.solve(pf.DP(math.inf, protect="sensitive"), backend="oracle_learner", T=20, B=3.0,
                                 holdout=0),
-                     prob.solve(pf.DP(5.0, 1e-6), backend="oracle_learner", seed=0, T=5, B=3.0,
+                     prob.solve(pf.DP(5.0, 1e-6, protect="sensitive"), backend="oracle_learner", seed=0, T=5, B=3.0,
                                 holdout=0)]
     assert calls == [data.n, data.n]          # the dense run: one chunk of every row, per solve
     runs["view"] = runs["chunks"]

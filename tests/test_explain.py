@@ -64,7 +64,7 @@ def _assert_concise(text, limit):
 @pytest.mark.parametrize("decisions,pairwise", [("thresholds", False), ("thresholds", True),
                                                 ("linear", False)])
 def test_explain_of_six_groups_is_concise(decisions, pairwise):
-    plans = _six_groups(decisions, pairwise).plan(pf.DP(1.0, 1e-6))
+    plans = _six_groups(decisions, pairwise).plan(pf.DP(1.0, 1e-6, protect="sensitive"))
     text = plans.explain()
     _assert_concise(text, 5000)
     # the reason shared by the 30 |gap| terms is said once per place that needs it, with a count
@@ -79,7 +79,7 @@ def test_explain_of_six_groups_is_concise(decisions, pairwise):
 
 
 def test_analysis_of_six_groups_says_each_reason_once():
-    an = _six_groups().analyze(pf.DP(1.0, 1e-6))
+    an = _six_groups().analyze(pf.DP(1.0, 1e-6, protect="sensitive"))
     text = str(an)
     assert max(map(len, text.splitlines())) <= WIDTH
     assert text.count("abs is not differentiable at 0") == 1
@@ -104,21 +104,21 @@ def test_grouping_helpers():
 
 
 def test_analysis_says_which_property_is_unknown_and_why():
-    text = str(_six_groups().analyze(pf.DP(1.0, 1e-6)))
+    text = str(_six_groups().analyze(pf.DP(1.0, 1e-6, protect="sensitive")))
     assert "convex (unknown)" not in text          # was: the monotonicity, unnamed, in brackets
     row = text.split("monotonicity g[0]")[1].split("Lipschitz")[0]
     assert "unknown: not provably monotone" in row
     assert "abs decreases below 0 and increases above it" in row and "(30 terms)" in row
     assert "monotonicity f" in text and "non-decreasing in every coordinate" in text
     # thirty constraints with the same curvature and monotonicity share one pair of rows
-    text = str(_six_groups(pairwise=True).analyze(pf.DP(1.0, 1e-6)))
+    text = str(_six_groups(pairwise=True).analyze(pf.DP(1.0, 1e-6, protect="sensitive")))
     assert "curvature g[0] … g[29]" in text and text.count("curvature g[") == 1
     assert max(map(len, text.splitlines())) <= WIDTH
 
 
 # ------------------------------------------------------------------ vacuous numbers
 def test_vacuous_bounds_are_labelled_and_translated():
-    plans = _six_groups(n=3000).plan(pf.DP(1.0, 1e-6))
+    plans = _six_groups(n=3000).plan(pf.DP(1.0, 1e-6, protect="sensitive"))
     exp = next(p for p in plans.ranked if p.backend == "exponential")
     t = exp.bound_terms()
     # the error lies in [0, 1] (joint frequencies sum to 1), not in the box's [0, 12]
@@ -138,7 +138,7 @@ def test_vacuous_bounds_are_labelled_and_translated():
 
 
 def test_informative_bound_is_not_labelled_vacuous():
-    exp = _six_groups().plan(pf.DP(1000.0, 1e-6), backend="exponential").chosen
+    exp = _six_groups().plan(pf.DP(1000.0, 1e-6, protect="sensitive"), backend="exponential").chosen
     t = exp.bound_terms()
     assert t["excess"] < 1 and not t["objective_vacuous"] and not t["violation_vacuous"]
     assert "vacuous" not in exp.explain() and "f ≤ OPT + " in exp.explain()
@@ -154,7 +154,7 @@ def test_backends_whose_bound_is_not_on_h_are_not_translated():
 
 
 def test_astronomical_iteration_counts_are_called_impractical():
-    an = _six_groups().analyze(pf.DP(1.0, 1e-6))
+    an = _six_groups().analyze(pf.DP(1.0, 1e-6, protect="sensitive"))
     assert an.iterations["lopt_T"] > 1e8                 # the number stays for programs
     row = next(line for line in str(an).splitlines() if line.startswith("lopt_T"))
     assert "impractical" in row and f"{an.iterations['lopt_T']}" not in row
@@ -178,7 +178,7 @@ def test_a_solve_does_not_plan_backends_that_cannot_beat_a_first_ranked_plan(mon
     data = pf.Dataset(X, y, sensitive=a, group_names=["a", "b"])
     r = pf.rates(pf.LinearClassifier(3), data)
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     assert get("lagrangian_sgda").always_ranks_first
     calls = []
     other = get("oracle_learner")

@@ -82,7 +82,7 @@ def _solve_or_refuse(prob, eps, backend, delta=1e-6):
     """(result or None, budget): a refusal must be typed and spend nothing."""
     budget = pf.BudgetFilter(eps, delta)
     try:
-        res = prob.solve(pf.DP(eps, delta), backend=backend, seed=0, progress=False,
+        res = prob.solve(pf.DP(eps, delta, protect="sensitive"), backend=backend, seed=0, progress=False,
                          budget=budget)
     except (BackendRefusedError, InvalidPrivacyError):
         assert budget.spent == (0.0, 0.0)
@@ -100,7 +100,7 @@ def _solve_or_refuse(prob, eps, backend, delta=1e-6):
 @pytest.mark.parametrize("eps", [1e3, 1e6, 1e20, 1e300])
 def test_huge_epsilon_plans_and_solves_finite_decision_sets(thr, backend, eps):
     t0 = time.perf_counter()
-    plans = thr.plan(pf.DP(eps, 1e-6), backend=backend)
+    plans = thr.plan(pf.DP(eps, 1e-6, protect="sensitive"), backend=backend)
     assert plans.chosen is not None
     res, _ = _solve_or_refuse(thr, eps, backend)
     assert res is not None
@@ -290,12 +290,12 @@ def test_tiny_epsilon_cells(cells, eps):
     if eps < 1e-153:      # M2's noise variance 2/ε₂² is beyond the float range: refused at plan
         assert res is None and budget.spent == (0.0, 0.0)
         with pytest.raises(BackendRefusedError, match="too small"):
-            cells.plan(pf.DP(eps, 1e-6), backend="cells")
+            cells.plan(pf.DP(eps, 1e-6, protect="sensitive"), backend="cells")
 
 
 def test_lopt_plan_refuses_subnormal_epsilon_by_name(thr):
     with pytest.raises(BackendRefusedError, match="too small"):
-        thr.plan(pf.DP(1e-320, 1e-6), backend="lopt")
+        thr.plan(pf.DP(1e-320, 1e-6, protect="sensitive"), backend="lopt")
 
 
 def test_laplace_scale_beyond_float_range_is_refused_before_recording():
@@ -317,30 +317,30 @@ def _raiser(exc):
                                  FloatingPointError("y")])
 def test_planner_turns_numerical_errors_into_a_refusal(thr, monkeypatch, exc):
     monkeypatch.setattr(get("lopt"), "plan", _raiser(exc))
-    plans = thr.plan(pf.DP(1.0, 1e-6))
+    plans = thr.plan(pf.DP(1.0, 1e-6, protect="sensitive"))
     assert plans.chosen is not None and plans.chosen.backend != "lopt"
     assert plans.refused["lopt"].startswith("numerical range")
     with pytest.raises(BackendRefusedError, match="numerical range"):
-        thr.plan(pf.DP(1.0, 1e-6), backend="lopt")
+        thr.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt")
     budget = pf.BudgetFilter(1.0, 1e-6)
     with pytest.raises(BackendRefusedError, match="numerical range"):
-        thr.solve(pf.DP(1.0, 1e-6), backend="lopt", seed=0, progress=False, budget=budget)
+        thr.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt", seed=0, progress=False, budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
 def test_planner_lists_a_plan_time_refusal_under_auto(thr, monkeypatch):
     monkeypatch.setattr(get("lopt"), "plan", _raiser(BackendRefusedError("backend", "lopt",
                                                                          "nope")))
-    plans = thr.plan(pf.DP(1.0, 1e-6))
+    plans = thr.plan(pf.DP(1.0, 1e-6, protect="sensitive"))
     assert plans.refused["lopt"] == "nope" and plans.chosen is not None
     with pytest.raises(BackendRefusedError, match="nope"):      # by name: raised as before
-        thr.plan(pf.DP(1.0, 1e-6), backend="lopt")
+        thr.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="lopt")
 
 
 def test_planner_does_not_swallow_other_errors(thr, monkeypatch):
     monkeypatch.setattr(get("lopt"), "plan", _raiser(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
-        thr.plan(pf.DP(1.0, 1e-6))
+        thr.plan(pf.DP(1.0, 1e-6, protect="sensitive"))
 
 
 def test_heldout_tester_handles_a_claim_whose_exp_overflows():

@@ -57,7 +57,7 @@ def postprocessed(data):
 
 
 MAKERS = (thresholds, cells, sparse, postprocessed)
-PRIVACIES = (pf.DP(1.0, 1e-6), pf.DP(2.0))
+PRIVACIES = (pf.DP(1.0, 1e-6, protect="sensitive"), pf.DP(2.0, protect="sensitive"))
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def test_frank_wolfe_formula_covers_both_mechanisms_and_the_reference(plans):
     kinds = {p.params.get("mechanism") for n, p in plans if n == "frank_wolfe"}
     assert {"gaussian", "laplace"} <= kinds
     prob = thresholds(_data())
-    plan = prob.plan(pf.DP(math.inf), backend="frank_wolfe", alpha=ALPHA).chosen
+    plan = prob.plan(pf.DP(math.inf, protect="sensitive"), backend="frank_wolfe", alpha=ALPHA).chosen
     eq, values = BACKENDS["frank_wolfe"].formula(plan)
     assert evaluate(eq, values) == pytest.approx(plan.predicted_excess_risk, rel=1e-9)
 
@@ -168,7 +168,7 @@ def test_n_needed_brings_each_n_dependent_bound_to_alpha(contexts):
 
 def test_iteration_counts_agree_with_the_compiler():
     """Thm 5.5's T and Cor B.5's T: the entries and the compiler's prescriptions agree."""
-    ctx = _context(thresholds(_data()), pf.DP(1.0, 1e-6))
+    ctx = _context(thresholds(_data()), pf.DP(1.0, 1e-6, protect="sensitive"))
     by = {e.cite: e for e in th.entries(ctx)}
     assert by["[A] Thm 5.5"].T_needed == ctx.analysis.iterations["lopt_T"]
     assert by["[A] Cor B.5"].T_needed == ctx.analysis.iterations["frank_wolfe_T"]
@@ -178,13 +178,13 @@ def test_iteration_counts_agree_with_the_compiler():
 
 def test_preconditions_are_checked_against_the_problem():
     data = _data()
-    grid = {e.cite: e for e in th.entries(_context(thresholds(data), pf.DP(1.0, 1e-6)))}
+    grid = {e.cite: e for e in th.entries(_context(thresholds(data), pf.DP(1.0, 1e-6, protect="sensitive")))}
     assert not grid["[K] Thm 1"].applies and "output_perturbation" in grid["[K] Thm 1"].reason
     assert not grid["[A] Cor 5.3"].applies and "convex decision set" in grid["[A] Cor 5.3"].reason
     assert grid["[A] Cor C.2"].applies                               # q = 0.1 declared, δ > 0
-    sp_ = {e.cite: e for e in th.entries(_context(sparse(data), pf.DP(1.0, 1e-6)))}
+    sp_ = {e.cite: e for e in th.entries(_context(sparse(data), pf.DP(1.0, 1e-6, protect="sensitive")))}
     assert sp_["[K] Thm 1"].applies and sp_["[K] Thm 4"].applies
-    pure = {e.cite: e for e in th.entries(_context(sparse(data), pf.DP(1.0)))}
+    pure = {e.cite: e for e in th.entries(_context(sparse(data), pf.DP(1.0, protect="sensitive")))}
     for cite in ("[K] Thm 1", "[A] Thm 5.9", "[A] Cor 5.11", "[L] Thm 3.4"):
         assert not pure[cite].applies and "δ > 0" in pure[cite].reason, cite
 

@@ -38,7 +38,7 @@ def _solve(prob, privacy, **kw):
 # ------------------------------------------------------------------ the split and the release
 def test_a_private_solve_holds_out_rows_and_states_the_parallel_composition():
     data = _data()
-    res = _solve(_problem(data, level=0.5), pf.DP(1.0, 1e-6))
+    res = _solve(_problem(data, level=0.5), pf.DP(1.0, 1e-6, protect="sensitive"))
     chk = res.holdout
     assert chk.n_held_out == 400 and chk.n_train == 1600
     assert res.plan.problem.rates.data.n == 1600            # the backend saw the training part
@@ -70,22 +70,22 @@ def test_options_are_checked_before_anything_is_spent():
     budget = pf.BudgetFilter(1.0, 1e-6)
     for bad in (-0.1, 1.0, "20%", True):
         with pytest.raises(InvalidInputError, match="holdout"):
-            _problem(data).solve(pf.DP(1.0, 1e-6), holdout=bad, budget=budget)
+            _problem(data).solve(pf.DP(1.0, 1e-6, protect="sensitive"), holdout=bad, budget=budget)
     with pytest.raises(InvalidInputError, match="holdout_tolerance"):
-        _problem(data).solve(pf.DP(1.0, 1e-6), holdout_tolerance=-1, budget=budget)
+        _problem(data).solve(pf.DP(1.0, 1e-6, protect="sensitive"), holdout_tolerance=-1, budget=budget)
     with pytest.raises(InvalidInputError, match="holdout_on_violation"):
-        _problem(data).solve(pf.DP(1.0, 1e-6), holdout_on_violation="ignore", budget=budget)
+        _problem(data).solve(pf.DP(1.0, 1e-6, protect="sensitive"), holdout_on_violation="ignore", budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 
 def test_too_few_rows_or_holdout_0_is_not_checked_and_warns():
     small = _data(600)                                      # 20% = 120 < 200 rows
     with pytest.warns(UncheckedResultWarning, match="too few"):
-        res = _problem(small).solve(pf.DP(1.0, 1e-6), backend="exponential", seed=0)
+        res = _problem(small).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="exponential", seed=0)
     assert res.status.startswith("not checked") and res.holdout is None
     assert res.plan.problem.rates.data.n == 600             # every row trained on
     with pytest.warns(UncheckedResultWarning, match="holdout=0"):
-        res = _problem(_data()).solve(pf.DP(1.0, 1e-6), backend="exponential", seed=0,
+        res = _problem(_data()).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="exponential", seed=0,
                                       holdout=0)
     assert res.status.startswith("not checked")
 
@@ -95,7 +95,7 @@ def test_a_loose_constraint_is_certified_without_a_warning():
     prob = _problem(_data(), level=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ResultStatusWarning)
-        res = prob.solve(pf.DP(float("inf")), backend="exponential", seed=0)
+        res = prob.solve(pf.DP(float("inf"), protect="sensitive"), backend="exponential", seed=0)
     assert res.status == "certified"
     (c,) = res.holdout.constraints
     assert c.certified and c.level == 1.0 and c.estimate <= c.upper <= 1.0
@@ -108,7 +108,7 @@ def test_a_violated_constraint_is_not_certified_and_warns():
     prob = pf.Problem(pf.minimize(r.error()),
                       [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.0])
     with pytest.warns(UncertifiedConstraintWarning, match="not certified at level 0"):
-        res = prob.solve(pf.DP(float("inf")), seed=0, holdout_tolerance=0.0)
+        res = prob.solve(pf.DP(float("inf"), protect="sensitive"), seed=0, holdout_tolerance=0.0)
     assert res.status == "constraint not certified at level 0"
     (c,) = res.holdout.constraints
     assert c.upper >= c.estimate > 0.0 and not c.certified
@@ -135,7 +135,7 @@ def test_a_confidently_violated_constraint_falls_back_to_a_constant_that_keeps_i
     constraints replaces the trained one — which stays in result.holdout.trained, and comes
     back with holdout_on_violation="warn" (status "not certified", the warning says violated)."""
     prob = _unfair_problem()
-    privacy = pf.DP(epsilon, 1e-6) if math.isfinite(epsilon) else pf.DP(epsilon)
+    privacy = pf.DP(epsilon, 1e-6, protect="sensitive") if math.isfinite(epsilon) else pf.DP(epsilon, protect="sensitive")
     with pytest.warns(FallbackWarning, match="violates its constraint"):
         res = prob.solve(privacy, seed=0, progress=False)
     assert res.status == "fallback: constant rule"
@@ -159,7 +159,7 @@ def test_a_violation_the_coordinate_box_cannot_see_is_found_by_the_piecewise_tes
     replaced (COMPAS with two races released rules 8× over the level this way before)."""
     prob = _unfair_problem(n=3000, shift=0.5)
     with pytest.warns(FallbackWarning, match="violates its constraint"):
-        res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+        res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=0, progress=False)
     assert res.holdout.fallback_reason == "violation"
     (c,) = res.holdout.constraints
     tol = res.holdout.tolerance
@@ -176,7 +176,7 @@ def test_the_delta_standard_error_matches_the_spread_of_the_estimate():
 
     rule = lambda X: (X[:, 0] > 0.2).astype(int)            # noqa: E731
     prob = pf.Problem(pf.minimize(pf.rates(pf.FiniteSet([rule]), _data()).error()))
-    res = _solve(prob, pf.DP(float("inf")), holdout=0)
+    res = _solve(prob, pf.DP(float("inf"), protect="sensitive"), holdout=0)
     gaps, ses = [], []
     for s in range(200):
         held = _data(800, seed=1000 + s)
@@ -201,7 +201,7 @@ def test_a_rule_worse_than_a_constant_falls_back_to_the_constant(epsilon):
     r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] < 0).astype(int)]), data)
     prob = pf.Problem(pf.minimize(r.error()))
     with pytest.warns(FallbackWarning, match="constant rule"):
-        res = prob.solve(pf.DP(epsilon, 1e-6), backend="exponential" if epsilon < math.inf
+        res = prob.solve(pf.DP(epsilon, 1e-6, protect="sensitive"), backend="exponential" if epsilon < math.inf
                          else "auto", seed=0)
     assert res.status == "fallback: constant rule"
     majority = int(np.mean(data.y) >= 0.5)
@@ -215,7 +215,7 @@ def test_a_rule_worse_than_a_constant_falls_back_to_the_constant(epsilon):
 
 def test_the_non_private_check_is_exact():
     data = _data()
-    res = _solve(_problem(data, level=1.0), pf.DP(float("inf")))
+    res = _solve(_problem(data, level=1.0), pf.DP(float("inf"), protect="sensitive"))
     held = np.setdiff1d(np.arange(data.n), _train_rows(res, data))
     m = res.metrics(data.take(held))
     assert res.holdout.error == pytest.approx(m["error"])
@@ -245,7 +245,7 @@ def test_the_bounds_hold_for_the_population_value(side, runs_needed):
         r = pf.rates(pf.FiniteSet([rule]), data)
         prob = pf.Problem(pf.minimize(r.error()),
                           [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.5])
-        c = _solve_auto(prob, pf.DP(1.0, 1e-6), s).holdout.constraints[0]
+        c = _solve_auto(prob, pf.DP(1.0, 1e-6, protect="sensitive"), s).holdout.constraints[0]
         held += c.upper >= gap if side == "upper" else c.test_lower <= gap
     assert held >= runs_needed
 
@@ -347,7 +347,7 @@ def test_held_out_rows_are_indices_and_check_the_same_as_a_copy(monkeypatch):
     np.testing.assert_array_equal(held.group, copy.group)
     assert (held.n_groups, held.n_labels, held.groups) == (copy.n_groups, copy.n_labels,
                                                            copy.groups)
-    res = _solve(_problem(data, level=0.1), pf.DP(float("inf")), holdout=0)
+    res = _solve(_problem(data, level=0.1), pf.DP(float("inf"), protect="sensitive"), holdout=0)
     monkeypatch.setattr(passes, "chunk_rows_for", lambda *a, **k: 128)    # several chunks
     np.testing.assert_array_equal(soft_counts(res, held), soft_counts(res, copy))
     prob = _problem(data, level=0.1)
@@ -380,7 +380,7 @@ def test_a_constant_is_feasible_when_a_held_out_group_label_cell_is_empty():
     train, held = make(3000, 0, True), make(800, 1, False)
     r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] < -1).astype(int)]), train)  # a bad rule
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.tpr["a"] - r.tpr["c"]) <= 0.05])
-    res = _solve(prob, pf.DP(float("inf")), holdout=0)
+    res = _solve(prob, pf.DP(float("inf"), protect="sensitive"), holdout=0)
     out = check(prob, res, held, epsilon=float("inf"), options=HoldoutOptions(),
                 rng=as_source(0), n_train=train.n)
     # always 1: tpr = 1 in every group (c has no positive: its rate is 1 by definition of a
@@ -575,7 +575,7 @@ def test_an_unverifiable_fallback_warns_and_names_the_interval():
     prob = pf.Problem(pf.minimize(r.error()),
                       [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
     with pytest.warns(FallbackWarning, match="too wide to say otherwise"):
-        res = prob.solve(pf.DP(1.0), backend="exponential", seed=0, progress=False)
+        res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0, progress=False)
     assert res.status == "fallback: constant rule"
     assert res.holdout.fallback_reason == "unverifiable"
     assert res.holdout.trained is not None
@@ -594,7 +594,7 @@ def test_an_uninformative_check_names_the_groups_with_too_few_held_out_rows():
                           [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
         with warnings.catch_warnings(record=True) as got:
             warnings.simplefilter("always")
-            res = prob.solve(pf.DP(1.0), backend="exponential", seed=0, progress=False)
+            res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0, progress=False)
         return res, " ".join(str(w.message) for w in got
                              if issubclass(w.category, pf.errors.ResultStatusWarning))
 
@@ -618,7 +618,7 @@ def test_the_sparse_hint_suggests_group_thresholds_only_for_a_group_blind_rule()
                       [pf.abs(r.selection["b"] - r.selection["t"]) <= 0.02])
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+        res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=0, progress=False)
     msg = " ".join(str(w.message) for w in got
                    if issubclass(w.category, pf.errors.ResultStatusWarning))
     assert res.backend == "postprocessing" and "too few held-out rows" in msg
@@ -721,7 +721,7 @@ def test_the_checks_plot_draws_its_released_numbers():
     prob = pf.Problem(pf.minimize(r.error()),
                       [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05,
                        r.selection["a"] <= 0.9])
-    chk = _solve(prob, pf.DP(1.0, 1e-6)).holdout
+    chk = _solve(prob, pf.DP(1.0, 1e-6, protect="sensitive")).holdout
     assert chk.constant_label == 0
     fig = chk.plot()
     top, bottom = fig.axes[:2]

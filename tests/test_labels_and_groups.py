@@ -30,7 +30,7 @@ def _data(labels=(0, 1), groups=("F", "M"), n=600, seed=0, **kw):
 
 def _solve(data, **kw):
     r = pf.rates(pf.Thresholds(np.linspace(-2, 2, 41), score=0), data)
-    return pf.Problem(pf.minimize(r.error())).solve(pf.DP(math.inf), progress=False, **kw)
+    return pf.Problem(pf.minimize(r.error())).solve(pf.DP(math.inf, protect="sensitive"), progress=False, **kw)
 
 
 def test_predict_returns_the_users_labels_and_accuracy_reads_right():

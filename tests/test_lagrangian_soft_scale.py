@@ -88,7 +88,7 @@ def test_the_default_is_capped_for_a_linear_classifier_under_row_privacy():
                   group_mass_bound=0.05)
     ps = pf.Problem(pf.Minimize(rs.error()), [pf.abs(rs.selection["a"] - rs.selection["b"])
                                               <= 0.05])
-    assert ps.plan(pf.DP(1.0, 1e-5), backend="lagrangian_sgda").chosen.params[
+    assert ps.plan(pf.DP(1.0, 1e-5, protect="sensitive"), backend="lagrangian_sgda").chosen.params[
         "soft_scale"] == "fixed"
 
 

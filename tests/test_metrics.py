@@ -59,7 +59,7 @@ def fitted():
                   .astype(int), name="y")
     clf = PrivateFairClassifier(groups=["Female", "Male"], decision_set="thresholds",
                                 constraint="equalized_odds", level=0.05, epsilon=2.0,
-                                backend="exponential", seed=0)
+                                backend="exponential", seed=0, protect="sensitive")
     clf.fit(X, y, sensitive_features=sex)
     return X, y, sex, race, clf
 
@@ -105,7 +105,7 @@ def test_metricframe_agrees_on_expected_predictions(fitted):
     # (docs/trust.md); this test needs the trained, randomized rule
     clf = PrivateFairClassifier(groups=["Female", "Male"], decision_set="cells",
                                 constraint="demographic_parity", level=0.1, epsilon=4.0,
-                                seed=0, holdout_on_violation="warn").fit(
+                                seed=0, holdout_on_violation="warn", protect="sensitive").fit(
         X, y, sensitive_features=sex)
     q = clf.predict_proba(X)[:, 1]
     assert np.any((q > 0) & (q < 1))               # a randomized rule: fractional predictions

@@ -95,7 +95,7 @@ def test_a_bad_value_is_refused_naming_it_before_anything_is_spent(problems, bac
     rng = np.random.default_rng(3)
     state = rng.bit_generator.state
     with pytest.raises(InvalidInputError) as info:
-        problems[backend].solve(pf.DP(1.0, 1e-6), backend=backend, seed=rng, budget=budget,
+        problems[backend].solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=backend, seed=rng, budget=budget,
                                 progress=False, **{option: value})
     err = info.value
     assert err.field == option
@@ -108,7 +108,7 @@ def test_a_bad_value_is_refused_naming_it_before_anything_is_spent(problems, bac
     assert budget.spent == (0.0, 0.0)                 # nothing reserved or spent
     assert rng.bit_generator.state == state           # nothing drawn
     with pytest.raises(InvalidInputError):            # plan() refuses it too
-        problems[backend].plan(pf.DP(1.0, 1e-6), backend=backend, **{option: value})
+        problems[backend].plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=backend, **{option: value})
 
 
 @pytest.mark.parametrize("backend", sorted(PROBLEMS))
@@ -116,7 +116,7 @@ def test_the_backend_itself_validates_not_only_the_planner(problems, backend):
     # a caller that reaches the backend's plan directly (the report's what-if plans, a test)
     # gets the same typed refusal: the table is checked in plan(), not only by the planner
     b, prob = get(backend), problems[backend]
-    privacy = pf.DP(1.0, 1e-6)
+    privacy = pf.DP(1.0, 1e-6, protect="sensitive")
     analysis = prob.analyze(privacy)
     with pytest.raises(InvalidInputError, match="unknown option"):
         b.plan(prob, analysis, privacy, {"not_an_option": 1})
@@ -124,34 +124,34 @@ def test_the_backend_itself_validates_not_only_the_planner(problems, backend):
 
 # ------------------------------------------------------------------------------ values used
 def test_oracle_learner_uses_the_validated_values(problems):
-    plan = problems["oracle_learner"].plan(pf.DP(1.0), backend="oracle_learner", T=3.0, B=2,
+    plan = problems["oracle_learner"].plan(pf.DP(1.0, protect="sensitive"), backend="oracle_learner", T=3.0, B=2,
                                            beta=0.1, eta=0.5).chosen
     p = plan.params
     assert p["T"] == 3 and isinstance(p["T"], int)
     assert p["B"] == 2.0 and p["beta"] == 0.1 and p["eta"] == 0.5
     assert "ridge" not in p                       # the finite class's oracle reads no ridge
-    auto = problems["oracle_learner"].plan(pf.DP(1.0), backend="oracle_learner").chosen
+    auto = problems["oracle_learner"].plan(pf.DP(1.0, protect="sensitive"), backend="oracle_learner").chosen
     assert auto.params["beta"] == get("oracle_learner").options_from({})["beta"]
 
 
 def test_postprocessing_uses_the_validated_values(problems):
     prob = problems["postprocessing"]
-    plan = prob.plan(pf.DP(1.0), backend="postprocessing", beta=0.2, slack="none").chosen
+    plan = prob.plan(pf.DP(1.0, protect="sensitive"), backend="postprocessing", beta=0.2, slack="none").chosen
     assert plan.params["beta"] == 0.2 and plan.params["slack"] == "none"
     assert any("slack='none'" in n for n in plan.notes)
-    default = prob.plan(pf.DP(1.0), backend="postprocessing").chosen
+    default = prob.plan(pf.DP(1.0, protect="sensitive"), backend="postprocessing").chosen
     assert default.params["slack"] == "paper" and default.params["beta"] == 0.05
 
 
 def test_cells_uses_the_validated_values(problems):
     prob = problems["cells"]
-    plan = prob.plan(pf.DP(1.0, 1e-6), backend="cells", proxy_share=0.25, margin_z=1,
+    plan = prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", proxy_share=0.25, margin_z=1,
                      proxy_interactions=True).chosen
     p = plan.params
     assert p["epsilon_M1"] == pytest.approx(0.25) and p["epsilon_M2"] == pytest.approx(0.75)
     assert p["margin_z"] == 1.0 and isinstance(p["margin_z"], float)
     assert p["interactions"] is True
-    default = prob.plan(pf.DP(1.0, 1e-6), backend="cells").chosen.params
+    default = prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells").chosen.params
     assert default["margin_z"] == 1.645 and default["interactions"] is False
 
 
@@ -207,7 +207,7 @@ def test_markdown_flag_prints_the_tables(capsys):
 def test_a_plans_parameters_are_final():
     """run() reads what plan() chose and cannot change it (#17: plans are final); a typo in a
     name is an error listing the names there are, not a silent default."""
-    plan = cells_problem().plan(pf.DP(1.0, 1e-6), backend="cells").chosen
+    plan = cells_problem().plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells").chosen
     with pytest.raises(TypeError):
         plan.params["T"] = 1
     with pytest.raises(AttributeError, match="final"):

@@ -152,18 +152,18 @@ class _StandIn(Backend):
 def test_a_plan_that_breaks_its_declaration_is_refused(monkeypatch, problems, params, match):
     monkeypatch.setitem(BACKENDS, "exponential", _StandIn(params))
     with pytest.raises(TypeError, match=match):
-        planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6), backend="exponential")
+        planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6, protect="sensitive"), backend="exponential")
 
 
 def test_a_plan_that_keeps_its_declaration_is_made(monkeypatch, problems):
     """The positive side of the control: numpy integers are ints, ints are floats, None where
     declared; the planner's group_mass_share is added on top."""
     monkeypatch.setitem(BACKENDS, "exponential", _StandIn({"T": np.int64(3), "scale": None}))
-    plan = planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6), backend="exponential").chosen
+    plan = planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6, protect="sensitive"), backend="exponential").chosen
     assert plan.params.T == 3 and plan.params["scale"] is None
     assert "group_mass_share" in plan.params
     monkeypatch.setitem(BACKENDS, "exponential", _StandIn({"T": 3, "scale": 2}))
-    assert planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6),
+    assert planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6, protect="sensitive"),
                         backend="exponential").chosen.params.scale == 2
 
 
@@ -175,7 +175,7 @@ def test_a_registered_backend_whose_declaration_misses_a_name_is_refused(monkeyp
                         tuple(p for p in b.plan_params if p.name != "candidates"))
     with pytest.raises(TypeError, match=r"'exponential' plans candidates=9, which "
                                         r"ExponentialBackend\.plan_params do not declare"):
-        planner.plan(problems["thresholds"], pf.DP(1.0, 0.0), backend="exponential")
+        planner.plan(problems["thresholds"], pf.DP(1.0, 0.0, protect="sensitive"), backend="exponential")
 
 
 def test_the_planners_own_entries_are_checked_too():
@@ -202,7 +202,7 @@ def test_a_stand_in_without_a_declaration_is_not_checked(monkeypatch, problems):
         plan_params = None
 
     monkeypatch.setitem(BACKENDS, "exponential", Free({"anything": object()}))
-    assert planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6),
+    assert planner.plan(problems["thresholds"], pf.DP(1.0, 1e-6, protect="sensitive"),
                         backend="exponential").chosen is not None
 
 

@@ -39,7 +39,7 @@ def _problem(backend):
 @pytest.mark.parametrize("backend, opts", [("lopt", {"T": 4}), ("frank_wolfe", {"T": 4}),
                                            ("oracle_learner", {"T": 3}), ("exponential", {})])
 def test_the_schedule_fits_beside_spent_events_and_run_does_not_refit(backend, opts, delta):
-    privacy = pf.DP(1.0, delta)
+    privacy = pf.DP(1.0, delta, protect="sensitive")
     spent = [laplace_event(1.0, 0.25, label="group-mass lower bound")]
     prob = _problem(backend)
     b = get(backend)

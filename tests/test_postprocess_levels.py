@@ -165,7 +165,7 @@ def test_planned_cuts_read_no_data():
     shifted = pf.Dataset(3.0 * shifted.X + 2.0, shifted.y, sensitive=shifted.sensitive,
                          group_names=["a", "b"])
     for privacy, want in ((ROW, list(DEFAULT_MARGIN_CUTS)),
-                          (pf.DP(1.0), list(default_cuts("default", "probability")))):
+                          (pf.DP(1.0, protect="sensitive"), list(default_cuts("default", "probability")))):
         got = [eo_problem(D).plan(privacy, backend="postprocessing").chosen.params["cuts"]
                for D in (make(2000, 1), shifted)]
         assert got[0] == got[1] == pytest.approx(want)
@@ -287,7 +287,7 @@ def test_binary_cut_of_a_trainable_base_is_its_own_prediction():
 
 # --------------------------------------------------------------------------- public base (sensitive)
 def test_sensitive_unit_spends_everything_on_one_count_release(data):
-    res = solve(eo_problem(data), pf.DP(1.0), seed=0)
+    res = solve(eo_problem(data), pf.DP(1.0, protect="sensitive"), seed=0)
     K = DEFAULT_PROBABILITY_LEVELS
     (ev,) = res.certificate.releases
     assert ev.mechanism == "laplace" and ev.dimension == 2 * K * 2 and ev.sensitivity == 2.0
@@ -305,7 +305,7 @@ def test_sensitive_unit_base_is_identical_on_neighbouring_datasets():
     i = int(np.argmax(D.X[:, 0]))
     Dp = D.with_row(i, group="b" if D.group[i] == 0 else "a")
     assert not np.array_equal(D.group, Dp.group)
-    bases = [solve(eo_problem(E), pf.DP(1.0), seed=s).decision.base
+    bases = [solve(eo_problem(E), pf.DP(1.0, protect="sensitive"), seed=s).decision.base
              for E, s in ((D, 0), (Dp, 1))]
     assert bases[0] == bases[1]                               # X and y only: deterministic
 
@@ -363,7 +363,7 @@ def test_monotonicity_is_imposed_not_incidental():
     the monotone LP on exactly those counts."""
     D = make(1200, 6)
     prob = eo_problem(D, 0.1, decisions=pf.PostProcessed(pf.LinearClassifier(3), bins=48))
-    res = solve(prob, pf.DP(0.5), seed=3)
+    res = solve(prob, pf.DP(0.5, protect="sensitive"), seed=3)
     Nt = res.info["released_counts"]
     assert Nt.shape == (48, 2, 2)
     pairs, _, w_joint = problem_shape(prob)
@@ -375,7 +375,7 @@ def test_monotonicity_is_imposed_not_incidental():
 
 
 # --------------------------------------------------------------------------- parity and slack
-@pytest.mark.parametrize("privacy", [ROW, pf.DP(1.0)], ids=["row", "sensitive"])
+@pytest.mark.parametrize("privacy", [ROW, pf.DP(1.0, protect="sensitive")], ids=["row", "sensitive"])
 def test_parity_gap_of_the_released_rule_holds_on_the_released_counts(data, privacy):
     c = 0.03
     res = solve(parity_problem(data, c), privacy, seed=2)
@@ -399,7 +399,7 @@ def test_paper_slack_is_refused_where_thm_3_1_does_not_apply(data, case):
             "parity, levels": lambda: parity_problem(data),
             "eo, levels": lambda: eo_problem(data),
             "eo, levels, row": lambda: eo_problem(data)}[case]()
-    privacy = ROW if case.endswith("row") else pf.DP(1.0)
+    privacy = ROW if case.endswith("row") else pf.DP(1.0, protect="sensitive")
     budget = pf.BudgetFilter(2.0, 1e-4)
     with pytest.raises(InvalidInputError) as err:
         solve(prob, privacy, seed=0, budget=budget, slack="paper")
@@ -409,18 +409,18 @@ def test_paper_slack_is_refused_where_thm_3_1_does_not_apply(data, case):
 
 def test_paper_slack_is_kept_for_equalized_odds_of_a_binary_base(data):
     binary = pf.PostProcessed(lambda X: 1 / (1 + np.exp(-3 * X[:, 0])))
-    plan = eo_problem(data, decisions=binary).plan(pf.DP(1.0), backend="postprocessing").chosen
+    plan = eo_problem(data, decisions=binary).plan(pf.DP(1.0, protect="sensitive"), backend="postprocessing").chosen
     assert plan.params["slack"] == "paper" and plan.params["levels"] == 2
     assert math.isfinite(plan.params["error_bound"])
     # a parity gap of the same binary base: 'auto' gives no slack and predicts no bound
-    plan = parity_problem(data, decisions=binary).plan(pf.DP(1.0),
+    plan = parity_problem(data, decisions=binary).plan(pf.DP(1.0, protect="sensitive"),
                                                        backend="postprocessing").chosen
     assert plan.params["slack"] == "none" and math.isinf(plan.predicted_excess_risk)
 
 
 def test_margin_tightens_each_gap_by_its_released_standard_error(data):
     m = 1.5
-    res = solve(parity_problem(data, 0.05), pf.DP(1.0), seed=4, margin=m)
+    res = solve(parity_problem(data, 0.05), pf.DP(1.0, protect="sensitive"), seed=4, margin=m)
     Nt = res.info["released_counts"]
     den = np.maximum(Nt.sum(axis=0), 1.0).sum(axis=1)          # the groups' released totals
     se = math.sqrt(0.25 / den[0] + 0.25 / den[1])

@@ -141,7 +141,7 @@ def test_events_with_their_own_guarantee_compose_basically():
 
 
 def test_limit_refuses_before_recording():
-    acc = pp.Accountant(limit=pp.DP(1.0, 1e-6))
+    acc = pp.Accountant(limit=pp.DP(1.0, 1e-6, protect="sensitive"))
     acc.record(pp.laplace_event(1.0, 0.6))
     with pytest.raises(BudgetExceededError):
         acc.record(pp.laplace_event(1.0, 0.6))

@@ -163,7 +163,7 @@ def test_an_undeclared_field_is_refused_and_charged(monkeypatch):
     prob = _problems(D)[0][1]
     budget = BudgetFilter(1.0, 1e-6)
     with pytest.raises(PrivateFailureError):
-        prob.solve(pf.DP(1.0, 1e-6), backend="exponential", seed=0, budget=budget)
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="exponential", seed=0, budget=budget)
     assert budget.spent == (1.0, 1e-6)
 
 
@@ -175,7 +175,7 @@ def test_sgda_without_a_fairness_term_exposes_no_private_proportions():
     out = []
     for data in (D, Dp):
         r = pf.rates(pf.LinearClassifier(2, radius=2.0), data, surrogate="logistic")
-        res = pf.Problem(pf.minimize(r.error())).solve(pf.DP(1.0, 1e-6), backend="sgda", seed=0,
+        res = pf.Problem(pf.minimize(r.error())).solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="sgda", seed=0,
                                                         epochs=2, progress=False)
         out.append((res.info["p_tilde"], res.info["w_radius"]))
     assert out[0] == out[1]

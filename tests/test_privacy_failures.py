@@ -140,7 +140,7 @@ def test_a_failure_is_refunded_only_before_any_release_and_only_when_typed(
     monkeypatch.setattr(type(b), "run", _fake_run(record_first, exc))
     budget = BudgetFilter(2.0)
     with pytest.raises(raised) as err:
-        _exp_problem().solve(pf.DP(1.0), backend="exponential", seed=0, budget=budget)
+        _exp_problem().solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0, budget=budget)
     assert budget.spent == ((1.0, 0.0) if charged else (0.0, 0.0))
     assert budget.reserved == (0.0, 0.0)
     if raised is PrivateFailureError:       # the data-derived numbers never leave
@@ -173,7 +173,7 @@ def test_the_group_mass_release_then_a_refusal_is_charged(monkeypatch):
     monkeypatch.setattr(ExponentialBackend, "plan", plan_then_refuse)
     budget = BudgetFilter(1.0)
     with pytest.raises(DataError):
-        prob.solve(pf.DP(1.0), backend="exponential", seed=0, budget=budget)
+        prob.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0, budget=budget)
     assert calls["n"] == 2 and budget.spent == (1.0, 0.0)
 
 
@@ -190,7 +190,7 @@ def test_an_unsafe_debug_flag_chains_the_original(monkeypatch):
     monkeypatch.setattr(type(b), "run", _fake_run(False, _Boom("private 42")))
     monkeypatch.setenv("PRIVFAIR_UNSAFE_DEBUG", "1")
     with pytest.raises(PrivateFailureError) as err:
-        _exp_problem().solve(pf.DP(1.0), backend="exponential", seed=0)
+        _exp_problem().solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0)
     assert isinstance(err.value.__cause__, _Boom)
     assert issubclass(PrivateFailureError, PrivfairError)
 

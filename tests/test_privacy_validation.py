@@ -31,7 +31,7 @@ RNG = ExplodingSource()
 
 def _calls_with_epsilon(eps):
     return [
-        lambda: pp.DP(eps) if eps is not math.inf else (_ for _ in ()).throw(
+        lambda: pp.DP(eps, protect="sensitive") if eps is not math.inf else (_ for _ in ()).throw(
             InvalidPrivacyError("epsilon", eps, "")),
         lambda: pp.laplace_mechanism(1.0, 1.0, eps, rng=RNG),
         lambda: pp.gaussian_mechanism(1.0, 1.0, eps, 1e-6, rng=RNG),
@@ -55,7 +55,7 @@ def test_bad_epsilon_names_the_field(eps):
 
 
 def test_dp_accepts_infinite_epsilon_but_mechanisms_do_not():
-    assert not pp.DP(math.inf).is_private
+    assert not pp.DP(math.inf, protect="sensitive").is_private
     with pytest.raises(InvalidPrivacyError, match="finite"):
         pp.laplace_mechanism(1.0, 1.0, math.inf, rng=RNG)
 
@@ -63,7 +63,7 @@ def test_dp_accepts_infinite_epsilon_but_mechanisms_do_not():
 @pytest.mark.parametrize("delta", BAD_DELTA)
 def test_bad_delta_names_the_field(delta):
     calls = [
-        lambda: pp.DP(1.0, delta),
+        lambda: pp.DP(1.0, delta, protect="sensitive"),
         lambda: pp.gaussian_mechanism(1.0, 1.0, 1.0, delta, rng=RNG),
         lambda: pp.calibrate_gaussian_sigma(1.0, 1.0, delta),
         lambda: pp.calibrate_advanced(1.0, delta, 10),

@@ -35,7 +35,7 @@ def test_cvxpy_spellings_build_the_objectives(setting):
     assert repr(prob).startswith("maximize tpr[a]")
     # maximizing a concave expression is a convex problem (the compiler checks -f)
     assert pf.Problem(pf.Maximize(pf.hmean(r.tpr["a"], r.tpr["b"]))).analyze(
-        pf.DP(1.0, 1e-6)).curvature["f"] == "convex"
+        pf.DP(1.0, 1e-6, protect="sensitive")).curvature["f"] == "convex"
 
 
 def test_objectives_refuse_vectors_and_junk(setting):
@@ -54,7 +54,7 @@ def test_objectives_and_solved_problems_pickle(setting):
 
     _, _, r = setting
     prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.2])
-    prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    prob.solve(pf.DP(math.inf, protect="sensitive"), seed=0, progress=False)
     back = pickle.loads(pickle.dumps(prob))
     assert isinstance(back.objective, pf.Maximize) and back.status == "solved"
     assert back.value == pytest.approx(prob.value)
@@ -67,7 +67,7 @@ def test_status_and_value_after_a_non_private_solve(setting):
     prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.2])
     assert prob.status == "not solved"
     assert prob.value is None
-    res = prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), seed=0, progress=False)
     assert prob.status == "solved" and prob.result is res
     ell = r.evaluate_mixture(res.decisions, res.weights)
     # the maximized expression reads as itself, not its negation
@@ -86,7 +86,7 @@ def test_a_private_solve_publishes_no_training_objective(setting):
     the user's to evaluate on."""
     _, test, r = setting
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.fpr["a"] - r.fpr["b"]) <= 0.1])
-    prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=0, progress=False)
     assert prob.status == "solved"
     assert prob.value is None
     with pytest.raises(InvalidInputError) as info:
@@ -99,13 +99,13 @@ def test_status_after_a_refusal_and_value_on_other_schemas(setting):
     train, _, r = setting
     prob = pf.Problem(pf.minimize(r.error()), [r.fpr["a"] <= 0.2])
     with pytest.raises(PrivfairError):
-        prob.solve(pf.DP(1.0, 1e-6), backend="sgda", progress=False)   # sgda needs a model
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="sgda", progress=False)   # sgda needs a model
     assert prob.status.startswith("refused: ") and "sgda" in prob.status
     assert prob.value is None and prob.result is None
     with pytest.raises(InvalidInputError) as info:
         prob.value_on(train)
     assert info.value.field == "result"
-    prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    prob.solve(pf.DP(math.inf, protect="sensitive"), seed=0, progress=False)
     rng = np.random.default_rng(3)
     other = pf.Dataset(rng.normal(size=(30, 2)), rng.integers(0, 2, 30),
                        sensitive=np.repeat(["a", "c"], 15), group_names=["a", "c"])
@@ -124,7 +124,7 @@ def test_value_is_a_plain_attribute_and_evaluate_the_evaluation(setting):
     assert prob.value is None
     with pytest.raises(TypeError):
         prob.value(ell)
-    prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    prob.solve(pf.DP(math.inf, protect="sensitive"), seed=0, progress=False)
     assert type(prob.value) is float
 
 
@@ -163,6 +163,6 @@ def test_value_of_a_constant_fallback_is_its_own_objective(setting):
     _, _, r = setting
     for label, tpr in ((1, 1.0), (0, 0.0)):
         prob = pf.Problem(pf.Maximize(r.tpr["a"]), [r.fpr["a"] <= 0.5])
-        res = prob.solve(pf.DP(math.inf), seed=0, progress=False)
+        res = prob.solve(pf.DP(math.inf, protect="sensitive"), seed=0, progress=False)
         prob.result = constant_result(res, label)      # what a fallback solve leaves
         assert prob.value == tpr                       # "always label": its tpr on group a

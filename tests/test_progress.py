@@ -33,15 +33,15 @@ def _problem(n=300):
 
 def test_default_progress_writes_no_bar_into_a_log(capsys):
     # lopt drew its bar whenever progress=True, terminal or not
-    _problem().solve(pf.DP(1.0), backend="lopt", T=5, seed=0)
+    _problem().solve(pf.DP(1.0, protect="sensitive"), backend="lopt", T=5, seed=0)
     err = capsys.readouterr().err
     assert "lopt" not in err and "\r" not in err, err
 
 
 def test_always_forces_the_bar_and_false_turns_it_off(capsys):
-    _problem().solve(pf.DP(1.0), backend="lopt", T=5, seed=0, progress="always")
+    _problem().solve(pf.DP(1.0, protect="sensitive"), backend="lopt", T=5, seed=0, progress="always")
     assert "lopt" in capsys.readouterr().err
-    _problem().solve(pf.DP(1.0), backend="lopt", T=5, seed=0, progress=False)
+    _problem().solve(pf.DP(1.0, protect="sensitive"), backend="lopt", T=5, seed=0, progress=False)
     assert capsys.readouterr().err == ""
 
 
@@ -49,14 +49,14 @@ def test_a_terminal_gets_the_bar(monkeypatch):
     term = _Terminal()
     monkeypatch.setattr("sys.stderr", term)
     assert wanted(True) and wanted("always") and not wanted(False)
-    _problem().solve(pf.DP(1.0), backend="lopt", T=5, seed=0)
+    _problem().solve(pf.DP(1.0, protect="sensitive"), backend="lopt", T=5, seed=0)
     assert "lopt" in term.getvalue()
 
 
 def test_an_invalid_progress_is_refused_before_anything_is_spent():
     budget = pf.BudgetFilter(1.0)
     with pytest.raises(InvalidInputError, match="progress"):
-        _problem().solve(pf.DP(1.0), backend="exponential", progress="yes", budget=budget)
+        _problem().solve(pf.DP(1.0, protect="sensitive"), backend="exponential", progress="yes", budget=budget)
     assert budget.spent == (0.0, 0.0)
 
 

@@ -103,8 +103,8 @@ def _outcome(problem, privacy, backend):
 
 
 @pytest.mark.parametrize("groups", [("a", "b"), ("a", "b", "c")], ids=["2 groups", "3 groups"])
-@pytest.mark.parametrize("privacy", [pf.DP(1.0, 1e-6), pf.DP(1.0, 1e-6, protect="row"),
-                                     pf.DP(math.inf)], ids=["sensitive", "row", "inf"])
+@pytest.mark.parametrize("privacy", [pf.DP(1.0, 1e-6, protect="sensitive"), pf.DP(1.0, 1e-6, protect="row"),
+                                     pf.DP(math.inf, protect="sensitive")], ids=["sensitive", "row", "inf"])
 def test_solves_on_an_empty_group_match_its_neighbour_with_one_row(groups, privacy):
     """Every backend (and "auto") on every problem: the same success, or the same refusal with
     the same message, whether the last declared group is empty or holds one row."""
@@ -135,7 +135,7 @@ def _inferred(n_rare):
 def test_a_private_solve_refuses_groups_read_from_the_data():
     assert _inferred(0).groups == ["a", "b"] and _inferred(1).groups == ["a", "b", "c"]
     assert not _inferred(0).groups_declared
-    for privacy in (pf.DP(1.0, 1e-6), pf.DP(1.0, 1e-6, protect="row")):
+    for privacy in (pf.DP(1.0, 1e-6, protect="sensitive"), pf.DP(1.0, 1e-6, protect="row")):
         refusals = set()
         for n_rare in (0, 1):
             prob = _problems(_inferred(n_rare))["thresholds_public_mass"]
@@ -149,7 +149,7 @@ def test_a_private_solve_refuses_groups_read_from_the_data():
             refusals.add((type(e.value), e.value.field, e.value.fix))
         assert len(refusals) == 1                                  # the same on both neighbours
     # the non-private reference may read its schema from the data
-    res = _problems(_inferred(1))["thresholds_public_mass"].solve(pf.DP(math.inf), progress=False)
+    res = _problems(_inferred(1))["thresholds_public_mass"].solve(pf.DP(math.inf, protect="sensitive"), progress=False)
     assert not res.certificate.is_private
 
 
@@ -160,7 +160,7 @@ def test_labels_read_from_y_are_refused_where_y_is_protected():
     d = pf.Dataset(X, y, a, group_names=["F", "M"], pos_label="yes")   # set read from y
     assert d.groups_declared and not d.labels_declared
     assert pf.Dataset(X, (y == "yes").astype(int), a, group_names=["F", "M"]).labels_declared
-    d.check_public_schema(pf.DP(1.0))                # protect="sensitive": y is public
+    d.check_public_schema(pf.DP(1.0, protect="sensitive"))                # protect="sensitive": y is public
     with pytest.raises(InvalidInputError) as e:
         d.check_public_schema(pf.DP(1.0, protect="row"))
     assert e.value.field == "labels" and "labels=[...]" in e.value.fix
@@ -187,7 +187,7 @@ def _xy(n_rare, n=900, seed=0):
 
 def _fit(n_rare, **params):
     X, y, a = _xy(n_rare)
-    clf = sk.PrivateFairClassifier(**{"seed": 0, **params})
+    clf = sk.PrivateFairClassifier(**{"seed": 0, "protect": "sensitive", **params})
     try:
         clf.fit(X, y, sensitive_features=a)
     except PrivfairError as err:
@@ -212,7 +212,7 @@ def test_estimator_cells_fits_two_declared_groups_with_one_empty():
     X = rng.normal(size=(600, 3))
     y = (X[:, 0] > 0).astype(int)
     for a in (np.full(600, "F", dtype=object), np.r_[["M"], np.full(599, "F")].astype(object)):
-        clf = sk.PrivateFairClassifier(groups=["F", "M"], seed=0).fit(X, y, sensitive_features=a)
+        clf = sk.PrivateFairClassifier(groups=["F", "M"], seed=0, protect="sensitive").fit(X, y, sensitive_features=a)
         assert clf.groups_ == ["F", "M"] and clf.backend_ == "cells"
 
 
@@ -227,7 +227,7 @@ def test_estimator_without_groups_under_privacy_names_groups(protect):
     assert not hasattr(clf, "result_") and not hasattr(clf, "groups_")
     # the non-private reference fit may read them from the data
     ref = sk.PrivateFairClassifier(epsilon=float("inf"), decision_set="thresholds",
-                                   backend="exponential").fit(X, y, sensitive_features=a)
+                                   backend="exponential", protect="sensitive").fit(X, y, sensitive_features=a)
     assert ref.groups_ == ["a", "b", "c"]
 
 

@@ -18,7 +18,7 @@ data = pf.datasets.load_adult("train").subsample(1500, rng=0)
 r = pf.rates(pf.ProxyCells(6, 3), data)
 prob = pf.Problem(pf.minimize(r.error()),
                   [pf.abs(r.selection["Female"] - r.selection["Male"]) <= 0.05])
-res = prob.solve(pf.DP(1.0, 1e-6), backend="cells", seed=0, progress=False)
+res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="cells", seed=0, progress=False)
 assert res.backend == "cells"
 """
 

@@ -69,11 +69,11 @@ def test_priority_breaks_ties(monkeypatch):
 
     first, second = _tied("exponential"), _tied("frank_wolfe")
     only["frank_wolfe"], only["exponential"] = second, first     # added in the "wrong" order
-    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6))
+    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6, protect="sensitive"))
     assert [p.backend for p in plans.ranked] == ["exponential", "frank_wolfe"]
     monkeypatch.setitem(ENTRIES, "exponential",
                         backends.Entry("exponential", ".exponential", 99, "test: moved last"))
-    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6))
+    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6, protect="sensitive"))
     assert [p.backend for p in plans.ranked] == ["frank_wolfe", "exponential"]
 
 
@@ -88,7 +88,7 @@ def test_auto_ranking_is_rank_then_risk_then_declared_priority():
     (rank, predicted risk, registry priority) — the priority decides only among ties."""
     from privfair.planning import planner
 
-    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6))
+    plans = planner.plan(_problem(), pf.DP(1.0, 1e-6, protect="sensitive"))
     assert len(plans.ranked) >= 3
     keys = [(p.rank, p.predicted_excess_risk, backends.priority(p.backend)) for p in plans.ranked]
     assert keys == sorted(keys)

@@ -13,7 +13,7 @@ import privfair as pf
 from privfair.errors import InvalidInputError, InvalidPrivacyError
 from privfair.reports.report import at_n, bound_at, n_needed
 
-PRIV = pf.DP(1.0, 1e-6)
+PRIV = pf.DP(1.0, 1e-6, protect="sensitive")
 ALPHA = 0.1
 
 
@@ -396,7 +396,7 @@ def test_tradeoff_plot_from_the_bounds(rep, data):
     assert len({t.alpha for t in pts}) >= 5
     for t in pts:
         assert t.backend == rep.bounds[0].backend == "exponential"
-        B = prob.plan(pf.DP(t.epsilon, PRIV.delta), backend=t.backend,
+        B = prob.plan(pf.DP(t.epsilon, PRIV.delta, protect="sensitive"), backend=t.backend,
                       alpha=t.alpha).chosen.predicted_excess_risk
         assert t.bound == pytest.approx(B)
         G = (t.alpha + sc.range_f) / t.alpha                  # the compiler's penalty at α
@@ -413,7 +413,7 @@ def test_tradeoff_plot_from_the_bounds(rep, data):
     sec = _section(page, "Accuracy/fairness trade-off")
     assert "<img alt='trade-off guaranteed by the bounds'" in sec
     assert "Objective/violation trade-off guaranteed by the bounds" in str(rep)
-    off = pf.report(prob, pf.DP(math.inf), alpha=ALPHA, measure=False)
+    off = pf.report(prob, pf.DP(math.inf, protect="sensitive"), alpha=ALPHA, measure=False)
     assert off.tradeoff == [] and "non-private" in off.tradeoff_note
 
 
@@ -497,7 +497,7 @@ def test_sample_sizes_are_rounded_up(rep):
 
 
 def test_without_build_only_the_full_data_is_measured(data):
-    rep = pf.report(build(data), pf.DP(1.0), alpha=ALPHA, seeds=1)
+    rep = pf.report(build(data), pf.DP(1.0, protect="sensitive"), alpha=ALPHA, seeds=1)
     assert [m.backend for m in rep.measurements] == ["exponential"]   # "auto": the planner's pick
     assert [m.n for m in rep.measurements] == [data.n]
     assert not rep.lower_bounds[1].applies and rep.lower_bounds[0].applies
@@ -589,7 +589,7 @@ def test_pareto_measures_on_held_out_data_and_warns_without_it(data):
     held_out = synthetic(600, seed=7)
     table = pf.pareto(lambda c: build(data, c), [1.0], [0.1], seeds=1, test=held_out)
     assert table.measured_on == "held-out data" and "measured on: held-out data" in str(table)
-    res = build(data, 0.1).solve(pf.DP(1.0), seed=0, progress=False)
+    res = build(data, 0.1).solve(pf.DP(1.0, protect="sensitive"), seed=0, progress=False)
     other = pf.rates(pf.Thresholds(np.linspace(-1.5, 2.0, 12), score=0), held_out,
                      group_mass_bound=0.1)
     assert table.points[0].error == pytest.approx(
@@ -609,7 +609,7 @@ def test_report_on_a_differentiable_decision_set_skips_measuring_and_says_why(da
     prob = pf.Problem(pf.minimize(r.error()),
                       [pf.lse(r.selection["a"] - r.selection["b"],
                               r.selection["b"] - r.selection["a"], eta=20) <= 0.1])
-    rep = pf.report(prob, pf.DP(1.0, 1e-9), alpha=ALPHA)
+    rep = pf.report(prob, pf.DP(1.0, 1e-9, protect="sensitive"), alpha=ALPHA)
     assert rep.measurements == [] and "No measured excess risk" in rep.measure_note
     assert "No measured excess risk" in str(rep) and "No measured excess risk" in rep.to_html()
 
@@ -635,7 +635,7 @@ def test_bounds_that_are_infinite_everywhere_are_not_planned_at_what_if_points(d
         return real(self, privacy, *args, **kwargs)
 
     monkeypatch.setattr(pf.Problem, "plan", counting)
-    rep = pf.report(prob, pf.DP(1.0, 1e-9), alpha=ALPHA)
+    rep = pf.report(prob, pf.DP(1.0, 1e-9, protect="sensitive"), alpha=ALPHA)
     assert {b.backend for b in rep.bounds} == {"sgda", "lagrangian_sgda"}
     for b in rep.bounds:
         assert math.isinf(b.n_needed) and all(math.isinf(v) for _, v in b.curve)

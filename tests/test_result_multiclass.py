@@ -77,4 +77,4 @@ def test_a_module_of_the_wrong_width_is_refused_with_the_fix():
 @pytest.mark.parametrize("eps,delta", [("1", 1e-6), (True, 0.0), (1.0, "1e-6"), (1.0, False)])
 def test_privacy_parameters_must_be_numbers(eps, delta):
     with pytest.raises(InvalidPrivacyError):
-        pf.DP(eps, delta)
+        pf.DP(eps, delta, protect="sensitive")

@@ -17,7 +17,7 @@ def dp_run():
     train, test = _binary(3000, 0), _binary(2000, 1)
     r = pf.rates(pf.LinearClassifier(2, radius=20.0), train)
     prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
-    res = prob.solve(pf.DP(math.inf), backend="sgda", seed=0, epochs=10, progress=False)
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="sgda", seed=0, epochs=10, progress=False)
     return res, test
 
 
@@ -53,7 +53,7 @@ def test_a_mixture_marks_both_components_with_their_weights():
     r = pf.rates(pf.LinearClassifier(2, radius=20.0), train)
     prob = pf.Problem(pf.minimize(r.error()), [pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]),
                                                           pf.abs(r.tpr["a"] - r.tpr["b"])) <= 0.05])
-    res = prob.solve(pf.DP(2.0, 1e-6), backend="sgda", seed=0, epochs=2, progress=False)
+    res = prob.solve(pf.DP(2.0, 1e-6, protect="sensitive"), backend="sgda", seed=0, epochs=2, progress=False)
     table = res.path(test)
     assert table.fairness == "equalized_odds"
     got = {i: p.weight for i, p in enumerate(table.points) if p.weight > 0}
@@ -122,7 +122,7 @@ def fallback_run():
     mp.setattr(H, "check", forced)
     try:
         with pytest.warns(pf.errors.FallbackWarning):
-            res = prob.solve(pf.DP(math.inf), backend="sgda", seed=0, epochs=5, progress=False)
+            res = prob.solve(pf.DP(math.inf, protect="sensitive"), backend="sgda", seed=0, epochs=5, progress=False)
     finally:
         mp.undo()
     return res, test

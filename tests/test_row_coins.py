@@ -52,7 +52,7 @@ def test_predict_refuses_non_finite_rows_naming_x():
     y = (X[:, 0] + 0.3 * a > 0).astype(int)
     data = pf.Dataset(X, y, a, group_names=[0, 1])
     r = pf.rates(pf.LinearClassifier(3), data)
-    res = pf.Problem(pf.minimize(r.error())).solve(pf.DP(float("inf")), backend="auto",
+    res = pf.Problem(pf.minimize(r.error())).solve(pf.DP(float("inf"), protect="sensitive"), backend="auto",
                                                    progress=False, seed=0, holdout=0)
     bad = X.copy()
     bad[123, 1] = np.nan

@@ -25,7 +25,7 @@ N = 10_000_000
 def test_the_10M_row_plan_is_accepted_by_its_accountant(delta):
     q = 2048 / N                                        # sgda's default batch at n = 10⁷
     T = math.ceil(40 / q)                               # 40 epochs: 195,313 steps
-    privacy = pf.DP(1.0, delta)
+    privacy = pf.DP(1.0, delta, protect="sensitive")
     sched, z = SCH.schedule(privacy, G=2, L=2, T=T, q=q, epsilon_count=0.05,
                             epsilon_select=0.25, rule="first", n_path=9, penalty=1.0,
                             theta_share=0.5)

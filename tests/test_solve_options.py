@@ -77,7 +77,7 @@ def test_misspelt_option_for_a_named_backend_raises_naming_it(fw_problem, pp_pro
     rng = np.random.default_rng(5)
     state = rng.bit_generator.state
     with pytest.raises(InvalidInputError) as info:
-        prob.solve(pf.DP(1.0, 1e-6), backend=backend, seed=rng, budget=budget, progress=False,
+        prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=backend, seed=rng, budget=budget, progress=False,
                    **{bad: value})
     err = info.value
     assert err.field == bad and err.value == value
@@ -89,24 +89,24 @@ def test_misspelt_option_for_a_named_backend_raises_naming_it(fw_problem, pp_pro
     assert budget.spent == (0.0, 0.0)                  # nothing reserved or spent
     assert rng.bit_generator.state == state            # nothing drawn
     with pytest.raises(InvalidInputError, match=bad):  # plan() refuses it too
-        prob.plan(pf.DP(1.0, 1e-6), backend=backend, **{bad: value})
+        prob.plan(pf.DP(1.0, 1e-6, protect="sensitive"), backend=backend, **{bad: value})
 
 
 def test_backend_without_options_says_so(fw_problem):
     with pytest.raises(InvalidInputError, match="backend 'exponential'; it takes no options"):
-        fw_problem.solve(pf.DP(1.0), backend="exponential", T=3, progress=False)
+        fw_problem.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", T=3, progress=False)
 
 
 def test_auto_refuses_only_names_no_backend_takes(fw_problem, all_declared):
     budget = pf.BudgetFilter(1.0, 1e-6)
     with pytest.raises(InvalidInputError, match="no backend takes it") as info:
-        fw_problem.solve(pf.DP(1.0, 1e-6), budget=budget, progress=False, slak="none")
+        fw_problem.solve(pf.DP(1.0, 1e-6, protect="sensitive"), budget=budget, progress=False, slak="none")
     assert info.value.field == "slak" and "did you mean 'slack'" in str(info.value)
     with pytest.raises(InvalidInputError, match="no backend takes it"):
-        fw_problem.solve(pf.DP(1.0, 1e-6), budget=budget, progress=False, not_an_option=1)
+        fw_problem.solve(pf.DP(1.0, 1e-6, protect="sensitive"), budget=budget, progress=False, not_an_option=1)
     assert budget.spent == (0.0, 0.0)
     # an option some backend takes passes under auto, whichever backend is chosen
-    plans = fw_problem.plan(pf.DP(1.0, 1e-6), slack="none", T=3)
+    plans = fw_problem.plan(pf.DP(1.0, 1e-6, protect="sensitive"), slack="none", T=3)
     assert plans.chosen is not None
     for p in plans.ranked:                    # each backend saw only its own options
         unused = sorted({"slack", "T"} - set(get(p.backend).option_names))
@@ -126,17 +126,17 @@ def test_undeclared_backend_is_not_checked(monkeypatch):
 
 
 def test_legitimate_options_still_work(fw_problem, pp_problem):
-    res = fw_problem.solve(pf.DP(1.0, 1e-6), backend=FW, T=2, mechanism="laplace", seed=0,
+    res = fw_problem.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend=FW, T=2, mechanism="laplace", seed=0,
                            progress=False)
     assert res.plan.params["T"] == 2 and res.plan.params["mechanism"] == "laplace"
     assert res.certificate.epsilon <= 1.0 + 1e-9
-    res = pp_problem.solve(pf.DP(1.0), backend=PP, slack="none", beta=0.1, seed=0,
+    res = pp_problem.solve(pf.DP(1.0, protect="sensitive"), backend=PP, slack="none", beta=0.1, seed=0,
                            progress=False)
     assert res.plan.params["slack"] == "none" and res.plan.params["beta"] == 0.1
     # the old test-only knob is gone from production signatures: an unknown option, refused
     # before anything is spent (the audit uses privacy.reduced_noise instead)
     with pytest.raises(InvalidInputError, match="_noise_multiplier"):
-        fw_problem.solve(pf.DP(1.0), backend=FW, T=2, _noise_multiplier=0.1, progress=False)
+        fw_problem.solve(pf.DP(1.0, protect="sensitive"), backend=FW, T=2, _noise_multiplier=0.1, progress=False)
 
 
 def test_auto_passes_each_erm_backend_only_its_own_options():
@@ -168,7 +168,7 @@ def test_refusal_message_names_the_backend_once(pp_problem):
     assert str(err) == "backend='exponential' is invalid: a reason"
     budget = pf.BudgetFilter(1.0)
     with pytest.raises(BackendRefusedError) as info:     # refused by the backend: nothing spent
-        pp_problem.solve(pf.DP(1.0), backend=FW, budget=budget, progress=False)
+        pp_problem.solve(pf.DP(1.0, protect="sensitive"), backend=FW, budget=budget, progress=False)
     msg = str(info.value)
     assert msg.startswith("backend='frank_wolfe' is invalid: ") and "'='" not in msg
     assert msg.count("backend=") == 1

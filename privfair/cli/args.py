@@ -109,9 +109,9 @@ def add_privacy_flags(p, epsilon_required):
         p.add_argument("--epsilon", type=epsilon_arg, default=1.0, help="privacy budget ε (default 1)")
     p.add_argument("--delta", type=delta_arg, default=None,
                    help="δ (default 1/n² for n training rows; 0 for pure DP)")
-    p.add_argument("--protect", choices=["sensitive", "row"], default="sensitive",
-                   help="neighbouring relation: one row's sensitive attribute (default) or one "
-                        "whole row")
+    p.add_argument("--protect", choices=["row", "sensitive"], default="row",
+                   help="neighbouring relation: one whole row replaced (default: standard DP) or "
+                        "only one row's sensitive attribute changed")
     p.add_argument("--alpha", type=positive_float, default=0.05,
                    help="target accuracy α: sets the penalty G and iteration counts (default 0.05)")
 

@@ -183,6 +183,7 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, *,
     if not isinstance(privacy, DP):
         raise InvalidPrivacyError("privacy", privacy, "pass pf.DP(epsilon, delta, protect=...)")
     check_options(backend, options)
+    check_public_scores(problem, privacy)
     analysis = problem.analyze(privacy, alpha=alpha)
     ranking_analysis = _planning_analysis(problem, analysis)
     names = list(BACKENDS) if backend == "auto" else [get(backend).name]
@@ -249,6 +250,8 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
             raise InvalidInputError("device", device, "CUDA is not available on this machine; "
                                     "use device='cpu'")
     progress = check_progress(progress)
+    if isinstance(privacy, DP):
+        check_public_scores(problem, privacy)
     options = dict(options)
     holdout = HoldoutOptions.from_options(options)     # typed refusals before anything is drawn
     warn = options.pop("_warn_status", True)           # the estimator re-emits them itself
@@ -353,6 +356,53 @@ def _training_part(problem, data):
     return new
 
 
+def check_public_scores(problem, privacy) -> None:
+    """Refuse, before anything is drawn, a private ``protect="row"`` solve whose decision set
+    reads a score fitted on the problem's own rows (:class:`privfair.statistics.scores.FittedScore`,
+    from ``pf.scores.public_score(data)``): such a score read X and y, which that unit protects,
+    and it would reach the released rule un-noised.  Decided from the objects given (public):
+    the score knows the Dataset it was fitted on.  A score fitted on a copy or a subsample of
+    the private rows is not recognized — the docstring of ``public_score`` says when a score is
+    public."""
+    if privacy.protect != "row" or not privacy.is_private:
+        return
+    decisions, data = problem.rates.decisions, problem.rates.data
+    for name in ("score", "base"):
+        fitted_on = getattr(getattr(decisions, name, None), "fitted_on", None)
+        if callable(fitted_on) and fitted_on(data):
+            raise InvalidPrivacyError(
+                "protect", privacy.protect,
+                f"the decision set's {name} was fitted by pf.scores.public_score on these rows' "
+                "X and y, which protect='row' protects, and the released rule would read it "
+                "un-noised: pass protect='sensitive' (X and y public, only the sensitive "
+                "attribute protected), or fit the score on public rows")
+
+
+def _unit_hint(problem, privacy, backend) -> str:
+    """Under ``protect="row"`` (the default since 2026-11-27), the backends that would accept
+    the problem's form under ``protect="sensitive"`` — a user of the old default's methods
+    (``pf.ProxyCells``, ``sgda``) reads the way back first.  Public: the problem's form and the
+    privacy spec only."""
+    from privfair.backends import BACKENDS, get
+
+    if privacy.protect != "row":
+        return ""
+    sensitive = replace(privacy, protect="sensitive")
+    try:
+        analysis = problem.analyze(sensitive)
+    except PrivfairError:
+        return ""
+    names = list(BACKENDS) if backend == "auto" else [get(backend).name]
+    would = [nm for nm in names if BACKENDS[nm].accepts(problem, analysis)
+             and not (BACKENDS[nm].non_private_only and sensitive.is_private)]
+    if not would:
+        return ""
+    return (f"under protect='row' (one whole row protected: the default) {', '.join(would)} "
+            f"cannot run, under protect='sensitive' (only the sensitive attribute protected; "
+            f"features and labels public) it can: pass pf.DP(..., protect='sensitive') "
+            f"(command line: --protect sensitive) if that is the protection you need; ")
+
+
 def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options,
            holdout=None):
     from privfair.backends import get
@@ -376,7 +426,8 @@ def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, opt
     plans = plan(problem, privacy, backend=backend, alpha=alpha, first_only=True, **options)
     if plans.chosen is None:
         reasons = "; ".join(f"{k}: {v}" for k, v in plans.refused.items())
-        raise BackendRefusedError("backend", backend, f"no backend accepts this problem — {reasons}")
+        raise BackendRefusedError("backend", backend, f"{_unit_hint(problem, privacy, backend)}"
+                                  f"no backend accepts this problem — {reasons}")
     chosen = plans.chosen
     b = get(chosen.backend)
 

@@ -26,15 +26,19 @@ class DP:
         certificate then says that nothing is protected.
     delta : float, default 0.0
         Failure probability in [0, 1).  ``0`` asks for pure epsilon-DP.
-    protect : {"sensitive", "row"}, default "sensitive"
-        ``"sensitive"``: neighbours differ in one row's sensitive attribute (the notion of the
-        private-fair-learning papers).  ``"row"``: neighbours differ by one replaced row.
+    protect : {"row", "sensitive"}, default "row"
+        ``"row"``: neighbours differ by one replaced row (features, label and sensitive
+        attribute) — standard differential privacy, what ``epsilon`` means in diffprivlib,
+        Opacus or OpenDP.  ``"sensitive"``: neighbours differ in one row's sensitive attribute
+        only (the notion of the private-fair-learning papers; features and labels are not
+        protected).  The default was ``"sensitive"`` until 2026-11-27; why it changed:
+        docs/privacy.md, *The default unit*.
 
     Examples
     --------
     >>> import privfair as pf
     >>> pf.DP(1.0, 1e-6)
-    DP(epsilon=1.0, delta=1e-06, protect='sensitive')
+    DP(epsilon=1.0, delta=1e-06, protect='row')
     >>> pf.DP(0)
     Traceback (most recent call last):
     ...
@@ -43,7 +47,7 @@ class DP:
 
     epsilon: float
     delta: float = 0.0
-    protect: str = "sensitive"
+    protect: str = "row"
 
     def __post_init__(self):
         eps = check_epsilon(self.epsilon, allow_inf=True)

@@ -271,10 +271,41 @@ def fit_score(X, y=None, ridge=1.0, *, chunk_rows=None) -> np.ndarray:
                                    start_single=True)
 
 
+class FittedScore:
+    """The logit x ↦ θ₀ + x·θ of a score fitted on a dataset's X and y (:func:`public_score`).
+
+    It remembers (weakly) the :class:`~privfair.Dataset` it was fitted on, so a solve under
+    ``protect="row"`` on those very rows can refuse it before anything is drawn
+    (:func:`privfair.planning.planner.check_public_scores`): it read X and y, which that unit
+    protects.  Fitted on other, public rows it is public under either unit.
+    """
+
+    def __init__(self, coef, data):
+        import weakref
+
+        self.coef = np.asarray(coef, dtype=float)
+        try:
+            self._data = weakref.ref(data)
+        except TypeError:           # not weak-referenceable: keep no reference (no refusal)
+            self._data = lambda: None
+
+    def __call__(self, X):
+        return self.coef[0] + np.asarray(X, dtype=float) @ self.coef[1:]
+
+    def fitted_on(self, data) -> bool:
+        """Whether this score was fitted on ``data`` (the same object)."""
+        return self._data() is data
+
+    def __repr__(self):
+        return f"FittedScore(d={self.coef.size - 1})"
+
+
 def public_score(data, ridge: float = 1.0):
     """The logit of a ridge logistic regression of y on X, as a callable X → scores.
 
-    Public only under ``protect="sensitive"`` (it reads X and y, not the sensitive attribute).
+    Public only under ``protect="sensitive"`` (it reads X and y, not the sensitive attribute),
+    or when ``data`` holds public rows.  A solve under ``protect="row"`` whose decision set's
+    score was fitted on the problem's own rows is refused (:class:`FittedScore`).
 
     Examples
     --------
@@ -286,5 +317,4 @@ def public_score(data, ridge: float = 1.0):
     >>> bool(np.mean((s(X) > 0) == y) > 0.9)
     True
     """
-    coef = fit_score(data, ridge=ridge)
-    return lambda X: coef[0] + np.asarray(X, dtype=float) @ coef[1:]
+    return FittedScore(fit_score(data, ridge=ridge), data)

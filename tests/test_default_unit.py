@@ -1,0 +1,70 @@
+"""The default privacy unit is whole-row DP (``protect="row"``, #18, docs/privacy.md *The default
+unit*): pf.DP, the command line and the estimator share it; the methods that only the sensitive
+unit allows are refused under it before anything is drawn, saying how to ask for that unit; a
+score fitted on the problem's own rows is refused under it (it read what the unit protects)."""
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.cli.commands import build_parser
+from privfair.errors import BackendRefusedError, InvalidPrivacyError
+
+
+def _data(n=1200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    a = rng.integers(0, 2, n)
+    y = (X[:, 0] + 0.5 * a + rng.normal(size=n) > 0).astype(int)
+    return pf.Dataset(X, y, np.where(a == 1, "M", "F"), group_names=["F", "M"])
+
+
+def _thresholds_problem(data, score):
+    r = pf.rates(pf.Thresholds(np.linspace(-3, 3, 20), score=score), data)
+    return pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.05])
+
+
+def test_the_default_unit_is_row_everywhere():
+    assert pf.DP(1.0, 1e-6).protect == "row"
+    assert pf.DP(1.0).relation == pf.privacy.spec.RELATIONS["row"]
+    args = build_parser().parse_args(["solve", "p.py", "--epsilon", "1"])
+    assert args.protect == "row"
+    sk = pytest.importorskip("privfair.sklearn", reason="scikit-learn is a dev extra")
+    assert sk.PrivateFairClassifier().protect == "row"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_score_fitted_on_the_private_rows_is_refused_under_row_before_any_draw():
+    data = _data()
+    prob = _thresholds_problem(data, pf.scores.public_score(data))
+    budget = pf.BudgetFilter(2.0, 1e-5)
+    with pytest.raises(InvalidPrivacyError, match="protect='sensitive'") as err:
+        prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False, budget=budget)
+    assert err.value.field == "protect"
+    assert budget.spent == (0.0, 0.0) and budget.reserved == (0.0, 0.0)
+    with pytest.raises(InvalidPrivacyError, match="public_score"):
+        prob.plan(pf.DP(1.0, 1e-6))
+    # the same score is public under "sensitive" (X and y are not protected) ...
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=0, progress=False)
+    assert res.certificate.relation == "sensitive"
+    # ... and a score fitted on other (public) rows is public under "row" too
+    public = _data(seed=1)
+    res = _thresholds_problem(data, pf.scores.public_score(public)).solve(
+        pf.DP(1.0, 1e-6), seed=0, progress=False)
+    assert res.certificate.relation == "row" and res.certificate.is_private
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_sensitive_only_method_under_row_says_how_to_ask_for_that_unit():
+    data = _data()
+    r = pf.rates(pf.ProxyCells(4, 2), data)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["F"] - r.selection["M"]) <= 0.05])
+    with pytest.raises(BackendRefusedError, match="cells") as err:
+        prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    assert "protect='sensitive'" in str(err.value) and "--protect sensitive" in str(err.value)
+    res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), seed=0, progress=False)
+    assert res.backend == "cells"
+    # a backend that takes the problem under neither unit gets no such hint
+    with pytest.raises(BackendRefusedError) as err:
+        prob.solve(pf.DP(1.0, 1e-6), backend="exponential", seed=0, progress=False)
+    assert "--protect sensitive" not in str(err.value)
