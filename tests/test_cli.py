@@ -251,6 +251,21 @@ def test_demo_subsample_minimum_names_the_flag(capsys):
     assert "--subsample" in err and "100" in err
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_demo_under_the_row_unit_solves_the_natural_problem(capsys):
+    """``privfair demo --protect row``: whole rows protected, a linear rule, lagrangian_sgda;
+    the default demo names its unit (one row's sex) and how to ask for whole rows."""
+    assert main(["demo", "--protect", "row", "--subsample", "3000", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "privacy unit: one whole row (protect='row')" in out
+    assert "backend: lagrangian_sgda" in out
+    assert "replacing one whole row" in out                # the certificate's relation
+    assert main(["demo", "--subsample", "3000", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "privacy unit: one row's sex (protect='sensitive'; --protect row" in out
+    assert "backend: cells" in out
+
+
 def test_refused_problem_is_a_one_line_error(tiny, capsys):
     # cells needs pf.ProxyCells: refused, nothing spent, exit 2
     assert main(["solve", str(tiny), "--epsilon", "1", "--backend", "cells"]) == 2
