@@ -295,7 +295,7 @@ class Result:
 
         Examples
         --------
-        >>> res = prob.solve(pf.DP(1.0, 1e-6), backend="sgda")      # doctest: +SKIP
+        >>> res = prob.solve(pf.DP(1.0, 1e-6, protect="sensitive"), backend="sgda")  # doctest: +SKIP
         >>> print(res.path(test)); res.path(test).plot()            # doctest: +SKIP
         """
         from .path import PathPoint, PathTable
