@@ -380,9 +380,10 @@ def check_public_scores(problem, privacy) -> None:
 
 def _unit_hint(problem, privacy, backend) -> str:
     """Under ``protect="row"`` (the default since 2026-11-27), the backends that would accept
-    the problem's form under ``protect="sensitive"`` — a user of the old default's methods
-    (``pf.ProxyCells``, ``sgda``) reads the way back first.  Public: the problem's form and the
-    privacy spec only."""
+    the problem's form under ``protect="sensitive"``, appended to the refusal's reasons: a user
+    of the old default's methods (``pf.ProxyCells``, ``sgda``) reads the way back.  After the
+    reasons, since another fix may be the one they need (e.g. a δ > 0 for ``lagrangian_sgda``).
+    Public: the problem's form and the privacy spec only."""
     from privfair.backends import BACKENDS, get
 
     if privacy.protect != "row":
@@ -397,10 +398,10 @@ def _unit_hint(problem, privacy, backend) -> str:
              and not (BACKENDS[nm].non_private_only and sensitive.is_private)]
     if not would:
         return ""
-    return (f"under protect='row' (one whole row protected: the default) {', '.join(would)} "
-            f"cannot run, under protect='sensitive' (only the sensitive attribute protected; "
-            f"features and labels public) it can: pass pf.DP(..., protect='sensitive') "
-            f"(command line: --protect sensitive) if that is the protection you need; ")
+    return (f". Under protect='sensitive' (only the sensitive attribute protected; features "
+            f"and labels public) {', '.join(would)} would take it: pass pf.DP(..., "
+            f"protect='sensitive') (command line: --protect sensitive) if that is the "
+            f"protection you need — protect='row', the default, protects whole rows")
 
 
 def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, options,
@@ -426,8 +427,8 @@ def _solve(problem, privacy, backend, device, seed, progress, alpha, budget, opt
     plans = plan(problem, privacy, backend=backend, alpha=alpha, first_only=True, **options)
     if plans.chosen is None:
         reasons = "; ".join(f"{k}: {v}" for k, v in plans.refused.items())
-        raise BackendRefusedError("backend", backend, f"{_unit_hint(problem, privacy, backend)}"
-                                  f"no backend accepts this problem — {reasons}")
+        raise BackendRefusedError("backend", backend, f"no backend accepts this problem — "
+                                  f"{reasons}{_unit_hint(problem, privacy, backend)}")
     chosen = plans.chosen
     b = get(chosen.backend)
 
