@@ -78,9 +78,9 @@ Design
   ``protect="sensitive"`` nothing in such data is protected, so this fit is the non-private
   reference over thresholds of the score (ε = ∞, no budget spent, the certificate says so);
   under ``protect="row"`` it is private at ``epsilon``: over thresholds of ``public_score``
-  when one is given, else a private linear rule (``lagrangian_sgda``).  The fallback exists so that the estimator
-  works in generic scikit-learn tooling (``check_estimator``, pipelines that cannot route
-  ``sensitive_features``); it is not a fair fit.
+  when one is given, else a private linear rule (``lagrangian_sgda``).  The fallback exists so
+  that the estimator works in generic scikit-learn tooling (``check_estimator``, pipelines that
+  cannot route ``sensitive_features``); it is not a fair fit.
 * The fitted classifier is randomized (a mixture of rules): ``predict_proba`` gives its
   expected prediction, and ``predict`` draws from it — the randomized predictions the fairness
   guarantees speak of (as fairlearn's reductions do), with per-row pseudo-random coins keyed by
@@ -282,11 +282,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         ``"auto"``: ``"linear"`` under ``protect="row"``, ``"cells"`` under ``"sensitive"``
         with two groups (else ``"linear"``).  A group-blind :class:`privfair.LinearClassifier`
         (``lagrangian_sgda``; either unit), :class:`privfair.ProxyCells` rules (two groups,
-        ``protect="sensitive"``), thresholds
-        of a score, or randomized thresholds of a linear score *per group*
-        (``pf.PostProcessed(pf.LinearClassifier(d))``: under ``protect="row"`` the score is
-        trained privately; any number of groups) — whose ``predict`` and ``predict_proba``
-        need ``sensitive_features`` (see the module docstring).
+        ``protect="sensitive"``), thresholds of a score, or randomized thresholds of a linear
+        score *per group* (``pf.PostProcessed(pf.LinearClassifier(d))``: under
+        ``protect="row"`` the score is trained privately; any number of groups) — whose
+        ``predict`` and ``predict_proba`` need ``sensitive_features`` (see the module
+        docstring).
     score_bins, proxy_bins : int or None, default None
         Cells of ``decision_set="cells"``; ``None``: (20, 8) from 20,000 rows on, else (10, 4).
     n_thresholds : int, default 50
