@@ -55,6 +55,23 @@ def test_a_score_fitted_on_the_private_rows_is_refused_under_row_before_any_draw
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_score_fitted_on_rows_cut_from_the_same_data_is_refused_under_row():
+    """A score fitted on the whole data and a problem on its training split (or the other way,
+    or a subsample) share rows: refused.  Disjoint parts of one dataset share none: a score
+    fitted on the test split reads no training row, and is accepted."""
+    data = _data(n=2000)
+    train, test = data.split(0.25, rng=0)
+    for fitted, solved in ((data, train), (train, data), (train, train.subsample(500, rng=1))):
+        prob = _thresholds_problem(solved, pf.scores.public_score(fitted))
+        with pytest.raises(InvalidPrivacyError, match="public_score"):
+            prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    assert not train.shares_rows_with(test) and data.shares_rows_with(test)
+    res = _thresholds_problem(train, pf.scores.public_score(test)).solve(
+        pf.DP(1.0, 1e-6), seed=0, progress=False)
+    assert res.certificate.relation == "row"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_sensitive_only_method_under_row_says_how_to_ask_for_that_unit():
     data = _data()
     r = pf.rates(pf.ProxyCells(4, 2), data)

@@ -292,6 +292,15 @@ def _raw_of_name(name, raw):
     return out[0] if raw.ndim == 1 else np.asarray(out, dtype=object)
 
 
+def lineages_overlap(a, b) -> bool:
+    """Whether two :attr:`Dataset.lineage` values hold a common row (``None``: no lineage)."""
+    if a is None or b is None or a[0] is not b[0]:
+        return False
+    if a[1] is None or b[1] is None:
+        return True
+    return bool(np.isin(a[1], b[1], assume_unique=True).any())
+
+
 class Dataset:
     """A dataset of numeric features, labels and sensitive attributes.
 
@@ -559,7 +568,35 @@ class Dataset:
         new._set(X, self.y[rows], self.sensitive[rows], self.group[rows],
                  self.groups, self.label_values, self.feature_names, self.sensitive_names,
                  index=index)
+        origin, own = self.lineage
+        new._lineage = (origin, rows if own is None else own[rows])
         return self._same_schema(new)
+
+    @property
+    def lineage(self) -> tuple:
+        """``(origin, rows)``: the dataset this one was cut from by :meth:`take` (and so
+        :meth:`split`, :meth:`subsample`, the held-out partition) — an opaque token — and its
+        rows' indices there (``None``: all of them, this dataset is the origin).  Public: the
+        cuts' indices come from public randomness.  :meth:`shares_rows_with` reads it."""
+        lin = getattr(self, "_lineage", None)
+        if lin is None:                   # an origin: built from arrays (or by with_row)
+            lin = self._lineage = (object(), None)
+        return lin
+
+    def shares_rows_with(self, other) -> bool:
+        """Whether ``self`` and ``other`` hold a common row of one dataset they were both cut
+        from (:attr:`lineage`); datasets built separately share none, whatever their values.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data.dataset import Dataset
+        >>> d = Dataset(np.zeros((8, 1)), [0, 1] * 4, ["a", "b"] * 4)
+        >>> train, test = d.split(0.25, rng=0)
+        >>> d.shares_rows_with(train), train.shares_rows_with(test)
+        (True, False)
+        """
+        return lineages_overlap(self.lineage, getattr(other, "lineage", None))
 
     def with_row(self, i: int, *, x=None, group=None, label=None) -> "Dataset":
         """A neighbouring dataset: row ``i`` with new features, group and/or label.

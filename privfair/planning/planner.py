@@ -361,9 +361,10 @@ def check_public_scores(problem, privacy) -> None:
     reads a score fitted on the problem's own rows (:class:`privfair.statistics.scores.FittedScore`,
     from ``pf.scores.public_score(data)``): such a score read X and y, which that unit protects,
     and it would reach the released rule un-noised.  Decided from the objects given (public):
-    the score knows the Dataset it was fitted on.  A score fitted on a copy or a subsample of
-    the private rows is not recognized — the docstring of ``public_score`` says when a score is
-    public."""
+    the score knows the rows it read — the Dataset, or any part cut from the same data by
+    ``take``/``split``/``subsample`` (``Dataset.lineage``: indices drawn from public
+    randomness).  A score fitted on a dataset rebuilt from the same arrays is not recognized —
+    the docstring of ``public_score`` says when a score is public."""
     if privacy.protect != "row" or not privacy.is_private:
         return
     decisions, data = problem.rates.decisions, problem.rates.data

@@ -274,8 +274,10 @@ def fit_score(X, y=None, ridge=1.0, *, chunk_rows=None) -> np.ndarray:
 class FittedScore:
     """The logit x ↦ θ₀ + x·θ of a score fitted on a dataset's X and y (:func:`public_score`).
 
-    It remembers (weakly) the :class:`~privfair.Dataset` it was fitted on, so a solve under
-    ``protect="row"`` on those very rows can refuse it before anything is drawn
+    It remembers which rows it read — the :class:`~privfair.Dataset`'s
+    :attr:`~privfair.Dataset.lineage`, so a part cut from the same data (a split, a
+    subsample, the held-out partition) is recognized too; a Dask dataset by identity — so a
+    solve under ``protect="row"`` on rows it read can refuse it before anything is drawn
     (:func:`privfair.planning.planner.check_public_scores`): it read X and y, which that unit
     protects.  Fitted on other, public rows it is public under either unit.
     """
@@ -284,17 +286,22 @@ class FittedScore:
         import weakref
 
         self.coef = np.asarray(coef, dtype=float)
+        self._lineage = getattr(data, "lineage", None)
         try:
             self._data = weakref.ref(data)
-        except TypeError:           # not weak-referenceable: keep no reference (no refusal)
+        except TypeError:           # not weak-referenceable: identity is not checked
             self._data = lambda: None
 
     def __call__(self, X):
         return self.coef[0] + np.asarray(X, dtype=float) @ self.coef[1:]
 
     def fitted_on(self, data) -> bool:
-        """Whether this score was fitted on ``data`` (the same object)."""
-        return self._data() is data
+        """Whether this score read a row of ``data``: ``data`` is the dataset it was fitted on,
+        or shares a row with it (:meth:`privfair.Dataset.shares_rows_with`)."""
+        from ..data.dataset import lineages_overlap
+
+        return self._data() is data or lineages_overlap(self._lineage,
+                                                        getattr(data, "lineage", None))
 
     def __repr__(self):
         return f"FittedScore(d={self.coef.size - 1})"
