@@ -9,7 +9,25 @@ order, so results no longer depend on the thread count either.
 
 from __future__ import annotations
 
-from threadpoolctl import threadpool_limits
+import sys
+
+from threadpoolctl import ThreadpoolController
+
+#: (len(sys.modules), controller) of the last scan of the loaded BLAS libraries
+_SCAN: list = [None, None]
+
+
+def _controller() -> ThreadpoolController:
+    """threadpoolctl's view of the loaded BLAS libraries, rescanned only when a module was
+    imported since the last scan.  ``threadpool_limits`` rescans on every call — it reads
+    /proc/self/maps, ~3 ms, half of a small solve's held-out check (a neighbouring-dataset test
+    runs thousands) — and libraries arrive with imports (numpy's, scipy's, torch's).  A
+    library loaded without an import would go unlimited: its products would run on more
+    threads, with the same results up to summation order."""
+    if _SCAN[0] != len(sys.modules):
+        _SCAN[1] = ThreadpoolController()
+        _SCAN[0] = len(sys.modules)
+    return _SCAN[1]
 
 
 def blas_single_thread():
@@ -22,4 +40,4 @@ def blas_single_thread():
     ...     float(np.ones((3, 3)) @ np.ones(3) @ np.ones(3))
     9.0
     """
-    return threadpool_limits(1, user_api="blas")
+    return _controller().limit(limits=1, user_api="blas")
