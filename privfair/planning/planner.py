@@ -373,10 +373,10 @@ def check_public_scores(problem, privacy) -> None:
         if callable(fitted_on) and fitted_on(data):
             raise InvalidPrivacyError(
                 "protect", privacy.protect,
-                f"the decision set's {name} was fitted by pf.scores.public_score on these rows' "
-                "X and y, which protect='row' protects, and the released rule would read it "
-                "un-noised: pass protect='sensitive' (X and y public, only the sensitive "
-                "attribute protected), or fit the score on public rows")
+                f"the decision set's {name} was fitted by pf.scores.public_score on X and y of "
+                "rows this problem trains on, which protect='row' protects, and the released "
+                "rule would read it un-noised: pass protect='sensitive' (X and y public, only "
+                "the sensitive attribute protected), or fit the score on public rows")
 
 
 def _unit_hint(problem, privacy, backend) -> str:
@@ -392,11 +392,11 @@ def _unit_hint(problem, privacy, backend) -> str:
     sensitive = replace(privacy, protect="sensitive")
     try:
         analysis = problem.analyze(sensitive)
-    except PrivfairError:
+        names = list(BACKENDS) if backend == "auto" else [get(backend).name]
+        would = [nm for nm in names if BACKENDS[nm].accepts(problem, analysis)
+                 and not (BACKENDS[nm].non_private_only and sensitive.is_private)]
+    except Exception:  # noqa: BLE001 - a hint must never replace the refusal it annotates
         return ""
-    names = list(BACKENDS) if backend == "auto" else [get(backend).name]
-    would = [nm for nm in names if BACKENDS[nm].accepts(problem, analysis)
-             and not (BACKENDS[nm].non_private_only and sensitive.is_private)]
     if not would:
         return ""
     return (f". Under protect='sensitive' (only the sensitive attribute protected; features "
