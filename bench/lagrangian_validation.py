@@ -222,7 +222,8 @@ def _run(name, spec, seeds, opts, epsilon=1.0):
         # the status, shortened: a fallback with its reason (error / violation / unverifiable)
         status = str(getattr(res, "status", "—"))
         chk = getattr(res, "holdout", None)
-        st.append("fb-" + chk.fallback_reason[:3] if status.startswith("fallback") and chk
+        st.append("mix" if chk is not None and getattr(chk, "mix_weight", None) is not None
+                  else "fb-" + chk.fallback_reason[:3] if status.startswith("fallback") and chk
                   else "not cert" if status.startswith("constraint") else status[:9])
     E, V = np.array(E), np.array(V)
     return (f"{E.mean():.4f} ± {E.std():.4f}", f"{V.mean():.4f} ± {V.std():.4f}",

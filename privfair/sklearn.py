@@ -91,7 +91,9 @@ Design
   training and, privately, the released rule's error and constraint are estimated on them with
   a confidence bound; ``status_`` is ``"certified"``, ``"constraint not certified at level c"``,
   ``"fallback: constant rule"`` (the rule was worse than always predicting one class, which is
-  then returned) or ``"not checked: <why>"``, and ``fit`` warns (a
+  then returned), ``"fallback: mixed with a constant rule"`` (it confidently broke the
+  constraint on the held-out rows, and is played with the largest probability that meets it,
+  the constant otherwise; ``holdout_on_violation``) or ``"not checked: <why>"``, and ``fit`` warns (a
   :class:`privfair.errors.ResultStatusWarning`) unless it is ``"certified"``.
 """
 
@@ -107,6 +109,7 @@ import numpy as np
 
 from .errors import BudgetExceededError, DataError, InvalidInputError, PrivfairError
 from .privacy import check_delta, check_epsilon
+from .planning.holdout import ON_VIOLATION, ON_VIOLATION_CHOICES
 
 __all__ = ["PrivateFairClassifier", "NoSensitiveFeaturesWarning", "ConstantRuleWarning",
            "UndeclaredClassesWarning", "UnaccountedBudgetWarning", "ScikitLearnMissingError"]
@@ -323,10 +326,12 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     holdout : float, default 0.2
         The fraction of rows held out of training for the out-of-sample check
         (:mod:`privfair.planning.holdout`; 0 turns it off; fewer than 200 held-out rows: no check).
-    holdout_on_violation : {"fallback", "warn"}, default "fallback"
-        When the held-out rows show the constraint confidently violated: ``"fallback"`` fits the
-        best constant rule that keeps it (``status_`` "fallback: constant rule"), ``"warn"``
-        keeps the trained rule with a warning (docs/trust.md).
+    holdout_on_violation : {"mix", "fallback", "warn"}, default "mix"
+        When the held-out rows show the constraint confidently violated: ``"mix"`` plays the
+        trained rule with the largest probability whose estimated constraint values meet the
+        levels and the best constant rule otherwise (``status_`` "fallback: mixed with a
+        constant rule"), ``"fallback"`` fits that constant rule (``status_`` "fallback:
+        constant rule"), ``"warn"`` keeps the trained rule with a warning (docs/trust.md).
     budget : privfair.BudgetFilter or None, default None
         The running budget of the training rows, shared by every fit on them: each private fit
         reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
@@ -358,7 +363,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                  protect="row", backend="auto", decision_set="auto", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
                  seed=None, groups=None, classes=None, budget=None, pos_label=None,
-                 holdout=0.2, holdout_on_violation="fallback"):
+                 holdout=0.2, holdout_on_violation=ON_VIOLATION):
         self.groups = groups
         self.holdout_on_violation = holdout_on_violation
         self.classes = classes
@@ -415,10 +420,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 or not 0 <= self.holdout < 1):
             raise InvalidInputError("holdout", self.holdout, "pass the fraction of rows held out "
                                     "for the out-of-sample check, in [0, 1), e.g. 0.2")
-        if self.holdout_on_violation not in ("fallback", "warn"):
+        if self.holdout_on_violation not in ON_VIOLATION_CHOICES:
             raise InvalidInputError("holdout_on_violation", self.holdout_on_violation,
-                                    "pass 'fallback' (a constant rule that keeps the constraint "
-                                    "when the held-out rows show it violated) or 'warn'")
+                                    "pass 'mix' (the trained rule mixed with a constant rule "
+                                    "that keeps the constraint, when the held-out rows show it "
+                                    "violated), 'fallback' (the constant rule) or 'warn'")
         if self.budget is not None and not callable(getattr(self.budget, "reserve", None)):
             raise InvalidInputError("budget", self.budget, "pass a pf.BudgetFilter(total_epsilon, "
                                     "total_delta) shared by every fit on these rows, or None")

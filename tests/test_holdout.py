@@ -133,11 +133,12 @@ def test_a_confidently_violated_constraint_falls_back_to_a_constant_that_keeps_i
     """A fairness constraint is a promise about new data: when the held-out rows show it broken
     (its lower confidence bound above level + tolerance), the best constant rule that keeps the
     constraints replaces the trained one — which stays in result.holdout.trained, and comes
-    back with holdout_on_violation="warn" (status "not certified", the warning says violated)."""
+    back with holdout_on_violation="warn" (status "not certified", the warning says violated).
+    (The default, "mix", returns its mixture with the constant: tests/test_mixing.py.)"""
     prob = _unfair_problem()
     privacy = pf.DP(epsilon, 1e-6, protect="sensitive") if math.isfinite(epsilon) else pf.DP(epsilon, protect="sensitive")
     with pytest.warns(FallbackWarning, match="violates its constraint"):
-        res = prob.solve(privacy, seed=0, progress=False)
+        res = prob.solve(privacy, seed=0, progress=False, holdout_on_violation="fallback")
     assert res.status == "fallback: constant rule"
     assert res.holdout.fallback and res.holdout.fallback_reason == "violation"
     (c,) = res.holdout.constraints

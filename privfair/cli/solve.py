@@ -16,6 +16,7 @@ from .args import add_privacy_flags, fraction, privacy_of, seed_arg, show_progre
 from .errors import EXIT_OK
 from .files import check_outputs, check_writable, load_problem_file, write_text
 from .report_cmd import full_report
+from ..planning.holdout import ON_VIOLATION, ON_VIOLATION_CHOICES
 
 
 def status_lines(result) -> str:
@@ -93,9 +94,11 @@ def add_parser(sub) -> None:
     s.add_argument("--holdout", type=fraction, default=0.2, metavar="F",
                    help="fraction of the rows held out of training for the out-of-sample check "
                         "(default 0.2; 0: none; see docs/trust.md)")
-    s.add_argument("--on-violation", choices=("fallback", "warn"), default="fallback",
+    s.add_argument("--on-violation", choices=ON_VIOLATION_CHOICES, default=ON_VIOLATION,
                    help="when the held-out rows show a constraint confidently violated: return "
-                        "the best constant rule that keeps it (default) or the trained rule "
-                        "with a warning (docs/trust.md)")
+                        "the trained rule mixed with the best constant rule that keeps it, at "
+                        "the largest weight whose estimates meet the levels (mix), that constant "
+                        "rule (fallback) or the trained rule with a warning (warn); default "
+                        f"{ON_VIOLATION} (docs/trust.md)")
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_solve)

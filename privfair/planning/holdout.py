@@ -68,6 +68,12 @@ UNINFORMATIVE_WIDTH = 0.5
 
 CERTIFIED = "certified"
 FALLBACK = "fallback: constant rule"
+MIXED = "fallback: mixed with a constant rule"
+#: what a confidently violated constraint does (HoldoutOptions.on_violation)
+ON_VIOLATION_CHOICES = ("mix", "fallback", "warn")
+ON_VIOLATION = "mix"
+#: the smallest weight of the trained rule worth a mixture (below it the constant is returned)
+MIN_MIX_WEIGHT = 0.01
 
 
 @dataclass(frozen=True)
@@ -79,9 +85,11 @@ class HoldoutOptions:
     confidence: float = CONFIDENCE
     min_rows: int = MIN_HELD_OUT_ROWS
     #: "fallback": a rule whose constraint is violated on the held-out rows at the check's
-    #: confidence is replaced by the best constant rule that keeps the constraints; "warn":
-    #: it is returned, status "constraint not certified" (the warning says it is violated)
-    on_violation: str = "fallback"
+    #: confidence is replaced by the best constant rule that keeps the constraints; "mix": by
+    #: its mixture with that constant (:mod:`privfair.planning.mixing`) where the constant's
+    #: constraint values are data-free, else by the constant; "warn": it is returned, status
+    #: "constraint not certified" (the warning says it is violated)
+    on_violation: str = ON_VIOLATION
 
     @classmethod
     def from_options(cls, options: dict) -> "HoldoutOptions":
@@ -107,12 +115,14 @@ class HoldoutOptions:
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise InvalidInputError("holdout_min_rows", m, "pass a positive number of rows, "
                                     f"e.g. {MIN_HELD_OUT_ROWS}")
-        viol = options.pop("holdout_on_violation", "fallback")
-        if viol not in ("fallback", "warn"):
-            raise InvalidInputError("holdout_on_violation", viol, "pass 'fallback' (return the "
-                                    "best constant rule that keeps the constraints when the "
-                                    "trained rule confidently violates one on held-out rows) or "
-                                    "'warn' (return the trained rule with a warning)")
+        viol = options.pop("holdout_on_violation", ON_VIOLATION)
+        if viol not in ON_VIOLATION_CHOICES:
+            raise InvalidInputError("holdout_on_violation", viol, "pass 'mix' (when the trained "
+                                    "rule confidently violates a constraint on held-out rows, "
+                                    "return it mixed with the best constant rule at the largest "
+                                    "weight that meets the levels), 'fallback' (return the "
+                                    "constant rule) or 'warn' (return the trained rule with a "
+                                    "warning)")
         return cls(float(frac), float(tol), float(conf), int(m), viol)
 
     def held_out_rows(self, n: int) -> tuple:
@@ -259,6 +269,13 @@ class HoldoutCheck:
     #: chosen by every row's label and its error, and a group-blind rule's, are exact
     #: (:func:`check`)
     labels_public: bool = False
+    #: ``holdout_on_violation="mix"``: the trained rule's weight p in the returned mixture
+    #: "the trained rule w.p. p, else the constant" (None: no mixture was returned)
+    mix_weight: object = None
+    #: the mixture's constraint checks (same confidence event; ``constraints`` stay the trained
+    #: rule's, which is why it was mixed) and its estimated error p·error + (1 − p)·constant's
+    mixture: list = field(default_factory=list)
+    mixture_error: float = math.nan
 
     def sparse_groups(self, level: float) -> list:
         """``[(name, rows)]``: the groups whose held-out rows, read off the released counts
@@ -317,7 +334,12 @@ class HoldoutCheck:
         if self.constant_label is not None:
             top.scatter([self.constant_error], [0], marker="s", color="0.4", zorder=3,
                         label=f"best constant rule (always {self.constant_label!r})")
-        top.set_yticks([0, 1], ["constant", "rule"])
+        if self.mix_weight is not None:
+            top.scatter([self.mixture_error], [0.5], marker="D", color="C4", zorder=3,
+                        label=f"returned mixture (rule w.p. {self.mix_weight:.2f})")
+        top.set_yticks([0, 0.5, 1] if self.mix_weight is not None else [0, 1],
+                       ["constant", "mixture", "rule"] if self.mix_weight is not None
+                       else ["constant", "rule"])
         top.set_ylim(-0.8, 1.8)
         top.set_xlabel("held-out error", fontsize=9)
         top.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -335,6 +357,10 @@ class HoldoutCheck:
             seen.add(v)
             if math.isfinite(c.test_lower):
                 bottom.plot([c.test_lower], [y], marker="|", ms=14, color="k")
+            if i < len(self.mixture):                    # the returned mixture's estimate
+                bottom.plot([self.mixture[i].estimate], [y - 0.2], "D", color="C4", ms=5,
+                            label=None if "mixture" in seen else "returned mixture")
+                seen.add("mixture")
             bottom.plot([c.level] * 2, [y - 0.3, y + 0.3], "k-", lw=1)
             bottom.plot([c.level + self.tolerance] * 2, [y - 0.3, y + 0.3], "k--", lw=1)
             bottom.annotate(_short(c.constraint), (0.01, y + 0.33), xycoords=("axes fraction",
@@ -367,6 +393,14 @@ class HoldoutCheck:
             lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, bounds "
                          f"[{c.lower:.4f}, {c.upper:.4f}], test lower bound {c.test_lower:.4f} "
                          f"vs level {c.level:g} ({verdict})")
+        if self.mix_weight is not None:
+            lines.append(f"  returned: the trained rule with probability {self.mix_weight:.4f}, "
+                         f"else always {self.constant_label!r}; estimated error "
+                         f"{self.mixture_error:.4f}")
+            for c in self.mixture:
+                lines.append(f"    {c.constraint}: estimate {c.estimate:.4f}, bounds "
+                             f"[{c.lower:.4f}, {c.upper:.4f}] vs level {c.level:g} ("
+                             + ("certified" if c.certified else "NOT certified") + ")")
         return "\n".join(lines)
 
 
@@ -686,6 +720,29 @@ def delta_standard_error(s, Jac, C, n, b) -> float:
 NORMAL_MIN_COUNT = 5.0
 
 
+def _normal_ok(sgrad, ell, C, n, den) -> bool:
+    """Whether every rate a piece reads (the nonzero entries of its gradient ``sgrad``) passes
+    :data:`NORMAL_MIN_COUNT` at the counts C."""
+    flat = np.asarray(C, dtype=float).ravel()
+    for k in np.nonzero(sgrad)[0]:
+        d = n if den[k] is None else float(flat[den[k]].sum())
+        if d * min(ell[k], 1.0 - ell[k]) < NORMAL_MIN_COUNT:
+            return False
+    return True
+
+
+def testable(gs, ell, C, n, den) -> bool:
+    """Whether every piece of every constraint (:func:`_pieces`) reads only rates whose normal
+    approximation is trusted (:data:`NORMAL_MIN_COUNT`): then the point estimate of each piece
+    is as informative as the violation test that reads it."""
+    for g in gs:
+        for h, _ in _pieces(g):
+            sgrad = np.asarray(h.grad(ell), dtype=float).reshape(-1)
+            if not np.all(np.isfinite(sgrad)) or not _normal_ok(sgrad, ell, C, n, den):
+                return False
+    return True
+
+
 def violation_bounds(gs, ell, Jac, C, n, b, alpha, num, den) -> list:
     """Per constraint g of ``gs``, a one-sided lower confidence bound of g(ℓ*) (the rule's
     value on the population the held-out rows are drawn from), jointly at 1 − ``alpha``:
@@ -703,14 +760,8 @@ def violation_bounds(gs, ell, Jac, C, n, b, alpha, num, den) -> list:
     *The violation test*)."""
     from scipy.stats import norm
 
-    flat = np.asarray(C, dtype=float).ravel()
-
     def normal_ok(sgrad):
-        for k in np.nonzero(sgrad)[0]:
-            d = n if den[k] is None else float(flat[den[k]].sum())
-            if d * min(ell[k], 1.0 - ell[k]) < NORMAL_MIN_COUNT:
-                return False
-        return True
+        return _normal_ok(sgrad, ell, C, n, den)
 
     pieces = [_pieces(g) for g in gs]
     M = max(sum(len(p) for p in pieces), 1)
@@ -829,25 +880,33 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         w_err = noise(len(err_cells)) / n + float(norm.ppf(1 - beta / 2)) * math.sqrt(0.25 / n)
     interval = (max(error - w_err, 0.0), min(error + w_err, 1.0))
 
-    # the violation test (normal approximation, per piece), at the check's whole confidence
-    tests = violation_bounds(gs, ell, cell_jacobian(C, n, num, den), C, n, b,
-                             1.0 - options.confidence, num, den)
-    checks = []
-    for c, g, u, t_low in zip(problem.constraints, gs, U, tests):
-        level = _level(c)
-        est = float(g.value(ell))
-        dev = np.maximum(ell - lo, hi - ell)
-        upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
-        upper = min(upper, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
-        # the mirror bound g(ℓ*) ≥ g(ℓ̂) − Σ_k U_k|ℓ*_k − ℓ̂_k| on the same intervals (the same
-        # joint confidence: one event covers both sides)
-        lower = est - float(np.sum(u * dev)) if np.all(np.isfinite(u)) else -math.inf
-        lower = max(lower, float(g.range()[0]), support_lower_bound(g, ell, dev))
-        checks.append(ConstraintCheck(str(c), level, est + level, upper + level,
-                                      upper <= options.tolerance, lower + level,
-                                      lower > options.tolerance or t_low > options.tolerance,
-                                      upper - lower >= UNINFORMATIVE_WIDTH
-                                      and est > options.tolerance, t_low + level))
+    Jac = cell_jacobian(C, n, num, den)
+
+    def judge(ell, lo, hi, Jac):
+        """Each constraint's estimate, bounds and verdicts for the rule whose point estimate
+        is ``ell``, whose coordinates lie in [lo, hi] on the check's confidence event, and
+        whose ∂ℓ/∂C is ``Jac`` (the violation test's standard errors)."""
+        # the violation test (normal approximation, per piece), at the check's whole confidence
+        tests = violation_bounds(gs, ell, Jac, C, n, b, 1.0 - options.confidence, num, den)
+        out = []
+        for c, g, u, t_low in zip(problem.constraints, gs, U, tests):
+            level = _level(c)
+            est = float(g.value(ell))
+            dev = np.maximum(ell - lo, hi - ell)
+            upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
+            upper = min(upper, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
+            # the mirror bound g(ℓ*) ≥ g(ℓ̂) − Σ_k U_k|ℓ*_k − ℓ̂_k| on the same intervals (the
+            # same joint confidence: one event covers both sides)
+            lower = est - float(np.sum(u * dev)) if np.all(np.isfinite(u)) else -math.inf
+            lower = max(lower, float(g.range()[0]), support_lower_bound(g, ell, dev))
+            out.append(ConstraintCheck(str(c), level, est + level, upper + level,
+                                       upper <= options.tolerance, lower + level,
+                                       lower > options.tolerance or t_low > options.tolerance,
+                                       upper - lower >= UNINFORMATIVE_WIDTH
+                                       and est > options.tolerance, t_low + level))
+        return out
+
+    checks = judge(ell, lo, hi, Jac)
 
     # the best constant rule (the floor): its error from the noisy label counts; among the
     # constants that keep every constraint, evaluated on the constant's own ℓ — exact where a
@@ -856,7 +915,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     # (public labels: chosen by every row's label, its held-out error exact)
     n_gy = np.clip(C.sum(axis=2), 0.0, None)                   # (G, L)
     sups = [sorted(g.support()) for g in gs]
-    best_k, best_err, best_key, best_exact = None, math.inf, math.inf, False
+    best_k, best_err, best_key, best_exact, best_ell = None, math.inf, math.inf, False, None
     for k in range(L):
         if labels_public:
             const_err = 1.0 - float(held_labels[k]) / n
@@ -867,7 +926,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                 key = -float(train_labels[k] + n_gy[:, k].sum())
         lk, exact_k = constant_coordinates(k, n_gy, n, cells=(num, den))
         if all(float(g.value(lk)) <= options.tolerance for g in gs) and key < best_key:
-            best_k, best_err, best_key = k, const_err, key
+            best_k, best_err, best_key, best_ell = k, const_err, key, lk
             best_exact = all(bool(np.all(exact_k[s])) for s in sups)
     labels = result.labels
     out = HoldoutCheck(n_train=n_train, n_held_out=n, epsilon=eps_c, tolerance=options.tolerance,
@@ -880,23 +939,39 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     # (exact errors — public labels — can tie the constant's to the last bits: a tie keeps the
     # trained rule, which is no worse)
     worse = error > best_err + 1e-12
-    violated = options.on_violation == "fallback" and any(c.violated for c in checks)
+    acts = options.on_violation in ("mix", "fallback")
+    violated = acts and any(c.violated for c in checks)
     # a rule whose check is uninformative and whose estimate misses the level is replaced only
     # by a constant that keeps every constraint *exactly* (data-free values): then the swap
     # trades an unverifiable rule for a verified one (docs/trust.md, "Uninformative checks")
-    unverifiable = (options.on_violation == "fallback" and best_exact
-                    and any(c.uninformative for c in checks))
+    unverifiable = acts and best_exact and any(c.uninformative for c in checks)
     out.fallback = best_k is not None and (worse or violated or unverifiable)
     out.fallback_reason = ("" if not out.fallback else "error" if worse else
                            "violation" if violated else "unverifiable")
     out._constant_code = best_k
+    if (out.fallback_reason == "violation" and options.on_violation == "mix" and best_exact
+            and testable(gs, ell, C, n, den)):
+        # the trained rule beats the constant but breaks a constraint: return the mixture
+        # "the rule w.p. p, else the constant", p the largest weight whose estimated constraint
+        # values meet the levels (docs/trust.md, "Mixing with the constant").  Only where every
+        # piece's estimate is trusted as the violation test trusts it (a group with a handful
+        # of held-out rows makes p a guess: the constant keeps the constraint exactly there)
+        from .mixing import mix_weight, mixed_coordinates
+
+        p = mix_weight(gs, ell, best_ell)
+        if p >= MIN_MIX_WEIGHT:
+            m_ell, m_lo, m_hi = mixed_coordinates(p, best_ell, ell, lo, hi)
+            out.mix_weight = p
+            out.mixture = judge(m_ell, m_lo, m_hi, p * Jac)
+            out.mixture_error = p * error + (1.0 - p) * out.constant_error
     return out
 
 
 def status_of(check_: HoldoutCheck) -> str:
-    """"certified", "fallback: constant rule" or "constraint not certified at level c"."""
+    """"certified", "fallback: constant rule", "fallback: mixed with a constant rule" or
+    "constraint not certified at level c"."""
     if check_.fallback:
-        return FALLBACK
+        return MIXED if check_.mix_weight is not None else FALLBACK
     bad = [c for c in check_.constraints if not c.certified]
     if not bad:
         return CERTIFIED

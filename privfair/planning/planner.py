@@ -272,7 +272,23 @@ def warn_status(result, stacklevel: int = 2) -> None:
     status = getattr(result, "status", "certified")
     if status == "certified":
         return
-    if status.startswith("fallback") and result.holdout.fallback_reason == "violation":
+    if status.startswith("fallback") and result.holdout.mix_weight is not None:
+        chk = result.holdout
+        bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, lower bound "
+                        f"{max(c.lower, c.test_lower):.3f}" for c in chk.constraints if c.violated)
+        mixed = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, upper bound "
+                          f"{c.upper:.3f}" for c in chk.mixture)
+        cls, msg = FallbackWarning, (
+            f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule violates "
+            f"its constraint at {chk.confidence:.0%} confidence ({bad}; tolerance "
+            f"{chk.tolerance:g}), so the rule returned plays it with probability "
+            f"{chk.mix_weight:.3f} and otherwise the constant rule (always "
+            f"{chk.constant_label!r}), the largest weight whose estimated constraint values meet "
+            f"the levels ({mixed}); its estimated error is {chk.mixture_error:.3f} against the "
+            f"trained rule's {chk.error:.3f} and the constant's {chk.constant_error:.3f}.  The "
+            "trained rule is result.holdout.trained (holdout_on_violation='fallback' returns the "
+            "constant, 'warn' the trained rule)")
+    elif status.startswith("fallback") and result.holdout.fallback_reason == "violation":
         chk = result.holdout
         bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, lower bound "
                         f"{max(c.lower, c.test_lower):.3f}" for c in chk.constraints if c.violated)
@@ -502,7 +518,13 @@ def _checked(problem, result, held, privacy, holdout, rng, why):
         chk.trained = result
         # the constant's code: its label's position among the result's labels (the check
         # chose constant_label = labels[code]; labels are distinct)
-        result = constant_result(result, list(result.labels).index(chk.constant_label))
+        code = list(result.labels).index(chk.constant_label)
+        if chk.mix_weight is not None:       # holdout_on_violation="mix" (planning/mixing.py)
+            from .mixing import mixed_result
+
+            result = mixed_result(result, code, chk.mix_weight)
+        else:
+            result = constant_result(result, code)
         result.certificate = chk.trained.certificate
     result.holdout, result.status = chk, status_of(chk)
     return result

@@ -26,7 +26,8 @@ class Result:
     which can violate them (issue #18: EO 0.13–0.18 where 0.03 was asked).
 
     ``status`` says what the held-out check found (``"certified"``, ``"constraint not
-    certified at level c"``, ``"fallback: constant rule"`` or ``"not checked: <why>"``) and
+    certified at level c"``, ``"fallback: constant rule"``, ``"fallback: mixed with a constant
+    rule"`` or ``"not checked: <why>"``) and
     ``holdout`` holds its numbers (:class:`privfair.planning.holdout.HoldoutCheck`; docs/trust.md).
 
     ``predict`` and ``sample`` return the training data's own labels (``labels``: the
@@ -307,10 +308,12 @@ class Result:
             # table must not pass them off as what this result returns
             chk = self.holdout
             table = trained.path(data)
-            table.note = (f"the held-out check replaced this run's rule by the constant rule "
-                          f"(always {chk.constant_label!r}; status {self.status!r}): this is "
-                          "the path of the trained rule, result.holdout.trained, which was "
-                          "not returned")
+            how = ("replaced this run's rule by the constant rule" if chk.mix_weight is None
+                   else f"mixed this run's rule (weight {chk.mix_weight:.3f}) with the constant "
+                        "rule")
+            table.note = (f"the held-out check {how} (always {chk.constant_label!r}; status "
+                          f"{self.status!r}): this is the path of the trained rule, "
+                          "result.holdout.trained, which was not returned")
             table.released_label = "trained (not returned)"
             return table
         ckpts, lams = self.info.get("checkpoints"), self.info.get("lambdas")

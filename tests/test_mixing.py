@@ -1,0 +1,158 @@
+"""A trained rule that confidently breaks its constraint on held-out rows, mixed with the best
+constant rule at the largest weight whose estimates meet the levels (holdout_on_violation="mix";
+privfair/planning/mixing.py, docs/trust.md "Mixing with the constant")."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import privfair as pf
+from privfair.errors import FallbackWarning, InvalidInputError, ResultStatusWarning
+from privfair.expr import Variable
+from privfair.planning.holdout import MIXED, HoldoutOptions, check
+from privfair.planning.mixing import MixedWithConstant, mix_weight
+from privfair.results.result import Result
+from privfair.privacy.randomness import as_source
+
+
+def _unfair(n=4000, shift=1.5, extra=()):
+    """The rule 1[x₀ > 0] on data where group b's x₀ is shifted by ``shift``: a selection gap
+    of ~0.5 against an asked 0.02, at an error well below the constant's (~0.42)."""
+    rng = np.random.default_rng(5)
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 2)) + shift * (a == "b")[:, None] * np.array([1.0, 0.0])
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0.7).astype(int)
+    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
+    cons = [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.02] + [c(r) for c in extra]
+    return pf.Problem(pf.minimize(r.error()), cons), data
+
+
+def _privacy(epsilon):
+    return (pf.DP(epsilon, 1e-6, protect="sensitive") if math.isfinite(epsilon)
+            else pf.DP(epsilon, protect="sensitive"))
+
+
+def test_the_weight_is_the_largest_that_meets_every_constraint():
+    v = Variable(3)
+    gs = [pf.abs(v[0] - v[1]) - 0.02, pf.abs(v[0] - v[2]) - 0.05]
+    ell, ell_c = np.array([0.5, 0.1, 0.3]), np.zeros(3)
+    p = mix_weight(gs, ell, ell_c)
+    assert p == pytest.approx(0.05, abs=1e-9)            # the first gap binds: 0.4·p ≤ 0.02
+    point = p * ell + (1 - p) * ell_c
+    assert max(float(g.value(point)) for g in gs) <= 1e-9
+    nudged = (p + 1e-6) * ell + (1 - p - 1e-6) * ell_c    # maximal: a bit more breaks it
+    assert float(gs[0].value(nudged)) > 0
+    assert mix_weight(gs, np.array([0.11, 0.1, 0.1]), ell_c) == 1.0   # already meets them
+
+
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_a_violating_rule_is_mixed_with_the_constant_and_keeps_the_level(epsilon):
+    prob, data = _unfair()
+    with pytest.warns(FallbackWarning, match="with probability"):
+        res = prob.solve(_privacy(epsilon), seed=0, progress=False, holdout_on_violation="mix")
+    chk = res.holdout
+    assert res.status == MIXED and chk.fallback and chk.fallback_reason == "violation"
+    p = chk.mix_weight
+    assert 0 < p < 0.2                                   # a gap of ~0.5 against 0.02
+    (c,) = chk.constraints
+    assert c.violated                                    # the trained rule's verdict is kept
+    (m,) = chk.mixture
+    assert m.estimate <= m.level + 1e-9 and not m.violated
+    assert chk.error < chk.mixture_error < chk.constant_error
+    # the returned rule is the mixture: p·(trained) + (1 − p)·(always the constant)
+    X = np.random.default_rng(1).normal(size=(200, 2))
+    const = float(chk.constant_label == 1)
+    assert np.allclose(res.predict_proba(X),
+                       p * chk.trained.predict_proba(X) + (1 - p) * const)
+    # nothing more is spent: the certificate is the training's, the check made one release
+    assert res.certificate == chk.trained.certificate
+    if math.isfinite(epsilon):
+        assert len(chk.certificate.releases) == 1
+    # on the population the gap is p times the trained rule's (the constant has none)
+    fresh = _unfair(n=40000)[1]
+    gap_t = chk.trained.metrics(fresh)["dp_violation"]
+    assert res.metrics(fresh)["dp_violation"] == pytest.approx(p * gap_t, rel=1e-9, abs=1e-12)
+    err_t = chk.trained.metrics(fresh)["error"]
+    err_c = float(np.mean(fresh.y != chk.constant_label))
+    assert res.metrics(fresh)["error"] == pytest.approx(p * err_t + (1 - p) * err_c, rel=1e-9)
+    assert err_t < res.metrics(fresh)["error"] < err_c
+    assert "probability" in chk.summary() and "returned" in chk.summary()
+
+
+def test_at_eps_inf_the_mixture_meets_the_level_exactly_on_the_held_out_rows():
+    """No noise: the held-out gap of the mixture is p·(the trained rule's held-out gap), and p
+    puts it on the level (0.02) — the bounds then hold for every p from the one event."""
+    prob, data = _unfair()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultStatusWarning)
+        res = prob.solve(_privacy(math.inf), seed=0, progress=False, holdout_on_violation="mix")
+    (c,), (m,) = res.holdout.constraints, res.holdout.mixture
+    assert m.estimate == pytest.approx(0.02, abs=1e-9)
+    assert m.estimate == pytest.approx(res.holdout.mix_weight * c.estimate, rel=1e-9)
+    assert m.upper - m.estimate == pytest.approx(res.holdout.mix_weight * (c.upper - c.estimate),
+                                                 rel=1e-6, abs=1e-9)
+
+
+def test_a_constant_whose_constraint_values_depend_on_the_data_is_not_mixed():
+    """A constraint on the error reads label frequencies, which a constant's value depends on:
+    the segment's estimates are no longer exact, so the constant itself is returned."""
+    prob, _ = _unfair(extra=[lambda r: r.error() <= 0.5])
+    with pytest.warns(FallbackWarning, match="violates its constraint"):
+        res = prob.solve(_privacy(1.0), seed=0, progress=False, holdout_on_violation="mix")
+    assert res.status == "fallback: constant rule" and res.holdout.mix_weight is None
+    assert not res.holdout.constant_exact
+
+
+def test_fallback_still_returns_the_constant_and_a_bad_choice_is_refused_before_any_draw():
+    prob, _ = _unfair()
+    with pytest.warns(FallbackWarning):
+        res = prob.solve(_privacy(1.0), seed=0, progress=False, holdout_on_violation="fallback")
+    assert res.status == "fallback: constant rule" and res.holdout.mix_weight is None
+    budget = pf.BudgetFilter(2.0, 1e-5)
+    with pytest.raises(InvalidInputError, match="holdout_on_violation.*'mix'"):
+        prob.solve(_privacy(1.0), seed=0, progress=False, holdout_on_violation="blend",
+                   budget=budget)
+    assert budget.spent == (0.0, 0.0)
+
+
+def test_the_mixture_decision_set_plays_each_part():
+    ds = MixedWithConstant(pf.Thresholds([0.0], score=0))
+    X = np.array([[-1.0], [1.0]])
+    assert ds.predict(("constant", 1), X).tolist() == [1, 1]
+    assert ds.predict(("rule", 0), X).tolist() == [0, 1]
+    res = Result("test", [("rule", 0), ("constant", 0)], [0.25, 0.75], ds)
+    assert res.predict_proba(X).tolist() == [0.0, 0.25]
+
+
+def test_the_mixed_checks_bounds_hold_for_the_population_gap():
+    """The mixture's upper bound comes from the trained rule's confidence event, for the p the
+    same release chose: across seeds it stays above the mixture's population gap."""
+    prob, _ = _unfair()
+    fresh = _unfair(n=40000)[1]
+    held = _unfair(n=1500)[1]
+    trained = Result("test", [0], [1.0], prob.rates.decisions, labels=[0, 1])
+    misses = 0
+    for s in range(20):
+        chk = check(prob, trained, held, epsilon=1.0, n_train=4000, rng=as_source(s),
+                    options=HoldoutOptions(on_violation="mix"))
+        assert chk.mix_weight is not None
+        truth = chk.mix_weight * trained.metrics(fresh)["dp_violation"]
+        misses += chk.mixture[0].upper < truth
+    assert misses <= 2
+
+
+def test_the_checks_plot_and_summary_show_the_returned_mixture():
+    prob, _ = _unfair()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultStatusWarning)
+        res = prob.solve(_privacy(1.0), seed=0, progress=False)      # "mix" is the default
+    assert res.status == MIXED
+    fig = res.holdout.plot()
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert any("returned mixture" in t for t in labels)
+    assert "mixed with a constant rule" in fig._suptitle.get_text()
+    line = [ln for ln in res.holdout.summary().splitlines() if ln.strip().startswith("returned")]
+    assert f"{res.holdout.mix_weight:.4f}" in line[0]
