@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .whatif import bound_at
+from .pareto import released_ell
 
 
 #: backends whose result is a mixture (their bounds compare with the minimum over mixtures)
@@ -95,7 +96,7 @@ def measure_curve(build, data, privacy, backends, ns, seeds, alpha):
                 refs[b] = src
                 res = prob.solve(privacy, backend=b, seed=1000 * s + 17, alpha=alpha,
                                  progress=False)
-                ell = prob.rates.evaluate_mixture(res.decisions, res.weights)
+                ell = released_ell(prob, res)
                 per[b].append(float(analysis_h(an, ell)) - ref)
         out += [Measurement(b, int(min(m, data.n)), per[b], bounds[b], refs[b]) for b in backends]
     return out
