@@ -15,19 +15,18 @@ from privfair.planning.holdout import MIXED, HoldoutOptions, check
 from privfair.planning.mixing import MixedWithConstant, mix_weight
 from privfair.results.result import Result
 from privfair.privacy.randomness import as_source
+from test_holdout import _unfair_problem
 
 
 def _unfair(n=4000, shift=1.5, extra=()):
-    """The rule 1[x₀ > 0] on data where group b's x₀ is shifted by ``shift``: a selection gap
-    of ~0.5 against an asked 0.02, at an error well below the constant's (~0.42)."""
-    rng = np.random.default_rng(5)
-    a = rng.choice(["a", "b"], n)
-    X = rng.normal(size=(n, 2)) + shift * (a == "b")[:, None] * np.array([1.0, 0.0])
-    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0.7).astype(int)
-    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
-    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
-    cons = [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.02] + [c(r) for c in extra]
-    return pf.Problem(pf.minimize(r.error()), cons), data
+    """test_holdout's rule 1[x₀ > 0] on data where group b's x₀ is shifted by ``shift``: a
+    selection gap of ~0.5 against an asked 0.02, at an error well below the constant's (~0.42);
+    ``extra``: more constraints, each built from the rates."""
+    prob = _unfair_problem(n, shift)
+    r = prob.rates
+    if extra:
+        prob = pf.Problem(pf.minimize(r.error()), list(prob.constraints) + [c(r) for c in extra])
+    return prob, r.data
 
 
 def _privacy(epsilon):
@@ -174,3 +173,35 @@ def test_reports_evaluate_a_mixed_rule_by_its_own_decisions():
     m = res.metrics(fresh)
     assert f == pytest.approx(m["error"], abs=1e-12)
     assert g + 0.02 == pytest.approx(m["dp_violation"], abs=1e-12)
+
+
+def test_a_mixed_rule_travels_to_dask_workers(request):
+    """On a Dask dataset the held-out check and ``Result.metrics`` are passes on the workers:
+    the mixture's decision set travels there and gives the in-memory numbers."""
+    pytest.importorskip("dask.dataframe", reason="the Dask engine is the optional extra "
+                                                 "privfair[dask]")
+    pytest.importorskip("distributed", reason="the Dask tests start a distributed.LocalCluster")
+    import dask.dataframe as dd
+    import pandas as pd
+
+    request.getfixturevalue("client")
+    rng = np.random.default_rng(5)
+    n = 4000
+    a = rng.choice(["a", "b"], n)
+    x0 = rng.normal(size=n) + 1.5 * (a == "b")
+    df = pd.DataFrame({"x0": x0, "x1": rng.normal(size=n), "g": a,
+                       "y": (x0 + 0.5 * rng.normal(size=n) > 0.7).astype(int)})
+    data = pf.Dataset.from_dask(dd.from_pandas(df, npartitions=3), label="y", sensitive="g",
+                                groups=["a", "b"])
+    mem = pf.Dataset(df[["x0", "x1"]], df["y"], df["g"], group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.Thresholds([0.0], score=0), data)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.02])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultStatusWarning)
+        res = prob.solve(_privacy(1.0), seed=0, progress=False)
+    assert res.status == MIXED and 0 < res.holdout.mix_weight < 0.2
+    got, want = res.metrics(data), res.metrics(mem)
+    for key in ("error", "dp_violation", "eo_violation"):
+        assert got[key] == pytest.approx(want[key], abs=1e-12)
+    assert want["dp_violation"] == pytest.approx(
+        res.holdout.mix_weight * res.holdout.trained.metrics(mem)["dp_violation"], rel=1e-9)
