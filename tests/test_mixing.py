@@ -12,7 +12,7 @@ import privfair as pf
 from privfair.errors import FallbackWarning, InvalidInputError, ResultStatusWarning
 from privfair.expr import Variable
 from privfair.planning.holdout import MIXED, HoldoutOptions, check
-from privfair.planning.mixing import MixedWithConstant, mix_weight
+from privfair.planning.mixing import ConstantDecision, MixedWithConstant, mix_weight
 from privfair.results.result import Result
 from privfair.privacy.randomness import as_source
 from test_holdout import _unfair_problem
@@ -68,6 +68,8 @@ def test_a_violating_rule_is_mixed_with_the_constant_and_keeps_the_level(epsilon
                        p * chk.trained.predict_proba(X) + (1 - p) * const)
     # nothing more is spent: the certificate is the training's, the check made one release
     assert res.certificate == chk.trained.certificate
+    assert res.decisions[:-1] == chk.trained.decisions          # kept as they were
+    assert res.decisions[-1] == ConstantDecision(list(res.labels).index(chk.constant_label))
     if math.isfinite(epsilon):
         assert len(chk.certificate.releases) == 1
     # on the population the gap is p times the trained rule's (the constant has none)
@@ -120,9 +122,9 @@ def test_fallback_still_returns_the_constant_and_a_bad_choice_is_refused_before_
 def test_the_mixture_decision_set_plays_each_part():
     ds = MixedWithConstant(pf.Thresholds([0.0], score=0))
     X = np.array([[-1.0], [1.0]])
-    assert ds.predict(("constant", 1), X).tolist() == [1, 1]
-    assert ds.predict(("rule", 0), X).tolist() == [0, 1]
-    res = Result("test", [("rule", 0), ("constant", 0)], [0.25, 0.75], ds)
+    assert ds.predict(ConstantDecision(1), X).tolist() == [1, 1]
+    assert ds.predict(0, X).tolist() == [0, 1]                 # the base's own decision 0
+    res = Result("test", [0, ConstantDecision(0)], [0.25, 0.75], ds)
     assert res.predict_proba(X).tolist() == [0.0, 0.25]
 
 

@@ -29,6 +29,8 @@ parity gap (DP, EO) of the mixture is exactly p times the rule's gap.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..models.decisions import DecisionSet
@@ -82,13 +84,21 @@ def mixed_coordinates(p: float, ell_c, ell, lo, hi) -> tuple:
     return image(ell), image(lo), image(hi)
 
 
+@dataclass(frozen=True)
+class ConstantDecision:
+    """The decision "predict label code ``code`` for every row" of a
+    :class:`MixedWithConstant` (any other decision is the base set's own)."""
+
+    code: int
+
+
 class MixedWithConstant(DecisionSet):
     """Decisions of a trained rule's decision set, plus the constant rules.
 
-    A decision is ``("rule", d)`` (decision d of ``base``) or ``("constant", code)`` (predict
-    label code ``code`` for every row).  It reads the sensitive attribute exactly when the
-    base does; a mixture of its decisions is the randomized rule that
-    :func:`mixed_result` returns.
+    A decision is one of ``base``'s own (unchanged: a mixed result's ``decisions`` hold the
+    trained rule's decisions as they were) or a :class:`ConstantDecision`.  It reads the
+    sensitive attribute exactly when the base does; a mixture of its decisions is the
+    randomized rule that :func:`mixed_result` returns.
     """
 
     size = np.inf
@@ -103,17 +113,16 @@ class MixedWithConstant(DecisionSet):
         self.randomized = bool(getattr(base, "randomized", False))
 
     def predict(self, decision, X, *sensitive) -> np.ndarray:
-        kind, d = decision
-        if kind == "constant":
-            return np.full(len(X), int(d), dtype=np.int64)
-        return self.base.predict(d, X, *sensitive)
+        if isinstance(decision, ConstantDecision):
+            return np.full(len(X), decision.code, dtype=np.int64)
+        return self.base.predict(decision, X, *sensitive)
 
     def predict_proba(self, decision, X, *sensitive) -> np.ndarray:
-        kind, d = decision
-        if kind == "constant":
-            return np.full(len(X), float(int(d) == 1))
+        if isinstance(decision, ConstantDecision):
+            return np.full(len(X), float(decision.code == 1))
         fn = getattr(self.base, "predict_proba", None)
-        out = fn(d, X, *sensitive) if fn is not None else self.base.predict(d, X, *sensitive)
+        out = (fn(decision, X, *sensitive) if fn is not None
+               else self.base.predict(decision, X, *sensitive))
         return np.asarray(out, dtype=float)
 
     def __repr__(self):
@@ -128,7 +137,7 @@ def mixed_result(result, code: int, p: float):
     from ..results.result import Result
 
     ds = MixedWithConstant(result.decision_set, result.n_classes)
-    decisions = [("rule", d) for d in result.decisions] + [("constant", int(code))]
+    decisions = list(result.decisions) + [ConstantDecision(int(code))]
     weights = np.append(p * np.asarray(result.weights, dtype=float), 1.0 - p)
     # the checkpoints of a path belong to the trained rule (result.holdout.trained.path(data))
     info = {k: v for k, v in result.info.items()
