@@ -163,15 +163,13 @@ def test_reports_evaluate_a_mixed_rule_by_its_own_decisions():
     """The Pareto and sample-complexity tables read ℓ of what a solve released: a mixture's
     decisions are not the problem's, so it is evaluated by its own rule (a constant's decision
     k read as the problem's decision k would score the wrong rule)."""
-    from privfair.reports.pareto import released_ell
-
     prob, _ = _unfair()
     fresh = _unfair(n=20000)[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResultStatusWarning)
         res = prob.solve(_privacy(1.0), seed=0, progress=False)
     assert res.status == MIXED
-    f, (g,) = prob.evaluate(released_ell(prob, res, fresh))
+    f, (g,) = prob.evaluate(prob.ell_of(res, fresh))
     m = res.metrics(fresh)
     assert f == pytest.approx(m["error"], abs=1e-12)
     assert g + 0.02 == pytest.approx(m["dp_violation"], abs=1e-12)

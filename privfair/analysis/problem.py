@@ -244,13 +244,7 @@ class Problem:
         if self.status != "solved" or self.result is None or self._private_solve:
             return None
         if self._public_value is None:
-            # a held-out check's fallback returns a constant rule, of another decision set than
-            # the problem's: evaluated by its own 0-1 rates in ℓ's layout (as value_on does)
-            ds = getattr(self.result, "decision_set", None)
-            r = (self.rates if ds is None or ds is self.rates.decisions
-                 else self.rates_on(self.rates.data, decisions=ds))
-            l = r.evaluate_mixture(self.result.decisions, self.result.weights)
-            self._public_value = (self.objective.value(l),)
+            self._public_value = (self.objective.value(self.ell_of(self.result)),)
         return float(self._public_value[0])
 
     def value_on(self, data, result=None) -> float:
@@ -286,13 +280,25 @@ class Problem:
             raise InvalidInputError("data", "the private training data",
                                     "the objective on the training data of a private solve is not "
                                     "covered by the certificate; pass held-out data")
+        return self.objective.value(self.ell_of(result, data))
+
+    def ell_of(self, result, data=None, field: str = "data"):
+        """ℓ of ``result``'s randomized rule on ``data`` (default: the problem's own data) —
+        no privacy check: :meth:`value_on` and the reports decide what may be evaluated where.
+
+        A solve may return a rule of another decision set than the problem's: the held-out
+        check's constant rule, or the trained rule mixed with it
+        (:mod:`privfair.planning.holdout`, :mod:`privfair.planning.mixing`).  Its decisions
+        mean nothing to the problem's set, so it is evaluated by its own 0-1 rates, in the same
+        layout of ℓ."""
         ds = getattr(result, "decision_set", None)
-        # a solve may return a rule of another decision set than the problem's: the constant
-        # fallback of a failed held-out check (privfair.planning.holdout.ConstantRule).  It has no score,
-        # so it is evaluated by its 0-1 rates, in the same layout of ℓ.
-        other = self.rates_on(data, decisions=ds if ds is not None and ds is not
-                              self.rates.decisions else None)
-        return self.objective.value(other.evaluate_mixture(result.decisions, result.weights))
+        other = None if ds is None or ds is self.rates.decisions else ds
+        if data is None and other is None:
+            rates = self.rates
+        else:
+            rates = self.rates_on(self.rates.data if data is None else data, field=field,
+                                  decisions=other)
+        return rates.evaluate_mixture(result.decisions, result.weights)
 
     def rates_on(self, data, field: str = "data", decisions=None):
         """ℓ's layout — the same decision set, surrogate and group-mass bound — on other data

@@ -11,7 +11,6 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .whatif import bound_at
-from .pareto import released_ell
 
 
 #: backends whose result is a mixture (their bounds compare with the minimum over mixtures)
@@ -96,7 +95,7 @@ def measure_curve(build, data, privacy, backends, ns, seeds, alpha):
                 refs[b] = src
                 res = prob.solve(privacy, backend=b, seed=1000 * s + 17, alpha=alpha,
                                  progress=False)
-                ell = released_ell(prob, res)
+                ell = prob.ell_of(res)
                 per[b].append(float(analysis_h(an, ell)) - ref)
         out += [Measurement(b, int(min(m, data.n)), per[b], bounds[b], refs[b]) for b in backends]
     return out

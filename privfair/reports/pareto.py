@@ -162,7 +162,7 @@ def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3
                 vals = []
                 for s in range(seeds):
                     res = prob.solve(priv, backend=b, seed=s, alpha=alpha, progress=False)
-                    f, gs = prob.evaluate(released_ell(prob, res, test))
+                    f, gs = prob.evaluate(prob.ell_of(res, test, field="test"))
                     vals.append((f, max([0.0] + [max(0.0, g) for g in gs])))
                 name = res.backend
                 e, v = np.mean(vals, axis=0)
@@ -170,23 +170,3 @@ def pareto(build, privacy_levels, constraint_levels, backends=("auto",), seeds=3
                                           float(level), name, float(e), float(v)))
     return ParetoTable(points, "held-out data" if test is not None
                        else "training data (not private)")
-
-
-def _measured_rates(prob, test):
-    """ℓ's layout on the data the points are measured on (the problem's own rates, or
-    :meth:`privfair.Problem.rates_on` the held-out ``test``)."""
-    return prob.rates if test is None else prob.rates_on(test, field="test")
-
-
-def released_ell(prob, res, test=None):
-    """ℓ of the rule a solve released, on the problem's data or on ``test``.  A held-out check
-    may release a rule of another decision set than the problem's — the constant rule, or the
-    trained rule mixed with it (:mod:`privfair.planning.mixing`) — whose decisions the
-    problem's set cannot read: it is evaluated by its own 0-1 rates in the same layout."""
-    ds = getattr(res, "decision_set", None)
-    if ds is None or ds is prob.rates.decisions:
-        rates = _measured_rates(prob, test)
-    else:
-        rates = prob.rates_on(prob.rates.data if test is None else test, field="test",
-                              decisions=ds)
-    return rates.evaluate_mixture(res.decisions, res.weights)
