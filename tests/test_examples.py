@@ -10,6 +10,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 ARGS = {
     "ols_subgroup_weights": ["--n", "4000", "--seed", "0"],
     "compas_equalized_odds": ["--subsample", "1500", "--seed", "0"],
+    "compas_held_out_mixture": ["--seed", "0"],
     "gmean_hmean": ["--subsample", "3000", "--seed", "0"],
     "gini_constraint": ["--subsample", "1500", "--seed", "0"],
     "private_test_selection": ["--n", "3000", "--seed", "0"],

@@ -330,7 +330,8 @@ class HoldoutCheck:
         # top: the error, the floor's comparison (a fallback "error" when the rule is above)
         lo, hi = self.error_interval
         top.errorbar([self.error], [1], xerr=[[self.error - lo], [hi - self.error]], fmt="o",
-                     color="C0", capsize=4, label="released rule, with its interval")
+                     color="C0", capsize=4, label="released rule, with its interval"
+                     if not self.fallback else "trained rule (not returned), with its interval")
         if self.constant_label is not None:
             top.scatter([self.constant_error], [0], marker="s", color="0.4", zorder=3,
                         label=f"best constant rule (always {self.constant_label!r})")
