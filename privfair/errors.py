@@ -128,11 +128,19 @@ class UncertifiedConstraintWarning(ResultStatusWarning):
 
 
 class FallbackWarning(ResultStatusWarning):
-    """The held-out comparison found the trained rule worse than the best constant rule, so the
-    constant rule was returned instead (``Result.status == "fallback: constant rule"``; the
-    trained rule is ``Result.holdout.trained``)."""
+    """The held-out check did not return the trained rule as it was: it was worse than the best
+    constant rule, or it confidently broke a constraint, so the constant rule
+    (``Result.status == "fallback: constant rule"``) or the trained rule mixed with it
+    (``"fallback: mixed with a constant rule"``) was returned instead; the trained rule is
+    ``Result.holdout.trained``."""
 
 
 class UncheckedResultWarning(ResultStatusWarning):
     """No held-out check was made (``holdout=0``, or too few rows to hold out): nothing says
     whether the constraints hold on new data or whether the rule beats a constant."""
+
+
+class WeakPrivacyWarning(UserWarning):
+    """The privacy asked is too weak to mean much: δ ≥ 1/n.  A mechanism that publishes one
+    random row in the clear is (0, 1/n)-DP, so such a δ does not rule it out (docs/privacy.md,
+    *Choosing δ*)."""

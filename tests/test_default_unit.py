@@ -85,3 +85,27 @@ def test_a_sensitive_only_method_under_row_says_how_to_ask_for_that_unit():
     with pytest.raises(BackendRefusedError) as err:
         prob.solve(pf.DP(1.0, 1e-6), backend="exponential", seed=0, progress=False)
     assert "--protect sensitive" not in str(err.value)
+
+
+def test_a_delta_of_1_over_n_or_more_warns_before_anything_is_drawn():
+    """δ ≥ 1/n does not rule out publishing a random row: the solve warns (and still runs);
+    δ = 1/n² does not warn."""
+    import warnings as _w
+
+    from privfair.errors import WeakPrivacyWarning
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] > 0).astype(int)
+    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 9), score=0), data)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
+    with pytest.warns(WeakPrivacyWarning, match=r"1/n = 0.000833 for n = 1200"):
+        prob.solve(pf.DP(1.0, 1.0 / n), backend="exponential", seed=0, progress=False)
+    with _w.catch_warnings():
+        _w.simplefilter("error", WeakPrivacyWarning)
+        _w.simplefilter("ignore", pf.errors.ResultStatusWarning)
+        prob.solve(pf.DP(1.0, 1.0 / n ** 2), backend="exponential", seed=0, progress=False)
+        prob.solve(pf.DP(1.0), backend="exponential", seed=0, progress=False)

@@ -252,6 +252,7 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
     progress = check_progress(progress)
     if isinstance(privacy, DP):
         check_public_scores(problem, privacy)
+        warn_weak_delta(privacy, problem.rates.data.n)
     options = dict(options)
     holdout = HoldoutOptions.from_options(options)     # typed refusals before anything is drawn
     warn = options.pop("_warn_status", True)           # the estimator re-emits them itself
@@ -261,6 +262,22 @@ def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=Non
     if warn:
         warn_status(result, stacklevel=3)
     return result
+
+
+def warn_weak_delta(privacy, n: int, stacklevel: int = 3) -> None:
+    """A :class:`privfair.errors.WeakPrivacyWarning` when δ ≥ 1/n for the n rows of the data
+    (public: neighbouring datasets replace a row, they never add one), before anything is
+    drawn."""
+    import warnings
+
+    from ..errors import WeakPrivacyWarning
+
+    if privacy.is_private and n > 0 and privacy.delta >= 1.0 / n:
+        warnings.warn(f"privfair: δ = {privacy.delta:g} ≥ 1/n = {1.0 / n:.3g} for n = {n} rows: "
+                      "a mechanism that publishes one random row in the clear is (0, 1/n)-DP, "
+                      "so this guarantee does not rule that out; ask for δ well below 1/n, "
+                      f"e.g. 1/n² = {1.0 / n ** 2:.3g} (the estimator's default)",
+                      WeakPrivacyWarning, stacklevel=stacklevel + 1)
 
 
 def warn_status(result, stacklevel: int = 2) -> None:
