@@ -205,3 +205,34 @@ def test_a_mixed_rule_travels_to_dask_workers(request):
         assert got[key] == pytest.approx(want[key], abs=1e-12)
     assert want["dp_violation"] == pytest.approx(
         res.holdout.mix_weight * res.holdout.trained.metrics(mem)["dp_violation"], rel=1e-9)
+
+
+def test_three_labels_mix_on_every_conditional_rate():
+    """Multi-class equalized odds (every P(ŷ = j | g, y) equal across groups): a constant's
+    conditional rates are 1[j = c] on any data, so the segment is exact there too."""
+    import itertools
+
+    from test_holdout import _Rule
+
+    def make(n, seed):
+        rng = np.random.default_rng(seed)
+        a = rng.choice(["a", "b"], n)
+        y = rng.integers(0, 3, n)
+        X = np.eye(3)[y] * 2.0 + rng.normal(size=(n, 3))
+        X[a == "b", 0] += 1.5                   # group b leans to predicting label 0
+        return pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1, 2])
+
+    train, held = make(3000, 0), make(3000, 1)
+    r = pf.rates(pf.FiniteSet([lambda X: np.argmax(X, axis=1)]), train)
+    gaps = [pf.abs(r.rate("a", y, j) - r.rate("b", y, j)) for y, j in
+            itertools.product(range(3), range(3))]
+    prob = pf.Problem(pf.minimize(r.error()), [pf.maximum(*gaps) <= 0.05])
+    rule = _Rule(lambda X: np.eye(3)[np.argmax(X, axis=1)], [0, 1, 2])
+    out = check(prob, rule, held, epsilon=1.0, n_train=train.n, rng=as_source(0),
+                options=HoldoutOptions(on_violation="mix"))
+    assert out.fallback_reason == "violation" and out.constant_exact
+    (c,), (m,) = out.constraints, out.mixture
+    assert 0 < out.mix_weight < 1 and m.estimate <= m.level + 1e-9
+    # every gap of the mixture is p times the rule's: so is their maximum
+    assert m.estimate == pytest.approx(out.mix_weight * c.estimate, rel=1e-9)
+    assert out.error < out.mixture_error < out.constant_error

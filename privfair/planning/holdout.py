@@ -732,14 +732,19 @@ def _normal_ok(sgrad, ell, C, n, den) -> bool:
     return True
 
 
-def testable(gs, ell, C, n, den) -> bool:
-    """Whether every piece of every constraint (:func:`_pieces`) reads only rates whose normal
-    approximation is trusted (:data:`NORMAL_MIN_COUNT`): then the point estimate of each piece
-    is as informative as the violation test that reads it."""
+def informative(gs, ell, C, n, den, lo, hi) -> bool:
+    """Whether the point estimate of every piece of every constraint (:func:`_pieces`) is
+    informative: it reads only rates whose normal approximation is trusted
+    (:data:`NORMAL_MIN_COUNT`, as the violation test does), or its coordinates' confidence box
+    [lo, hi] moves it by less than :data:`UNINFORMATIVE_WIDTH` (Σ_k |∂h/∂ℓ_k|·(hi_k − lo_k): a
+    rate near 0 in a large group).  A group with a handful of held-out rows fails both."""
     for g in gs:
         for h, _ in _pieces(g):
             sgrad = np.asarray(h.grad(ell), dtype=float).reshape(-1)
-            if not np.all(np.isfinite(sgrad)) or not _normal_ok(sgrad, ell, C, n, den):
+            if not np.all(np.isfinite(sgrad)):
+                return False
+            if not (_normal_ok(sgrad, ell, C, n, den)
+                    or float(np.sum(np.abs(sgrad) * (hi - lo))) < UNINFORMATIVE_WIDTH):
                 return False
     return True
 
@@ -951,12 +956,12 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                            "violation" if violated else "unverifiable")
     out._constant_code = best_k
     if (out.fallback_reason == "violation" and options.on_violation == "mix" and best_exact
-            and testable(gs, ell, C, n, den)):
+            and informative(gs, ell, C, n, den, lo, hi)):
         # the trained rule beats the constant but breaks a constraint: return the mixture
         # "the rule w.p. p, else the constant", p the largest weight whose estimated constraint
         # values meet the levels (docs/trust.md, "Mixing with the constant").  Only where every
-        # piece's estimate is trusted as the violation test trusts it (a group with a handful
-        # of held-out rows makes p a guess: the constant keeps the constraint exactly there)
+        # piece's estimate is informative (a group with a handful of held-out rows makes p a
+        # guess: the constant keeps the constraint exactly there)
         from .mixing import mix_weight, mixed_coordinates
 
         p = mix_weight(gs, ell, best_ell)
