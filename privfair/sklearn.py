@@ -332,6 +332,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         levels and the best constant rule otherwise (``status_`` "fallback: mixed with a
         constant rule"), ``"fallback"`` fits that constant rule (``status_`` "fallback:
         constant rule"), ``"warn"`` keeps the trained rule with a warning (docs/trust.md).
+    holdout_certify : bool, default False
+        True: where the held-out check does not certify the rule, mix it with the best constant
+        rule at the largest weight whose held-out upper bounds meet the level + tolerance
+        (``status_`` "certified (mixed with a constant rule)"): a certified rule, paid in error
+        (docs/trust.md, *Certified on request*).
     budget : privfair.BudgetFilter or None, default None
         The running budget of the training rows, shared by every fit on them: each private fit
         reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
@@ -363,8 +368,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                  protect="row", backend="auto", decision_set="auto", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
                  seed=None, groups=None, classes=None, budget=None, pos_label=None,
-                 holdout=0.2, holdout_on_violation=ON_VIOLATION):
+                 holdout=0.2, holdout_on_violation=ON_VIOLATION, holdout_certify=False):
         self.groups = groups
+        self.holdout_certify = holdout_certify
         self.holdout_on_violation = holdout_on_violation
         self.classes = classes
         self.pos_label = pos_label
@@ -425,6 +431,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                     "pass 'mix' (the trained rule mixed with a constant rule "
                                     "that keeps the constraint, when the held-out rows show it "
                                     "violated), 'fallback' (the constant rule) or 'warn'")
+        if not isinstance(self.holdout_certify, bool):
+            raise InvalidInputError("holdout_certify", self.holdout_certify, "pass True or False")
         if self.budget is not None and not callable(getattr(self.budget, "reserve", None)):
             raise InvalidInputError("budget", self.budget, "pass a pf.BudgetFilter(total_epsilon, "
                                     "total_delta) shared by every fit on these rows, or None")
@@ -677,7 +685,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                alpha=float(self.alpha), budget=budget,
                                holdout=float(self.holdout),
                                holdout_on_violation=self.holdout_on_violation,
-                               _warn_status=False)
+                               holdout_certify=self.holdout_certify, _warn_status=False)
         # the status warning points at the caller's fit (the solve's own would point here,
         # and Python's default filter would show it once per process)
         from privfair.planning.planner import warn_status

@@ -560,6 +560,18 @@ def test_solve_prints_the_status_and_the_held_out_check(tmp_path, capsys):
         assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
                      "exponential", "--no-progress", "--on-violation", "warn"]) == 0
     assert "held-out check on 300 rows" in capsys.readouterr().out
+    # --certify reaches the check: certified by mixing with the constant, no status warning
+    # (8,000 rows: at 300 held-out rows the check is uninformative and returns the constant)
+    import warnings
+
+    path.write_text(TINY.replace("n = 400", "n = 8000"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResultStatusWarning)
+        assert main(["solve", str(path), "--epsilon", "1", "--seed", "0", "--backend",
+                     "exponential", "--no-progress", "--certify"]) == 0
+    out = capsys.readouterr().out
+    assert "status: certified (mixed with a constant rule)" in out
+    assert "returned: the trained rule with probability" in out
 
 
 # ---------------------------------------------- issue #17: one HTML renderer

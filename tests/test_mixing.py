@@ -236,3 +236,69 @@ def test_three_labels_mix_on_every_conditional_rate():
     # every gap of the mixture is p times the rule's: so is their maximum
     assert m.estimate == pytest.approx(out.mix_weight * c.estimate, rel=1e-9)
     assert out.error < out.mixture_error < out.constant_error
+
+
+# ----------------------------------------------------------- certified on request (holdout_certify)
+def test_certify_mixes_an_uncertified_rule_until_its_bounds_meet_the_level():
+    """A rule the check cannot certify (a gap near the level, a bound well above it) is mixed
+    with the constant until every held-out upper bound is within level + tolerance: status
+    "certified (mixed with a constant rule)", no warning, the weight the largest that does."""
+    from privfair.planning.holdout import CERTIFIED_MIXED
+
+    prob, _ = _unfair(shift=0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultStatusWarning)
+        plain = prob.solve(_privacy(1.0), seed=0, progress=False, holdout_on_violation="warn")
+    assert not plain.holdout.constraints[0].certified
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResultStatusWarning)        # certified: no warning
+        res = prob.solve(_privacy(1.0), seed=0, progress=False, holdout_certify=True)
+    chk = res.holdout
+    assert res.status == CERTIFIED_MIXED and chk.fallback_reason == "certify"
+    (m,) = chk.mixture
+    assert m.certified and m.upper <= m.level + chk.tolerance
+    assert 0 < chk.mix_weight < 1
+    assert chk.error <= chk.mixture_error <= chk.constant_error
+
+
+def test_the_certified_weight_is_the_largest_certified_one():
+    from types import SimpleNamespace
+
+    from privfair.planning.mixing import certify_weight
+
+    def judged(p):                         # certified up to p = 0.37, as a monotone bound is
+        return [SimpleNamespace(certified=p <= 0.37)]
+
+    assert certify_weight(judged, 1.0) == pytest.approx(0.37, abs=1e-9)
+    assert certify_weight(judged, 0.2) == 0.2              # already certified: kept
+    assert certify_weight(lambda p: [SimpleNamespace(certified=p == 0)], 1.0) == 0.0
+
+
+def test_certify_leaves_a_certified_rule_alone_and_refuses_a_non_boolean():
+    r = _unfair(shift=0.0)[0].rates                      # no gap, a loose level: certified
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.3])
+    res = prob.solve(pf.DP(math.inf, protect="sensitive"), seed=0, progress=False,
+                     holdout_certify=True)
+    assert res.status == "certified" and res.holdout.mix_weight is None
+    budget = pf.BudgetFilter(2.0, 1e-5)
+    with pytest.raises(InvalidInputError, match="holdout_certify"):
+        prob.solve(_privacy(1.0), seed=0, progress=False, holdout_certify="yes", budget=budget)
+    assert budget.spent == (0.0, 0.0)
+
+
+def test_certified_mixtures_bound_the_population_gap():
+    """The certified mixture's upper bound holds for its population gap (20 seeds, at most 2
+    misses at 95%)."""
+    prob, _ = _unfair(shift=0.3)
+    fresh = _unfair(n=40000, shift=0.3)[1]
+    held = _unfair(n=1500, shift=0.3)[1]
+    trained = Result("test", [0], [1.0], prob.rates.decisions, labels=[0, 1])
+    gap = trained.metrics(fresh)["dp_violation"]
+    misses = 0
+    for s in range(20):
+        chk = check(prob, trained, held, epsilon=1.0, n_train=4000, rng=as_source(s),
+                    options=HoldoutOptions(certify=True))
+        if chk.mix_weight is not None:
+            assert chk.mixture[0].certified
+            misses += chk.mixture[0].upper < chk.mix_weight * gap
+    assert misses <= 2

@@ -47,7 +47,8 @@ def cmd_solve(args) -> int:
     print(plans.explain(), "\n")
     result = problem.solve(privacy, backend=args.backend, seed=args.seed,
                            progress=show_progress(args), alpha=args.alpha,
-                           holdout=args.holdout, holdout_on_violation=args.on_violation)
+                           holdout=args.holdout, holdout_on_violation=args.on_violation,
+                           holdout_certify=args.certify)
     print(result.certificate, "\n")
     print(status_lines(result), "\n")
     if "note" in result.info:
@@ -100,5 +101,9 @@ def add_parser(sub) -> None:
                         "the largest weight whose estimates meet the levels (mix), that constant "
                         "rule (fallback) or the trained rule with a warning (warn); default "
                         f"{ON_VIOLATION} (docs/trust.md)")
+    s.add_argument("--certify", action="store_true",
+                   help="where the held-out check does not certify the rule, mix it with the "
+                        "best constant rule until it does (status 'certified (mixed with a "
+                        "constant rule)'; docs/trust.md)")
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
     s.set_defaults(func=cmd_solve)

@@ -69,6 +69,7 @@ UNINFORMATIVE_WIDTH = 0.5
 CERTIFIED = "certified"
 FALLBACK = "fallback: constant rule"
 MIXED = "fallback: mixed with a constant rule"
+CERTIFIED_MIXED = "certified (mixed with a constant rule)"
 #: what a confidently violated constraint does (HoldoutOptions.on_violation)
 ON_VIOLATION_CHOICES = ("mix", "fallback", "warn")
 ON_VIOLATION = "mix"
@@ -90,6 +91,11 @@ class HoldoutOptions:
     #: constraint values are data-free, else by the constant; "warn": it is returned, status
     #: "constraint not certified" (the warning says it is violated)
     on_violation: str = ON_VIOLATION
+    #: return a certified rule: where the released rule is not certified and the best
+    #: constant's constraint values are exact, mix it with that constant at the largest weight
+    #: whose held-out upper bounds are within level + tolerance (status
+    #: "certified (mixed with a constant rule)"; docs/trust.md, *Certified on request*)
+    certify: bool = False
 
     @classmethod
     def from_options(cls, options: dict) -> "HoldoutOptions":
@@ -123,7 +129,12 @@ class HoldoutOptions:
                                     "weight that meets the levels), 'fallback' (return the "
                                     "constant rule) or 'warn' (return the trained rule with a "
                                     "warning)")
-        return cls(float(frac), float(tol), float(conf), int(m), viol)
+        cert = options.pop("holdout_certify", False)
+        if not isinstance(cert, bool):
+            raise InvalidInputError("holdout_certify", cert, "pass True (mix the rule with the "
+                                    "best constant rule until the held-out check certifies "
+                                    "every constraint) or False (the default)")
+        return cls(float(frac), float(tol), float(conf), int(m), viol, cert)
 
     def held_out_rows(self, n: int) -> tuple:
         """(rows to hold out, why none) — from n and the options only (public)."""
@@ -252,8 +263,10 @@ class HoldoutCheck:
     constant_label: object         # that constant's label
     constraints: list = field(default_factory=list)
     fallback: bool = False
-    #: why the constant replaced the trained rule: "error" (worse than the constant) or
-    #: "violation" (a constraint confidently violated; ``HoldoutOptions.on_violation``)
+    #: why the constant replaced the trained rule: "error" (worse than the constant),
+    #: "violation" (a constraint confidently violated; ``HoldoutOptions.on_violation``),
+    #: "unverifiable" (an uninformative check) or "certify" (``holdout_certify=True``: mixed
+    #: with the constant until certified)
     fallback_reason: str = ""
     certificate: object = None     # the check's own Certificate (None at ε = ∞)
     counts: object = None          # the released (noisy) soft confusion counts C̃[g, y, ŷ]
@@ -970,6 +983,22 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
             out.mix_weight = p
             out.mixture = judge(m_ell, m_lo, m_hi, p * Jac)
             out.mixture_error = p * error + (1.0 - p) * out.constant_error
+    if options.certify and best_exact and not worse and best_k is not None:
+        # the rule returned so far: the trained one (weight 1) or the mixture above; the
+        # constant of a pure fallback keeps every constraint exactly (certified as it is)
+        p0 = out.mix_weight if out.mix_weight is not None else None if out.fallback else 1.0
+        now = out.mixture if out.mix_weight is not None else checks
+        if p0 is not None and not all(c.certified for c in now):
+            from .mixing import certify_weight, mixed_coordinates
+
+            def judged(q):
+                m_ell, m_lo, m_hi = mixed_coordinates(q, best_ell, ell, lo, hi)
+                return judge(m_ell, m_lo, m_hi, q * Jac)
+
+            p = certify_weight(judged, p0)
+            out.fallback, out.fallback_reason = True, "certify"
+            out.mix_weight, out.mixture = p, judged(p)
+            out.mixture_error = p * error + (1.0 - p) * out.constant_error
     return out
 
 
@@ -977,6 +1006,8 @@ def status_of(check_: HoldoutCheck) -> str:
     """"certified", "fallback: constant rule", "fallback: mixed with a constant rule" or
     "constraint not certified at level c"."""
     if check_.fallback:
+        if check_.fallback_reason == "certify":
+            return CERTIFIED_MIXED
         return MIXED if check_.mix_weight is not None else FALLBACK
     bad = [c for c in check_.constraints if not c.certified]
     if not bad:

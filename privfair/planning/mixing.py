@@ -71,6 +71,21 @@ def mix_weight(gs, ell, ell_c) -> float:
     return lo
 
 
+def certify_weight(judged, p_max: float) -> float:
+    """The largest p ∈ [0, ``p_max``] whose mixture's checks (``judged(p)``: a list of
+    :class:`privfair.planning.holdout.ConstraintCheck`) are all certified, by bisection.
+    p = 0 is the constant, whose data-free values are certified exactly (a zero-width box).
+    The bounds at every p come from the check's one confidence event, so choosing p from them
+    keeps the confidence (module docstring)."""
+    if all(c.certified for c in judged(p_max)):
+        return float(p_max)
+    lo, hi = 0.0, float(p_max)
+    for _ in range(STEPS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if all(c.certified for c in judged(mid)) else (lo, mid)
+    return lo
+
+
 def mixed_coordinates(p: float, ell_c, ell, lo, hi) -> tuple:
     """(point, lo, hi) of the mixture's coordinates: each the image of the rule's under
     ℓ ↦ p·ℓ + (1 − p)·ℓ_c, so the check's confidence event for the rule is the same event for

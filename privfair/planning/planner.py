@@ -287,7 +287,7 @@ def warn_status(result, stacklevel: int = 2) -> None:
     from ..errors import FallbackWarning, UncertifiedConstraintWarning, UncheckedResultWarning
 
     status = getattr(result, "status", "certified")
-    if status == "certified":
+    if status.startswith("certified"):          # also "certified (mixed with a constant rule)"
         return
     if status.startswith("fallback") and result.holdout.mix_weight is not None:
         chk = result.holdout
