@@ -320,3 +320,31 @@ def test_lagrangian_instance_needs_no_torch():
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "lagrangian_w2 lagrangian_sgda False"
+
+
+# ------------------------------------------------------------------ the memoized analysis
+@pytest.mark.filterwarnings("ignore::privfair.errors.ResultStatusWarning")
+@pytest.mark.filterwarnings("ignore::privfair.errors.WeakPrivacyWarning")
+@pytest.mark.parametrize("name", AUDITED + (["sgda"] if HAS_TORCH else []))
+def test_a_memoized_analysis_exposes_the_fields_of_a_fresh_one(name):
+    """The audit compiles each dataset's problem once (harness.memoized_analysis); a solve
+    that reuses the analysis must expose what a freshly compiled problem exposes, on D and
+    on D′, for the same seeds — else the memo would change what is audited."""
+    inst = audit_instances(name)[0]
+    privacy = pf.DP(1.0, inst.delta, protect=inst.protect)
+    calls = []
+    with A.memoized_accounting():
+        for data in inst.pair():
+            memo = A.memoized_analysis(inst.build(data))
+            inner = memo.analyze
+            memo.analyze = lambda *a, **k: calls.append(1) or inner(*a, **k)
+            for seed in range(4):
+                fresh = inst.build(data).solve(privacy, backend=name, seed=seed,
+                                               progress=False, **inst.options)
+                again = memo.solve(privacy, backend=name, seed=seed, progress=False,
+                                   **inst.options)
+                a, b = A.exposed_fields(fresh, inst, data), A.exposed_fields(again, inst, data)
+                assert a.keys() == b.keys()
+                for k in a:
+                    assert np.array_equal(np.asarray(a[k]), np.asarray(b[k])), (name, k)
+    assert len(calls) >= 8          # the memo was consulted on every solve
