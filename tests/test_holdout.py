@@ -114,6 +114,43 @@ def test_a_violated_constraint_is_not_certified_and_warns():
     assert c.upper >= c.estimate > 0.0 and not c.certified
 
 
+def _fair_rule_problem(level, n=4000):
+    """One rule, 1[x₀ > 0], on data whose groups differ in nothing: its true selection gap is
+    0, so a check that does not certify it says something about the check's resolution."""
+    rng = np.random.default_rng(8)
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
+    return pf.Problem(pf.minimize(r.error()),
+                      [pf.abs(r.selection["a"] - r.selection["b"]) <= level])
+
+
+def test_a_level_the_held_out_rows_cannot_resolve_is_said_to_be_so():
+    # 800 held-out rows, ~400 a group: the bound adds ~0.3 to any estimate of this rule's gap,
+    # so a level of 0.01 (+ tolerance 0.01) cannot be certified even for a rule with no gap —
+    # the warning says so rather than leave "not certified" to read as "unfair"
+    with pytest.warns(UncertifiedConstraintWarning, match="too few held-out rows to resolve"):
+        res = _fair_rule_problem(0.01).solve(pf.DP(1.0, protect="sensitive"), seed=0,
+                                            progress=False)
+    (c,) = res.holdout.constraints
+    assert not c.certified and not c.violated and not c.resolvable
+    assert c.lowest == 0.0 and c.margin > c.level + res.holdout.tolerance
+    assert c.margin == pytest.approx(c.upper - c.estimate)      # the bound's own width
+    assert "too few held-out rows to resolve" in res.holdout.summary()
+    # the control: a level the same rows can resolve — no such note, whatever the verdict
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        loose = _fair_rule_problem(0.4).solve(pf.DP(1.0, protect="sensitive"), seed=0,
+                                              progress=False)
+    (c2,) = loose.holdout.constraints
+    assert c2.resolvable and c2.margin == pytest.approx(c.margin, rel=0.2)   # the same rows
+    assert c2.lowest + c2.margin <= c2.level + loose.holdout.tolerance
+    assert not any("resolve" in str(w.message) for w in seen)
+    assert "resolve" not in loose.holdout.summary()
+
+
 def _unfair_problem(n=4000, shift=1.5):
     """One rule, 1[x₀ > 0], on data where group b's x₀ is shifted by ``shift`` (1.5: a
     selection gap of ~0.5 whatever is trained, against an asked 0.02 — a rule that breaks its

@@ -245,6 +245,25 @@ class ConstraintCheck:
     #: piece by piece (:func:`violation_bounds`): far tighter than ``lower``, which bounds every
     #: coordinate at once; ``violated`` is also set when it is above level + tolerance
     test_lower: float = -math.inf
+    #: what the upper bound adds to the estimate (``upper − estimate``): the bound's width at
+    #: this rule's held-out rates and group sizes; nan where the bound is unknown
+    margin: float = math.nan
+    #: the smallest value the constraint's left side can take (its interval lower bound over
+    #: ℓ ∈ [0, 1]^K, e.g. 0 for a gap), in the level's units
+    lowest: float = -math.inf
+
+    @property
+    def resolvable(self) -> bool:
+        """False when the bound's width alone puts the level out of reach: :attr:`lowest` (a
+        zero gap) plus :attr:`margin` is above level + tolerance, so at this rule's held-out
+        rates and group sizes no estimate could have been certified — the held-out rows are
+        too few to resolve the level, and "not certified" says the check cannot tell, not that
+        the rule misses the level.  (The width is this rule's; another rule's rates give a
+        somewhat different one.)  True where unknown."""
+        return not (self.lowest + self.margin > self.level + self.resolution_slack)
+
+    #: the tolerance the check certified against (set by :func:`check`)
+    resolution_slack: float = math.inf
 
 
 @dataclass
@@ -403,6 +422,7 @@ class HoldoutCheck:
             verdict = ("certified" if c.certified else
                        "VIOLATED: lower bound above it" if c.violated else
                        "NOT certified; the interval is too wide to tell" if c.uninformative
+                       else f"NOT certified; {unresolvable_note(c)}" if not c.resolvable
                        else "NOT certified")
             lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, bounds "
                          f"[{c.lower:.4f}, {c.upper:.4f}], test lower bound {c.test_lower:.4f} "
@@ -610,6 +630,15 @@ def laplace_sum_bound(k: int, scale: float, beta: float) -> float:
         return scale * math.log(1.0 / beta)
     u = np.linspace(1e-3, 1 - 1e-3, 999)
     return float(scale * np.min((math.log(2.0 / beta) - k * np.log1p(-u * u)) / u))
+
+
+def unresolvable_note(c) -> str:
+    """Why a constraint that is not :attr:`~ConstraintCheck.resolvable` could not have been
+    certified: the bound's half-width at these held-out rates against level + tolerance."""
+    return (f"at these held-out rates and group sizes the bound adds {c.margin:.3f} to the "
+            f"estimate, so even a value of {c.lowest:g} would not be certified within "
+            f"{c.level:g} + tolerance {c.resolution_slack:g}: too few held-out rows to resolve "
+            "this level (not evidence that the rule misses it)")
 
 
 def _intervals(C, n, num, den, noise, z, which) -> tuple:
@@ -918,11 +947,14 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
             # same joint confidence: one event covers both sides)
             lower = est - float(np.sum(u * dev)) if np.all(np.isfinite(u)) else -math.inf
             lower = max(lower, float(g.range()[0]), support_lower_bound(g, ell, dev))
+            spread = upper - est if math.isfinite(upper) else math.nan
             out.append(ConstraintCheck(str(c), level, est + level, upper + level,
                                        upper <= options.tolerance, lower + level,
                                        lower > options.tolerance or t_low > options.tolerance,
                                        upper - lower >= UNINFORMATIVE_WIDTH
-                                       and est > options.tolerance, t_low + level))
+                                       and est > options.tolerance, t_low + level,
+                                       margin=spread, lowest=float(g.range()[0]) + level,
+                                       resolution_slack=options.tolerance))
         return out
 
     checks = judge(ell, lo, hi, Jac)

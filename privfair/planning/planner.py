@@ -285,6 +285,7 @@ def warn_status(result, stacklevel: int = 2) -> None:
     import warnings
 
     from ..errors import FallbackWarning, UncertifiedConstraintWarning, UncheckedResultWarning
+    from .holdout import unresolvable_note
 
     status = getattr(result, "status", "certified")
     if status.startswith("certified"):          # also "certified (mixed with a constant rule)"
@@ -343,7 +344,11 @@ def warn_status(result, stacklevel: int = 2) -> None:
                            f"{result.holdout.confidence:.0%} upper bound {c.upper:.4f} > "
                            f"{c.level:g} + tolerance {result.holdout.tolerance:g}"
                            + (f", and its lower bound {c.lower:.4f} is above it too: violated"
-                              if c.violated else "") for c in bad)
+                              if c.violated else "")
+                           + ("" if c.violated or c.resolvable else
+                              f" — {unresolvable_note(c)}; hold out more rows (holdout=), "
+                              "ask a looser level or a larger holdout_tolerance to get a "
+                              "certificate") for c in bad)
         cls, msg = UncertifiedConstraintWarning, f"privfair: {status} ({detail})"
     warnings.warn(msg + _sparse_hint(getattr(result, "holdout", None), result), cls,
                   stacklevel=stacklevel + 1)
