@@ -151,6 +151,44 @@ def test_a_level_the_held_out_rows_cannot_resolve_is_said_to_be_so():
     assert "resolve" not in loose.holdout.summary()
 
 
+def test_the_forecast_of_what_the_check_resolves_matches_the_check():
+    # before any row is read, explain() says how many held-out rows each rate needs for a
+    # level to be certifiable; at ε = ∞ (no noise) and selection rates near ½ that is exactly
+    # the check's own width: a fair rule's margin is z·½·(1/√m_a + 1/√m_b)
+    from scipy.stats import norm
+
+    from privfair.planning.holdout import resolution
+
+    level = 0.05
+    prob = _fair_rule_problem(level, n=4000)
+    (fc,) = resolution(prob, 4000, private=False)
+    z = norm.ppf(1 - 0.05 / 4)                  # 95%, two coordinates, two-sided
+    assert fc.rows == pytest.approx((z / (level + 0.01)) ** 2) and fc.held_out == 800
+    assert fc.hopeless                          # 800 rows cannot give ~1,750 a group
+    with pytest.warns(UncertifiedConstraintWarning, match="too few held-out rows"):
+        res = prob.solve(pf.DP(math.inf), seed=0, progress=False)
+    (c,) = res.holdout.constraints
+    m_a, m_b = (np.asarray(res.holdout.counts).sum(axis=(1, 2)))
+    # (to 1e-3: a rate whose interval misses ½ by a hair has p(1 − p) a hair below ¼)
+    assert c.margin == pytest.approx(z * 0.5 * (1 / math.sqrt(m_a) + 1 / math.sqrt(m_b)),
+                                     rel=1e-3)
+    assert not c.resolvable and min(m_a, m_b) < fc.rows
+    # 20,000 rows: ~2,000 held-out rows a group, above the forecast — resolvable, as forecast
+    big = _fair_rule_problem(level, n=20000)
+    (fc2,) = resolution(big, 20000, private=False)
+    assert not fc2.hopeless and fc2.rows == pytest.approx(fc.rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResultStatusWarning)
+        (c2,) = big.solve(pf.DP(math.inf), seed=0, progress=False).holdout.constraints
+    assert c2.resolvable
+    # explain() shows the forecast, and says "expect not certified" only where hopeless
+    assert 'expect "not certified"' in prob.plan(pf.DP(1.0, protect="sensitive")).explain()
+    text = big.plan(pf.DP(1.0, protect="sensitive")).explain()
+    assert "held-out check (the default: 4,000 rows held out" in text
+    assert 'expect "not certified"' not in text
+    assert resolution(_fair_rule_problem(level, n=500), 500, private=True) == []   # no check
+
+
 def _unfair_problem(n=4000, shift=1.5):
     """One rule, 1[x₀ > 0], on data where group b's x₀ is shifted by ``shift`` (1.5: a
     selection gap of ~0.5 whatever is trained, against an asked 0.02 — a rule that breaks its

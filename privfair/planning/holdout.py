@@ -641,6 +641,88 @@ def unresolvable_note(c) -> str:
             "this level (not evidence that the rule misses it)")
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """What the default held-out check can resolve for one constraint, before any row is read
+    (:func:`resolution`): ``rows`` is about how many held-out rows each rate the constraint
+    reads must rest on (a group's rows for a selection rate, its rows of one label for a TPR or
+    FPR) for a rule with no gap to be certified within level + tolerance — the sampling part of
+    the bound at p = ½ (rates nearer 0 or 1 need fewer rows; the release's noise needs more)."""
+
+    constraint: str
+    level: float
+    rows: float          # inf: no number of rows can (level + tolerance ≤ the lowest value)
+    held_out: int        # the held-out rows in all (m)
+
+    @property
+    def hopeless(self) -> bool:
+        """Even two equal halves of the held-out rows are too few (for a gap between two
+        groups' rates; a rate over a group's rows of one label is rarer still)."""
+        return self.rows > self.held_out / 2
+
+    def line(self) -> str:
+        if not math.isfinite(self.rows):
+            return (f"{self.constraint}: its lowest value is at or above level + tolerance; "
+                    "the check cannot certify it")
+        n = math.ceil(self.rows)
+        text = (f"{self.constraint}: certified only where each rate it reads rests on "
+                f"about {n:,} held-out rows or more")
+        return text + (" — more than half of them: expect \"not certified\" whatever the "
+                       "rule; that would be the check's resolution, not the rule's fault"
+                       if self.hopeless else "")
+
+
+def resolution(problem, n: int, private: bool, options: "HoldoutOptions | None" = None) -> list:
+    """:class:`Resolution` of every constraint of ``problem`` under the held-out check that a
+    solve on ``n`` rows makes with ``options`` (default: 20 % held out, 95 %, tolerance 0.01).
+    Public: it reads n, the options, the levels and the constraints' Lipschitz constants — the
+    check's own sampling width z·√(p(1 − p)/m) (z at its Bonferroni level over the coordinates
+    the constraints read; p = ½) summed over each piece's coordinates, set against level +
+    tolerance above the piece's lowest value.  Empty when the check would not run or nothing is
+    constrained.
+
+    Examples
+    --------
+    >>> import numpy as np, privfair as pf
+    >>> rng = np.random.default_rng(0)
+    >>> data = pf.Dataset(rng.normal(size=(30000, 2)), rng.integers(0, 2, 30000),
+    ...                   rng.choice(["a", "b"], 30000), group_names=["a", "b"])
+    >>> r = pf.rates(pf.LinearClassifier(2), data)
+    >>> prob = pf.Problem(pf.minimize(r.error()),
+    ...                   [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.005])
+    >>> (res,) = resolution(prob, data.n, private=True)
+    >>> round(res.rows), res.held_out, res.hopeless
+    (27727, 6000, True)
+    """
+    from scipy.stats import norm
+
+    options = HoldoutOptions() if options is None else options
+    m, _ = options.held_out_rows(int(n))
+    if not m or not problem.g:
+        return []
+    beta = 1.0 - options.confidence
+    if private:
+        beta /= 2                   # the other half covers the release's noise
+    U = [np.asarray(g.coordinate_lipschitz(), dtype=float).reshape(-1) for g in problem.g]
+    k_used = max(1, len({int(k) for u in U for k in np.nonzero(u > 0)[0]}))
+    z = float(norm.ppf(1 - beta / (2 * k_used)))
+    out = []
+    for c, g in zip(problem.constraints, problem.g):
+        level = _level(c)
+        room = level + options.tolerance - (float(g.range()[0]) + level)
+        widths = []
+        for h, _ in _pieces(g):
+            u = np.asarray(h.coordinate_lipschitz(), dtype=float).reshape(-1)
+            widths.append(float(np.sum(u)) if np.all(np.isfinite(u)) else math.inf)
+        s = max(widths) if widths else math.inf
+        if not math.isfinite(s):
+            continue
+        # a zero-gap rule's bound: Σ_k u_k·z·½/√M over the piece's coordinates ≤ room
+        rows = (z * 0.5 * s / room) ** 2 if room > 0 else math.inf
+        out.append(Resolution(str(c), level, rows, m))
+    return out
+
+
 def _intervals(C, n, num, den, noise, z, which) -> tuple:
     """(lo, hi) for the coordinates in ``which``: noise (``noise(k)`` bounds the noise of a
     sum of k counts) and sampling (z standard errors, variance ≤ p(1 − p) at the worst p the

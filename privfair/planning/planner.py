@@ -42,6 +42,20 @@ class Plans:
     #: backends a solve did not plan because a plan that always ranks first was made
     #: (``plan(..., first_only=True)``; ``prob.plan`` plans every backend)
     skipped: tuple = ()
+    #: the problem planned for (the held-out check's forecast in :meth:`explain` reads its n,
+    #: levels and constants — public)
+    problem: object = None
+
+    @property
+    def resolution(self) -> list:
+        """What the default held-out check can resolve, per constraint
+        (:func:`privfair.planning.holdout.resolution`): public quantities only."""
+        from .holdout import resolution
+
+        if self.problem is None:
+            return []
+        return resolution(self.problem, self.problem.rates.data.n,
+                          self.analysis.privacy.is_private)
 
     def explain(self, refused: bool = True) -> str:
         """The ranking, then the refusals — backends refused for the same reason on one line.
@@ -68,6 +82,12 @@ class Plans:
         if self.skipped:
             out += wrap(f"not planned (a backend that always ranks first accepted): "
                         f"{', '.join(self.skipped)}", "    ")
+        forecast = self.resolution
+        if forecast:
+            out += wrap(f"held-out check (the default: {forecast[0].held_out:,} rows held out, "
+                        "95% confidence, tolerance 0.01; docs/trust.md):", "    ")
+            for r in forecast:
+                out += wrap("   - " + r.line(), "    ")
         return "\n".join(out)
 
     def __str__(self):
@@ -224,7 +244,7 @@ def plan(problem, privacy, backend: str = "auto", alpha: float = 0.05, *,
     chosen = ranked[0] if ranked else None
     return Plans(chosen=chosen, ranked=ranked, refused=refused, analysis=analysis,
                  group_mass_share=chosen.params["group_mass_share"] if chosen else 0.0,
-                 skipped=tuple(skipped))
+                 skipped=tuple(skipped), problem=problem)
 
 
 def solve(problem, privacy, backend: str = "auto", device: str = "cpu", seed=None,
