@@ -462,6 +462,12 @@ class LagrangianSGDA(Backend):
                          + " (docs/lagrangian.md, *The default recipe*)")
         notes.append("predicted excess risk ∞: no utility theorem is proved for this non-convex "
                      "game; ranked on measured behaviour (docs/lagrangian.md)")
+        if not private:
+            notes.append("ε = ∞: the steps are neither noised nor clipped (the clip only bounds "
+                         "what the noise must hide) — the method without privacy, not the "
+                         "private run's limit; on Adult's equalized odds it ends near the "
+                         "constant rule where ε = 100 does not (docs/lagrangian.md, 'Equalized "
+                         "odds on Adult')")
         if getattr(r, "surrogate", None) is None and type(r.decisions).__name__ == \
                 "LinearClassifier":
             notes.append("trains on σ(x·w + b) soft predictions; the released rule 1[x·w + b > 0] "
