@@ -366,9 +366,10 @@ def warn_status(result, stacklevel: int = 2) -> None:
                            + (f", and its lower bound {c.lower:.4f} is above it too: violated"
                               if c.violated else "")
                            + ("" if c.violated or c.resolvable else
-                              f" — {unresolvable_note(c)}; hold out more rows (holdout=), "
-                              "ask a looser level or a larger holdout_tolerance to get a "
-                              "certificate") for c in bad)
+                              f" — {unresolvable_note(c)}; for a certificate hold out more "
+                              "rows (holdout=), ask a looser level, or pass "
+                              "holdout_certify=True (the rule mixed with the constant until "
+                              "certified)") for c in bad)
         cls, msg = UncertifiedConstraintWarning, f"privfair: {status} ({detail})"
     warnings.warn(msg + _sparse_hint(getattr(result, "holdout", None), result), cls,
                   stacklevel=stacklevel + 1)
