@@ -251,6 +251,8 @@ class ConstraintCheck:
     #: the smallest value the constraint's left side can take (its interval lower bound over
     #: ℓ ∈ [0, 1]^K, e.g. 0 for a gap), in the level's units
     lowest: float = -math.inf
+    #: the check's tolerance (certified when ``upper`` ≤ level + it)
+    tolerance: float = math.inf
 
     @property
     def resolvable(self) -> bool:
@@ -260,10 +262,7 @@ class ConstraintCheck:
         too few to resolve the level, and "not certified" says the check cannot tell, not that
         the rule misses the level.  (The width is this rule's; another rule's rates give a
         somewhat different one.)  True where unknown."""
-        return not (self.lowest + self.margin > self.level + self.resolution_slack)
-
-    #: the tolerance the check certified against (set by :func:`check`)
-    resolution_slack: float = math.inf
+        return not (self.lowest + self.margin > self.level + self.tolerance)
 
 
 @dataclass
@@ -637,7 +636,7 @@ def unresolvable_note(c) -> str:
     certified: the bound's half-width at these held-out rates against level + tolerance."""
     return (f"at these held-out rates and group sizes the bound adds {c.margin:.3f} to the "
             f"estimate, so even a value of {c.lowest:g} would not be certified within "
-            f"{c.level:g} + tolerance {c.resolution_slack:g}: too few held-out rows to resolve "
+            f"{c.level:g} + tolerance {c.tolerance:g}: too few held-out rows to resolve "
             "this level (not evidence that the rule misses it)")
 
 
@@ -1036,7 +1035,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                                        upper - lower >= UNINFORMATIVE_WIDTH
                                        and est > options.tolerance, t_low + level,
                                        margin=spread, lowest=float(g.range()[0]) + level,
-                                       resolution_slack=options.tolerance))
+                                       tolerance=options.tolerance))
         return out
 
     checks = judge(ell, lo, hi, Jac)

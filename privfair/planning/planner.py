@@ -84,8 +84,11 @@ class Plans:
                         f"{', '.join(self.skipped)}", "    ")
         forecast = self.resolution
         if forecast:
+            from .holdout import CONFIDENCE, TOLERANCE
+
             out += wrap(f"held-out check (the default: {forecast[0].held_out:,} rows held out, "
-                        "95% confidence, tolerance 0.01; docs/trust.md):", "    ")
+                        f"{CONFIDENCE:.0%} confidence, tolerance {TOLERANCE:g}; "
+                        "docs/trust.md):", "    ")
             for r in forecast:
                 out += wrap("   - " + r.line(), "    ")
         return "\n".join(out)
