@@ -659,12 +659,21 @@ class Resolution:
         groups' rates; a rate over a group's rows of one label is rarer still)."""
         return self.rows > self.held_out / 2
 
+    #: a constraint's text longer than this is shortened in :meth:`line` (one over every pair
+    #: of six groups runs to a dozen lines)
+    SHOWN_CHARS = 72
+
     def line(self) -> str:
+        name = self.constraint
+        if len(name) > self.SHOWN_CHARS:
+            head, sep, tail = name.rpartition(" <= ")
+            name = (head[:self.SHOWN_CHARS - 24] + " … " + sep.strip() + " " + tail
+                    if sep else name[:self.SHOWN_CHARS] + " …")
         if not math.isfinite(self.rows):
-            return (f"{self.constraint}: its lowest value is at or above level + tolerance; "
+            return (f"{name}: its lowest value is at or above level + tolerance; "
                     "the check cannot certify it")
         n = math.ceil(self.rows)
-        text = (f"{self.constraint}: certified only where each rate it reads rests on "
+        text = (f"{name}: certified only where each rate it reads rests on "
                 f"about {n:,} held-out rows or more")
         return text + (" — more than half of them: expect \"not certified\" whatever the "
                        "rule; that would be the check's resolution, not the rule's fault"
