@@ -184,7 +184,10 @@ def test_the_forecast_of_what_the_check_resolves_matches_the_check():
     # explain() shows the forecast, and says "expect not certified" only where hopeless
     assert 'expect "not certified"' in prob.plan(pf.DP(1.0, protect="sensitive")).explain()
     text = big.plan(pf.DP(1.0, protect="sensitive")).explain()
-    assert "held-out check (the default: 4,000 rows held out" in text
+    assert "held-out check (the default: 4,000 rows held out (20%)" in text
+    # a solve that holds out half the rows: the forecast follows it
+    half = big.plan(pf.DP(1.0, protect="sensitive")).explain(holdout=0.5)
+    assert "held-out check (holdout=0.5: 10,000 rows held out (50%)" in half
     assert 'expect "not certified"' not in text
     assert resolution(_fair_rule_problem(level, n=500), 500, private=True) == []   # no check
 

@@ -44,7 +44,7 @@ def cmd_solve(args) -> int:
           f"protect={privacy.protect!r}\n")
     print(problem, "\n")
     plans = problem.plan(privacy, backend=args.backend, alpha=args.alpha)
-    print(plans.explain(), "\n")
+    print(plans.explain(holdout=args.holdout), "\n")
     result = problem.solve(privacy, backend=args.backend, seed=args.seed,
                            progress=show_progress(args), alpha=args.alpha,
                            holdout=args.holdout, holdout_on_violation=args.on_violation,

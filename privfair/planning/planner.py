@@ -46,19 +46,22 @@ class Plans:
     #: levels and constants — public)
     problem: object = None
 
-    @property
-    def resolution(self) -> list:
-        """What the default held-out check can resolve, per constraint
-        (:func:`privfair.planning.holdout.resolution`): public quantities only."""
-        from .holdout import resolution
+    def resolution(self, holdout=None) -> list:
+        """What the held-out check can resolve, per constraint
+        (:func:`privfair.planning.holdout.resolution`): public quantities only.  ``holdout``:
+        the fraction a solve will hold out (default: the solve's default)."""
+        from .holdout import HoldoutOptions, resolution
 
         if self.problem is None:
             return []
+        options = HoldoutOptions() if holdout is None else HoldoutOptions(float(holdout))
         return resolution(self.problem, self.problem.rates.data.n,
-                          self.analysis.privacy.is_private)
+                          self.analysis.privacy.is_private, options)
 
-    def explain(self, refused: bool = True) -> str:
-        """The ranking, then the refusals — backends refused for the same reason on one line.
+    def explain(self, refused: bool = True, holdout=None) -> str:
+        """The ranking, then the refusals — backends refused for the same reason on one line —
+        then what the held-out check can resolve (:meth:`resolution`; ``holdout``: the fraction
+        the solve will hold out, default the solve's default).
 
         Every line is wrapped to ``privfair.util.text.WIDTH`` characters.  ``refused=False`` leaves
         the refusals out (for a page that lists them elsewhere, e.g. ``privfair report``)."""
@@ -82,11 +85,13 @@ class Plans:
         if self.skipped:
             out += wrap(f"not planned (a backend that always ranks first accepted): "
                         f"{', '.join(self.skipped)}", "    ")
-        forecast = self.resolution
+        forecast = self.resolution(holdout)
         if forecast:
-            from .holdout import CONFIDENCE, TOLERANCE
+            from .holdout import CONFIDENCE, HOLDOUT, TOLERANCE
 
-            out += wrap(f"held-out check (the default: {forecast[0].held_out:,} rows held out, "
+            which = "the default" if holdout is None else f"holdout={float(holdout):g}"
+            out += wrap(f"held-out check ({which}: {forecast[0].held_out:,} rows held out "
+                        f"({float(HOLDOUT if holdout is None else holdout):.0%}), "
                         f"{CONFIDENCE:.0%} confidence, tolerance {TOLERANCE:g}; "
                         "docs/trust.md):", "    ")
             for r in forecast:
