@@ -122,6 +122,10 @@ def test_subsample_and_collect(client, frame):
     assert 0.15 * N < part.n < 0.35 * N
     with pytest.raises(InvalidInputError, match="max_rows"):
         data.to_dataset(max_rows=10)
+    # coarser groups are declared where a Dask dataset is built: merge_groups says how
+    with pytest.raises(InvalidInputError, match="from_dask"):
+        data.merge_groups({"all": ["F", "M"]})
+    assert mem.merge_groups({"all": ["F", "M"]}).groups == ["all"]
 
 
 def test_persisted_arrays_give_the_same_passes(client, frame):

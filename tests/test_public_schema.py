@@ -248,3 +248,48 @@ def test_estimator_classes_declare_the_positive_class():
             X, np.full(len(y), "no"), sensitive_features=a)
         assert list(one.classes_) == ["no", "yes"]
         assert set(one.predict(X)) <= {"no", "yes"}
+
+
+# ------------------------------------------------------------------ coarser groups
+def test_merged_groups_keep_rows_features_lineage_and_neighbours():
+    """Dataset.merge_groups (the held-out check's advice for groups too small to check): the
+    same rows, X shared, the groups mapped, declared iff the original's were; a neighbour in
+    the original relation stays a neighbour (or becomes identical) after the merge."""
+    d = _data(1, groups=("a", "b", "c"))
+    m = d.merge_groups({"bc": ["b", "c"]})
+    assert m.groups == ["a", "bc"] and m.group_values == ["a", "bc"] and m.groups_declared
+    assert np.shares_memory(m.X, d.X) and np.array_equal(m.y, d.y)
+    assert m.group.tolist() == [0 if g == 0 else 1 for g in d.group.tolist()]
+    assert m.shares_rows_with(d)                    # a score fitted on d is still d's
+    # one row's group changing: between merged members it vanishes, else it stays one row
+    inside = d.with_row(0, group="b").merge_groups({"bc": ["b", "c"]})
+    assert np.array_equal(inside.group, m.group)
+    across = d.with_row(0, group="a").merge_groups({"bc": ["b", "c"]})
+    assert np.flatnonzero(across.group != m.group).tolist() == [0]
+    # a view by index keeps sharing its parent's features
+    view = d.take(np.arange(0, 600, 2), copy=False).merge_groups({"bc": ["b", "c"]})
+    assert view.n == 300 and np.array_equal(view.X, d.X[::2])
+    # groups read from the data stay undeclared: a private solve still refuses them
+    undeclared = _data(1, group_names=None).merge_groups({"bc": ["b", "c"]})
+    assert not undeclared.groups_declared
+    with pytest.raises(InvalidInputError, match="group_names"):
+        undeclared.check_public_schema(pf.DP(1.0))
+
+
+def test_merged_groups_solve_and_bad_merges_are_refused_naming_the_field():
+    d = _data(1, groups=("a", "b", "c"))
+    m = d.merge_groups({"bc": ["b", "c"]})
+    r = pf.rates(pf.LinearClassifier(2), m)
+    prob = pf.Problem(pf.minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["bc"])
+                                               <= 0.1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
+    assert res.certificate.epsilon <= 1.0 + 1e-9
+    for bad, field in [({}, "merges"), ({"x": "b"}, "merges['x']"),
+                       ({"x": ["b"], "y": ["b", "c"]}, "merges['y']"), ({"a": ["b"]}, "merges")]:
+        with pytest.raises(InvalidInputError) as err:
+            d.merge_groups(bad)
+        assert err.value.field == field
+    with pytest.raises(pf.errors.DataError, match="not a group"):
+        d.merge_groups({"x": ["zz"]})

@@ -1169,6 +1169,14 @@ class DaskDataset:
         c = self.rows().map_sum(passes.group_label_counts, self.n_groups, self.n_labels)
         return np.asarray(c).reshape(self.n_groups, self.n_labels)
 
+    def merge_groups(self, merges: dict):
+        """Not on Dask yet: a Dask dataset's groups are the values of its sensitive column, so
+        coarser groups are declared where it is built (refused with the way to do it)."""
+        raise InvalidInputError(
+            "merges", merges, "merging groups of a Dask dataset is not implemented; map the "
+            "sensitive column in the Dask DataFrame (ddf[col] = ddf[col].replace({...})) and "
+            "build it with pf.Dataset.from_dask(ddf, ..., groups=[the coarser groups])")
+
     def sample(self, frac: float, random_state=None) -> "DaskDataset":
         """A Bernoulli(``frac``) subsample of the rows, same schema (Dask's ``sample``)."""
         if not (isinstance(frac, numbers.Real) and 0 < frac <= 1):

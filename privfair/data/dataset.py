@@ -647,6 +647,85 @@ class Dataset:
                  self.sensitive_names)
         return self._same_schema(new)
 
+    def merge_groups(self, merges: dict) -> "Dataset":
+        """The same rows with coarser groups: ``merges`` maps a new group's name to the groups
+        it unites (names or values); the other groups keep their names and values.
+
+        What the held-out check's warning advises where groups are too small to fit or check a
+        gap (COMPAS's smallest races, a 1 % group).  The mapping is part of the public schema,
+        and a row's new group is a function of its own group, so neighbours stay neighbours
+        (one row's group changing becomes a change between merged groups, or none).  The
+        groups are declared iff ``self``'s were.  The features are shared, not copied, and the
+        result holds the same rows (:attr:`lineage`), so a score fitted on ``self`` is still
+        recognized as fitted on it.  The new groups are ordered by their first member's
+        place in ``groups``.
+
+        Raises
+        ------
+        InvalidInputError
+            ``merges`` is not a non-empty dict of lists, a group is named in two merges, or a
+            new name is an unmerged group's.
+        DataError
+            A member is not a group of this dataset (the message lists the groups).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privfair.data.dataset import Dataset
+        >>> d = Dataset(np.zeros((5, 1)), [0, 1, 0, 1, 0], ["a", "b", "c", "d", "a"],
+        ...             group_names=["a", "b", "c", "d"])
+        >>> m = d.merge_groups({"rest": ["c", "d"]})
+        >>> m.groups, m.group.tolist(), m.sensitive.tolist()
+        (['a', 'b', 'rest'], [0, 1, 2, 2, 0], ['a', 'b', 'rest', 'rest', 'a'])
+        """
+        if not isinstance(merges, dict) or not merges:
+            raise InvalidInputError("merges", merges, "pass a dict {new group name: [groups "
+                                    "it unites]}, e.g. {'Other': ['Asian', 'Native American']}")
+        into = {}                              # old group index -> new name
+        for name, members in merges.items():
+            if isinstance(members, str) or not hasattr(members, "__iter__"):
+                raise InvalidInputError(f"merges[{name!r}]", members,
+                                        "pass a list of the groups it unites")
+            for member in members:
+                k = self.find_group(member)
+                if k is None:
+                    raise DataError(f"merges[{name!r}]", member,
+                                    f"not a group; choose among {self.group_choices()}")
+                if k in into:
+                    raise InvalidInputError(f"merges[{name!r}]", member,
+                                            f"{member!r} is already merged into {into[k]!r}; "
+                                            "a group joins one merge")
+                into[k] = str(name)
+        kept = [g for k, g in enumerate(self.groups) if k not in into]
+        clash = [str(nm) for nm in merges if str(nm) in kept]
+        if clash:
+            raise InvalidInputError("merges", clash[0], "a new group's name is an unmerged "
+                                    "group's; choose another name or merge that group too")
+        names, values = [], []
+        for k, g in enumerate(self.groups):
+            nm = into.get(k, g)
+            if nm not in names:
+                names.append(nm)
+                values.append(nm if k in into else self.group_values[k])
+        code = np.asarray([names.index(into.get(k, g)) for k, g in enumerate(self.groups)],
+                          dtype=np.int64)
+        group = code[self.group]
+        table = np.empty(len(names), dtype=object)      # tuples stay tuples (one cell each)
+        for j, v in enumerate(values):
+            table[j] = v
+        raw = table[group]
+        if all(isinstance(v, str) for v in values):
+            raw = raw.astype(str)
+        new = object.__new__(Dataset)
+        X, index = (self._X, None) if self._X is not None else (self._base_X, self._index)
+        new._set(X, self.y.copy(), raw, group, names, self.label_values, self.feature_names,
+                 self.sensitive_names, index=index)
+        new._lineage = self.lineage                    # the same rows
+        new._group_raw = {j: table[j] for j in range(len(names))}
+        new._group_values = values
+        new.groups_declared, new.labels_declared = self.groups_declared, self.labels_declared
+        return new
+
     def subsample(self, m: int, rng=None) -> "Dataset":
         """A uniform random subsample of ``m`` distinct rows (same schema).
 

@@ -402,7 +402,8 @@ def _sparse_hint(chk, result=None) -> str:
             f"{math.ceil(1.0 / (4.0 * level * level))} are needed; released counts): {named}. "
             f"The training part holds about {chk.n_train / max(chk.n_held_out, 1):.0f}× as "
             "many rows per group, too few to fit such a gap either: merge small groups "
-            "(declare coarser groups), constrain only the large ones, ask a looser level, or "
+            "(data.merge_groups({'new name': [groups]})), constrain only the large ones, ask "
+            "a looser level, or "
             "give more rows" + ("" if reads_group else
                                 "; where the rule may read the group, per-group thresholds "
                                 "(pf.PostProcessed, docs/trust.md) fit such data better"))
