@@ -658,7 +658,8 @@ class Dataset:
         groups are declared iff ``self``'s were.  The features are shared, not copied, and the
         result holds the same rows (:attr:`lineage`), so a score fitted on ``self`` is still
         recognized as fitted on it.  The new groups are ordered by their first member's
-        place in ``groups``.
+        place in ``groups``.  The sensitive column holds each row's group value (with several
+        attributes, one column of tuples and the merged groups' names).
 
         Raises
         ------
