@@ -188,6 +188,8 @@ def test_the_forecast_of_what_the_check_resolves_matches_the_check():
     # a solve that holds out half the rows: the forecast follows it
     half = big.plan(pf.DP(1.0, protect="sensitive")).explain(holdout=0.5)
     assert "held-out check (holdout=0.5: 10,000 rows held out (50%)" in half
+    with pytest.raises(InvalidInputError, match="holdout"):        # the solve's own check
+        big.plan(pf.DP(1.0, protect="sensitive")).explain(holdout=1.5)
     assert 'expect "not certified"' not in text
     assert resolution(_fair_rule_problem(level, n=500), 500, private=True) == []   # no check
 

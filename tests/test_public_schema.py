@@ -286,7 +286,7 @@ def test_merged_groups_solve_and_bad_merges_are_refused_naming_the_field():
         warnings.simplefilter("ignore")
         res = prob.solve(pf.DP(1.0, 1e-6), seed=0, progress=False)
     assert res.certificate.epsilon <= 1.0 + 1e-9
-    for bad, field in [({}, "merges"), ({"x": "b"}, "merges['x']"),
+    for bad, field in [({}, "merges"), ({"x": "b"}, "merges['x']"), ({"x": []}, "merges['x']"),
                        ({"x": ["b"], "y": ["b", "c"]}, "merges['y']"), ({"a": ["b"]}, "merges")]:
         with pytest.raises(InvalidInputError) as err:
             d.merge_groups(bad)

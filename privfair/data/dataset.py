@@ -687,6 +687,10 @@ class Dataset:
             if isinstance(members, str) or not hasattr(members, "__iter__"):
                 raise InvalidInputError(f"merges[{name!r}]", members,
                                         "pass a list of the groups it unites")
+            members = list(members)
+            if not members:
+                raise InvalidInputError(f"merges[{name!r}]", members,
+                                        "name at least one group it unites")
             for member in members:
                 k = self.find_group(member)
                 if k is None:

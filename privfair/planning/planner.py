@@ -54,7 +54,8 @@ class Plans:
 
         if self.problem is None:
             return []
-        options = HoldoutOptions() if holdout is None else HoldoutOptions(float(holdout))
+        # the solve's own check of the fraction (a typed error naming ``holdout``)
+        options = HoldoutOptions.from_options({} if holdout is None else {"holdout": holdout})
         return resolution(self.problem, self.problem.rates.data.n,
                           self.analysis.privacy.is_private, options)
 
@@ -89,9 +90,10 @@ class Plans:
         if forecast:
             from .holdout import CONFIDENCE, HOLDOUT, TOLERANCE
 
-            which = "the default" if holdout is None else f"holdout={float(holdout):g}"
+            frac = HOLDOUT if holdout is None else float(holdout)
+            which = "the default" if holdout is None else f"holdout={frac:g}"
             out += wrap(f"held-out check ({which}: {forecast[0].held_out:,} rows held out "
-                        f"({float(HOLDOUT if holdout is None else holdout):.0%}), "
+                        f"({frac:.0%}), "
                         f"{CONFIDENCE:.0%} confidence, tolerance {TOLERANCE:g}; "
                         "docs/trust.md):", "    ")
             for r in forecast:
