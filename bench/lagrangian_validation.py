@@ -11,7 +11,9 @@ Usage::
 
 (``public_rows`` in a candidate is not a backend option: it sets ``lagrangian.PUBLIC_ROWS``, the
 public batch's size rule under protect="sensitive", for that candidate's runs; ``level`` is not
-one either: it replaces the level the setting asks of the solve.)
+one either: it replaces the level the setting asks of the solve; nor ``backend``: the backend the
+candidate's solves name, ``lagrangian_sgda`` unless given — e.g. ``{"proxy": {"backend":
+"proxy_reductions"}}``.)
 
 Settings (ε = 1 unless ``--epsilon``, ``backend="lagrangian_sgda"`` named, the held-out check on
 as for users):
@@ -186,6 +188,8 @@ def run(name, spec, seeds, opts, epsilon=1.0):
     # "level" is not an option either: the level asked of the solve (the setting's own level is
     # the one the validation violation is judged against)
     level = opts.pop("level", None)
+    # nor is "backend": the backend the candidate solves with (default lagrangian_sgda)
+    backend = opts.pop("backend", "lagrangian_sgda")
     if level is not None:
         spec = spec[:2] + (float(level),) + spec[3:]
     from privfair.backends import lagrangian
@@ -194,12 +198,12 @@ def run(name, spec, seeds, opts, epsilon=1.0):
     if public_rows is not None:
         lagrangian.PUBLIC_ROWS = int(public_rows)
     try:
-        return _run(name, spec, seeds, opts, epsilon)
+        return _run(name, spec, seeds, opts, epsilon, backend)
     finally:
         lagrangian.PUBLIC_ROWS = saved
 
 
-def _run(name, spec, seeds, opts, epsilon=1.0):
+def _run(name, spec, seeds, opts, epsilon=1.0, backend="lagrangian_sgda"):
     make, notion, level, unit, delta_of, radius, *rest = spec
     constrained = rest[0] if rest else None
     E, V, TV, C, st, secs = [], [], [], [], [], []
@@ -210,7 +214,7 @@ def _run(name, spec, seeds, opts, epsilon=1.0):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = prob.solve(priv, backend="lagrangian_sgda", seed=s, progress=False, **opts)
+            res = prob.solve(priv, backend=backend, seed=s, progress=False, **opts)
         secs.append(time.perf_counter() - t0)
         E.append(res.metrics(va)["error"])
         # the violations over the constrained pairs (all groups' unless the setting names them)

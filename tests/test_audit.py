@@ -221,7 +221,8 @@ def _run_cli(backend, capsys, *extra):
 # lagrangian_sgda's instance is a numpy LinearClassifier (no torch); sgda's full audit is too
 # slow for CI (test_sgda_audit_passes_honestly_and_refutes_half_noise below)
 AUDITED = ["exponential", "frank_wolfe", "lopt", "oracle_learner", "postprocessing", "cells",
-           "output_perturbation", "dual_frank_wolfe", "objective_perturbation", "lagrangian_sgda"]
+           "proxy_reductions", "output_perturbation", "dual_frank_wolfe",
+           "objective_perturbation", "lagrangian_sgda"]
 
 
 @pytest.mark.slow

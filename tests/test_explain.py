@@ -66,7 +66,7 @@ def _assert_concise(text, limit):
 def test_explain_of_six_groups_is_concise(decisions, pairwise):
     plans = _six_groups(decisions, pairwise).plan(pf.DP(1.0, 1e-6, protect="sensitive"))
     text = plans.explain()
-    _assert_concise(text, 5000)
+    _assert_concise(text, 5100)          # 5000 before proxy_reductions' refusal line
     # the reason shared by the 30 |gap| terms is said once per place that needs it, with a count
     assert text.count("abs is not differentiable at 0") <= 2
     if decisions == "thresholds" and not pairwise:
@@ -190,9 +190,12 @@ def test_a_solve_does_not_plan_backends_that_cannot_beat_a_first_ranked_plan(mon
     calls.clear()
     lazy = plan(prob, privacy, first_only=True)
     assert not calls and "oracle_learner" in lazy.skipped
-    assert lazy.chosen.backend == "lagrangian_sgda"
+    # both always-first backends are planned (proxy_reductions, earlier in priority, wins on
+    # this two-group protect="sensitive" problem); the others are skipped
+    assert lazy.chosen.backend == "proxy_reductions"
+    assert "lagrangian_sgda" in [p.backend for p in lazy.ranked]
     assert "not planned" in lazy.explain()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = prob.solve(privacy, seed=0, progress=False)
-    assert not calls and res.backend == full.chosen.backend == "lagrangian_sgda"
+    assert not calls and res.backend == full.chosen.backend == "proxy_reductions"

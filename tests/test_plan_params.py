@@ -74,6 +74,7 @@ CASES = {
     "dual_frank_wolfe": [("sparse_free", 1.0, 0.0, "row"), ("sparse_free", INF, 0.0, "row")],
     "sgda": [("linear", INF, 0.0, "sensitive"), ("linear", 1.0, 1e-6, "sensitive")],
     "lagrangian_sgda": [("linear", INF, 0.0, "row"), ("linear", 1.0, 1e-6, "row")],
+    "proxy_reductions": [("linear", 1.0, 1e-6, "sensitive"), ("linear", INF, 0.0, "sensitive")],
 }
 
 

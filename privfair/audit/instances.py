@@ -117,7 +117,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.problem import Problem, minimize
 from ..data.dataset import Dataset
-from ..expr import square
+from ..expr import abs as abs_, square
 from ..models import norms
 from ..models.cells import ProxyCells
 from ..models.decisions import LinearClassifier, Thresholds
@@ -133,6 +133,7 @@ __all__ = ["AuditInstance", "audit_pair", "cells_pair", "ridge_pair", "sgda_pair
 #: runs on each dataset when ``--runs`` is not given: enough for the noise × 1/2 and ε × 2
 #: controls to be refuted (see docs/cli.md for the measured bounds), few enough for ~1 minute
 AUDIT_RUNS = {"exponential": 3000, "lopt": 3000, "oracle_learner": 3000, "cells": 600,
+              "proxy_reductions": 600,
               "sgda": 3000,
               # ε × 2 of a Gaussian at δ = 0.1: refuted at 2000 runs (ε̂ 1.12 with seed 0)
               "lagrangian_sgda": 2000,
@@ -234,6 +235,21 @@ def one_cell_problem(data):
     """ProxyCells(1, 1); minimize (fp[a] − 0.1)² (the rule is a function of one count)."""
     r = rates(ProxyCells(1, 1), data)
     return Problem(minimize(square(r.fp["a"] - 0.1)))
+
+
+def proxy_counts_problem(data):
+    """LinearClassifier(1, radius 1) on a constant feature, minimize the error s.t.
+    |fpr[a] − fpr[b]| ≤ 0.1 (proxy_reductions: every hypothesis is a constant rule, one
+    prediction pattern, so M2 releases the first group's count per label)."""
+    r = rates(LinearClassifier(1, radius=1.0), data)
+    return Problem(minimize(r.error()), [abs_(r.fpr["a"] - r.fpr["b"]) <= 0.1])
+
+
+def released_counts(result):
+    """proxy_reductions' released (label, pattern) counts of the first group (M2)."""
+    import numpy as np
+
+    return np.asarray(result.info["pattern_counts"], dtype=float).ravel()
 
 
 #: ridge instances: feature bound R, ridge Λ (large: margins stay in the loss's linear part)
@@ -375,6 +391,13 @@ def audit_instances(backend: str) -> list:
                       {"proxy_share": 0.01}, neighbours=cells_pair,
                       neighbours_doc="300 rows at x = 0.5, each group 100 negatives and 50 "
                                      "positives; D' moves row 0 (a negative) from group a to b"),
+        AuditInstance("proxy_counts", "LinearClassifier(1) on x = 0.5, minimize the error s.t. "
+                      "|fpr[a] − fpr[b]| ≤ 0.1; 3 best responses", proxy_counts_problem,
+                      {"proxy_share": 0.01, "iterations": 3}, neighbours=cells_pair,
+                      release=released_counts,
+                      neighbours_doc="300 rows at x = 0.5, each group 100 negatives and 50 "
+                                     "positives; D' moves row 0 (a negative) from group a to b",
+                      release_doc="the released first-group counts per (label, pattern) (M2)"),
         AuditInstance("ridge_hinge", "SparseLinear(1, l1, radius 1, l2=1000, no "
                       "intercept, R=10), smoothed hinge, minimize the error",
                       ridge_problem("smoothed_hinge"),
@@ -403,6 +426,7 @@ def audit_instances(backend: str) -> list:
     if importlib.util.find_spec("torch") is None:
         table = [inst for inst in table if inst.key != "sgda_w2"]
     first = {"postprocessing": "postprocessed", "cells": "one_cell",
+             "proxy_reductions": "proxy_counts",
              "output_perturbation": "ridge_hinge", "dual_frank_wolfe": "ridge_hinge",
              "objective_perturbation": "ridge_logistic", "sgda": "sgda_w2",
              "lagrangian_sgda": "lagrangian_w2"}.get(backend, "tie")

@@ -1,0 +1,487 @@
+"""Proxy reductions: a private proxy of the group, the reductions approach on public rows, and
+counts that calibrate the final mixture (``protect="sensitive"``, ``pf.LinearClassifier``, two
+groups, binary labels).
+
+Algorithm (what runs).  Under the sensitive relation the features x and the label y are public
+and only the group a is private.  So::
+
+    M1: T̃ = Σ_i a_i u_i + N(0, σ²I)        u_i = [z(x_i), y_i], a_i = 1[g_i = first group]
+        β = argmin Σ_i log(1 + e^{u_i·β}) − β·T̃ + ridge/2 ‖β‖²    (a logistic model of the
+        π_i = σ(u_i·β)                                                group given x and y)
+
+every statistic of a rule h is estimated by soft counts C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ)
+(π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read from C as ``lagrangian_sgda`` reads ℓ̂ from its
+histogram, and the reductions approach of Agarwal et al. (2018), as fairlearn's
+``ExponentiatedGradient`` runs it, searches the linear rules on these estimates::
+
+    θ = 0 ∈ R^J (J one-sided pieces of the constraints, ``lagrangian.split``)
+    for t = 1..T:
+        λ = B·e^θ / (1 + Σ_k e^{θ_k})
+        w = ∇_ℓ [f + Σ_k λ_k g_k] at ℓ̂ of the mixture so far
+        d_i = Σ_g π_ig (c[g, y_i, 1] − c[g, y_i, 0])      the row's cost of ŷ = 1 over ŷ = 0
+        h_t = the weighted logistic regression of 1[d_i < 0] with weights |d_i| (damped Newton,
+              warm-started): a best response over linear rules
+        θ += (2/B)·g(ℓ̂(h_t))
+
+The proxy's estimates are biased where the proxy is (its soft counts match the true counts on
+every linear function of u — the score equations — but a rule is a threshold of x, not a linear
+function of u): measured on the validation splits, the mixture a program picks on them broke its
+level by 40–110 % on the very rows it was fitted on.  So the last step reads counts instead::
+
+    K ≤ 4 candidates: the supports of min f(M q) s.t. g_j(M q) ≤ −τ over the simplex (M's
+        columns the ℓ̂(h_t)), τ ∈ {0, ±½, ¾} × the levels' public scale, largest weights first
+    M2: Ñ0[y, s] = #{i : a_i = 1, y_i = y, pattern_i = s} + Lap(1/ε₂), s = Σ_k 2^k·h_k(x_i)
+    q = argmin f(ℓ(q)) s.t. g_j(ℓ(q)) ≤ 0 over mixtures of the K rules and the two constant
+        rules, ℓ(q) read from Ñ0 and the public N[y, s] (linear in q)
+    release the mixture Σ q_k 1[x·w_k + b_k > 0] (each θ_k scaled into the ball: the same rule)
+
+Privacy.  M1 is the ``cells`` backend's M1 (analytic Gaussian, Balle & Wang 2018, Thm 8): X and
+y are the same in neighbours, so flipping one row's group moves Σ a_i u_i by exactly ±u_i,
+Δ₂ = max_i ‖u_i‖₂ (public rows).  M2 is the ``cells`` backend's M2 on other cells (Laplace,
+Dwork et al. 2006): a flip changes exactly one count by 1, Δ₁ = 1, whatever the cells; the
+cells — the K rules' prediction patterns — are functions of public rows and of M1's output, so
+M2 is chosen adaptively, which sequential composition covers (Dwork & Roth 2014, Thm 3.16).
+Everything else — the proxy fit, the soft counts, the best responses, both programs, the
+clipping of Ñ0 to [0, N] — reads only x, y and the releases: post-processing (Dwork & Roth
+2014, Prop 2.1).  The certificate composes the two events (basic: (ε₁ + ε₂, δ) = (ε, δ)).  The
+public subsample of the best responses (at most ``max_rows`` rows, when n is larger) is drawn
+from the run's generator independently of the data.  Under ``protect="row"`` x and y are
+private and none of this would be post-processing: the backend refuses.
+
+No utility theorem: the plan predicts ∞; the held-out check measures the released rule on rows
+it never read (docs/trust.md), and the ranking rests on the validation numbers of
+docs/lagrangian.md, *Proxy reductions*.
+
+Options: ``iterations`` (T, default 50: fairlearn's ``max_iter``), ``bound`` (B, default 50;
+the step 2/B is fairlearn's ``eta0 / B``), ``proxy_share`` (M1's share of ε, default ½: chosen
+on the validation splits), ``max_rows`` (the public subsample's size, default 200,000).  The
+proxy is the ``cells`` backend's (``pf.ProxyCells()``'s feature map: 0/1 columns as they are,
+the others one block clipped to norm 2; ridge 1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privfair.data import passes
+
+from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from ..options import Option, Param, from_options
+
+OPTIONS = (
+    Option("iterations", "int", 50, low=1,
+           doc="best responses of the exponentiated-gradient game (fairlearn's max_iter)"),
+    Option("bound", "float", 50.0, low=0, low_open=True,
+           doc="B, the ℓ1 bound of the multipliers; the dual step is 2/B (fairlearn's eta0/B)"),
+    Option("proxy_share", "float", 0.5, low=0, high=1, low_open=True, high_open=True,
+           doc="M1's (the proxy's) share of ε; M2 (the pattern counts) has the rest"),
+    Option("max_rows", "int", 200_000, low=1000,
+           doc="rows of the public subsample the best responses are fitted on (n if smaller)"),
+)
+
+#: Newton steps of the first best response (from θ = 0) and of each later one (warm-started)
+FIRST_NEWTON, NEWTON = 15, 3
+#: the best responses' ridge (on the mean weighted loss): keeps a separable relabelling finite
+BR_RIDGE = 1e-6
+#: public floor of the group-label masses in ℓ̂ (as ``lagrangian_sgda``'s ``mass_floor``)
+MASS_FLOOR = 1e-3
+#: the support hypotheses whose prediction patterns M2's counts are released for (2^K cells a
+#: label): the program's largest weights
+MAX_SUPPORT = 4
+
+
+def soft_counts(pi, y, h) -> np.ndarray:
+    """C[g, y, ŷ] (2, 2, 2) of predictions ``h`` ∈ [0, 1] under soft group memberships
+    ``pi`` (P(first group | x, y) per row)."""
+    out = np.empty((2, 2, 2))
+    for g, wg in enumerate((pi, 1.0 - pi)):
+        for k in (0, 1):
+            m = wg * (y == k)
+            one = float(m @ h)
+            out[g, k] = (float(m.sum()) - one, one)
+    return out
+
+
+def best_response(Z, target, weight, w, steps, ridge=BR_RIDGE) -> np.ndarray:
+    """argmin_w Σ_i weight_i·[log(1 + e^{z_i·w}) − target_i·z_i·w]/n + ridge/2‖w‖², by
+    ``steps`` damped Newton steps from ``w`` (halving until the objective does not rise).  The
+    margins Zw are carried along (each trial step reads Z·step once, not Z·w per halving)."""
+    from privfair.models.cells import sigmoid
+
+    n = Z.shape[0]
+
+    def value(z, v):
+        return float(weight @ (np.logaddexp(0.0, z) - target * z)) / n + 0.5 * ridge * (v @ v)
+
+    eye = np.eye(Z.shape[1])
+    z = Z @ w
+    f0 = value(z, w)
+    for _ in range(steps):
+        # margins clipped to ±35 (σ within 1e-15 of 0 or 1) and tiny terms set to 0: the
+        # confidently classified rows of a separable relabelling reach subnormal numbers, and a
+        # matrix product over subnormal numbers runs ~100× slower (measured: minutes for one
+        # Adult best response)
+        p = sigmoid(np.clip(z, -35.0, 35.0))
+        r = weight * (p - target)
+        r[np.abs(r) < 1e-100] = 0.0
+        grad = Z.T @ r / n + ridge * w
+        c = weight * p * (1.0 - p)
+        c[c < 1e-100] = 0.0
+        # the Hessian only chooses the step (the line search checks it on the float64 value):
+        # the single-precision rank-k update (passes.weighted_gram), ~3× faster than float64
+        hess = passes.weighted_gram(Z, c, float32=True) / n + ridge * eye
+        step = np.linalg.solve(hess, grad)
+        zs = Z @ step
+        t = 1.0
+        while t > 1e-4:
+            f1 = value(z - t * zs, w - t * step)
+            if f1 <= f0:
+                w, z, f0 = w - t * step, z - t * zs, f1
+                break
+            t /= 2
+        else:
+            break
+    return w
+
+
+class ProxyReductions(Backend):
+    name = "proxy_reductions"
+    always_ranks_first = True     # every plan has rank 0 (measured, not bounded)
+    exposes = {
+        "proxy_sensitivity": (PUBLIC, "M1's sensitivity max_i ‖u_i‖₂ (public rows)"),
+        "proxy_scale": (PUBLIC, "M1's noise scale"),
+        "rows_fitted": (PUBLIC, "the public subsample's size"),
+        "hypotheses": (RELEASED, "the best responses found (post-processing of T̃)"),
+        "support": (RELEASED, "the hypotheses whose patterns M2 counted"),
+        "counts_scale": (PUBLIC, "M2's noise scale"),
+        "pattern_counts": (RELEASED, "M2's release: the first group's count per (label, "
+                           "pattern), clipped to [0, the cell's rows]"),
+        "solver_status": (RELEASED, "the program's status on the released estimates"),
+        "estimates": (RELEASED, "f and g of the released mixture on the soft counts"),
+    }
+    option_table = OPTIONS
+    plan_params = (
+        *from_options(OPTIONS, "iterations", "bound", "proxy_share", "max_rows"),
+        Param("clip", float, "the proxy's clipping bound (pf.ProxyCells()'s)"),
+        Param("ridge", float, "the proxy regression's ridge (pf.ProxyCells()'s)"),
+    )
+    theorem = ("proxy reductions: analytic Gaussian (Balle–Wang 2018) on the proxy statistic + "
+               "post-processing (Dwork–Roth Prop 2.1)")
+    needs_group_mass = False       # group sizes come from the proxy's soft counts
+
+    def accepts(self, problem, analysis) -> Verdict:
+        from privfair.errors import ModelingError
+        from privfair.models.decisions import LinearClassifier
+
+        r = problem.rates
+        ds = getattr(r, "decisions", None)
+        if type(ds) is not LinearClassifier:
+            return Verdict(False, "needs the decision set pf.LinearClassifier; got "
+                                  f"{type(ds).__name__}")
+        if analysis.privacy.protect != "sensitive":
+            return Verdict(False, "needs protect='sensitive': the proxy and the best responses "
+                                  "read x and y, which protect="
+                                  f"{analysis.privacy.protect!r} protects")
+        if r.G != 2:
+            return Verdict(False, f"needs exactly two groups; the data has {r.G}")
+        if r.L != 2:
+            return Verdict(False, f"needs binary labels; the data has {r.L}")
+        if getattr(r, "surrogate", None) is not None:
+            return Verdict(False, "reads hard rates: build the rates with surrogate=None")
+        if getattr(r.data, "rows_on_workers", False):
+            return Verdict(False, "runs in memory: a Dask dataset's rows stay on the workers "
+                                  "(lagrangian_sgda runs there)")
+        if not analysis.is_convex:
+            why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
+            return Verdict(False, f"needs f and g convex (a convex program over the mixture): "
+                                  f"{why}")
+        try:
+            import cvxpy as cp
+
+            x = cp.Variable(r.K)
+            for e in [problem.f] + list(problem.g):
+                e.to_cvxpy(x)
+        except ModelingError as err:
+            return Verdict(False, f"an expression has no cvxpy form: {err}")
+        return Verdict(True)
+
+    def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
+        from privfair.models.cells import ProxyCells
+
+        o = self.options_from(options or {})
+        proxy = ProxyCells()
+        params = {"iterations": o["iterations"], "bound": o["bound"],
+                  "proxy_share": o["proxy_share"], "max_rows": o["max_rows"],
+                  "clip": proxy.clip, "ridge": proxy.ridge}
+        schedule, budget = None, []
+        if privacy.is_private:
+            share = o["proxy_share"]
+            schedule, eps = _schedule(problem.rates, privacy, share, spent)
+            m1 = "Gaussian" if privacy.delta > 0 else "Laplace"
+            budget = [(f"M1: {m1} release of the proxy statistic T = Σ a_i u_i", share * eps,
+                       privacy.delta),
+                      (f"M2: Laplace release of the first group's count in the (label, "
+                       f"prediction pattern) cells of at most {MAX_SUPPORT} rules",
+                       (1.0 - share) * eps, 0.0)]
+        notes = ["the group of each row is estimated by a logistic proxy fitted to the one "
+                 "release; the constraints are estimated from its soft counts (biased where "
+                 "the proxy is), met by the mixture on those estimates, and measured by the "
+                 "held-out check",
+                 "predicted excess risk ∞: no utility theorem; ranked on measured behaviour "
+                 "(docs/lagrangian.md, 'Proxy reductions')"]
+        out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
+                   predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes, rank=0,
+                   rank_reason=("protect='sensitive' with two groups: x and y are public, so "
+                                "after one release of a proxy of the group the reductions "
+                                "approach runs on public rows; measured ahead of "
+                                "lagrangian_sgda on Adult, COMPAS and synthetic validation "
+                                "splits (docs/lagrangian.md)"))
+        out.schedule = schedule
+        return out
+
+    def run(self, plan, *, rng, accountant, device="cpu", progress=True):
+        """Fit on the CPU (numpy; ``device`` is ignored: the work is small dense fits), BLAS on
+        one thread: the fits are many small products, which OpenBLAS's threads slow down ~10×
+        on a shared machine (measured: 1.15 s against 0.10 s for one 24,000 × 102 Hessian)."""
+        from ..cells.proxy import blas_single_thread
+
+        with blas_single_thread():
+            return self._run(plan, rng, accountant, progress)
+
+    def _run(self, plan, rng, accountant, progress):
+        from privfair.models.cells import ProxyCells, sigmoid
+        from privfair.privacy.mechanisms import float_generator
+        from privfair.privacy.randomness import as_source
+        from privfair.results.result import Result
+        from privfair.util.progress import bar
+
+        from ..cells.cells import fit_design, singles_within_clip
+        from ..cells.proxy import logistic_fits
+        from ..lagrangian import histogram as H
+        from ..lagrangian.split import split
+
+        problem, pp = plan.problem, plan.params
+        r = problem.rates
+        data, ds = r.data, r.decisions
+        proxy = ProxyCells(clip=pp["clip"], ridge=pp["ridge"])
+        features = proxy.features_for(data)
+        check = not singles_within_clip(proxy, features)
+        rows, design = data.rows(), fit_design(features, False, check)
+        # one pass: T = Σ a_i u_i and the proxy fit's Newton terms at β = 0 (u_i is public)
+        ((T_exact, start),) = rows.map_sum(passes.several, (
+            (passes.sum_and_logistic_terms, (design, ("group", 0),
+                                             np.zeros(design.dim(rows.n_features)),
+                                             passes.SINGLE)),))
+        info = {}
+        if plan.privacy.is_private:
+            schedule = getattr(plan, "schedule", None)
+            if schedule is None:
+                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+            draws = schedule.open(accountant, rng)
+            m1 = schedule["M1"].event
+            draw = draws.gaussian if m1.mechanism == "gaussian" else draws.laplace
+            T = np.asarray(draw("M1", T_exact), dtype=float)
+            info["proxy_sensitivity"], info["proxy_scale"] = m1.sensitivity, m1.scale
+            source = draws.source
+        else:
+            T, source = T_exact, as_source(rng)
+        del T_exact
+        gen = float_generator(source)
+        (beta,) = logistic_fits(rows, [dict(T=T, design=design, start=start,
+                                            start_single=True)], proxy.ridge)
+        # the public subsample of the best responses (x, y only; independent of the data)
+        n = data.n
+        m = min(n, int(pp["max_rows"]))
+        idx = np.sort(gen.choice(n, size=m, replace=False)) if m < n else None
+        Z, y = _design_rows(data, idx, m)                 # [x, 1] and y of the subsample
+        pi = sigmoid(features.design_dot(Z[:, :-1], y, beta, False))   # P(first group | x, y)
+        info["rows_fitted"] = m
+
+        lay = H.Layout(r)
+        floor = np.full((2, 2), MASS_FLOOR)
+        q_declared = r.group_mass()[0]
+        if q_declared is not None:
+            floor = np.maximum(floor, np.asarray(q_declared))
+
+        def ell_of(h):
+            return H.rates_from_counts(soft_counts(pi, y, h), lay, m, floor)
+
+        f = problem.f
+        pieces = [p for g in problem.g for p in split(g)]
+        J, B = len(pieces), float(pp["bound"])
+        eta = 2.0 / B
+        dual = np.zeros(J)
+        w = np.zeros(Z.shape[1])
+        thetas, ells = [], []
+        mix = None
+        for t in bar(range(int(pp["iterations"])), "proxy_reductions", progress, min_steps=10):
+            lam = B * np.exp(dual) / (1.0 + np.exp(dual).sum()) if J else np.zeros(0)
+            at, pi_gy = (ell_of(np.zeros(m)) if mix is None else mix)
+            wv = np.asarray(f.grad(at), dtype=float)
+            for k in range(J):
+                wv = wv + lam[k] * np.asarray(pieces[k].grad(at), dtype=float)
+            c = H.row_coefficients(wv, lay, pi_gy)                   # (G, L, L)
+            diff = c[:, :, 1] - c[:, :, 0]                           # (G, L)
+            d = pi * diff[0, y] + (1.0 - pi) * diff[1, y]
+            target = (d < 0).astype(float)
+            weight = np.abs(d)
+            scale = weight.mean()
+            if scale > 0:
+                w = best_response(Z, target, weight / scale, w, NEWTON if t else FIRST_NEWTON)
+            h = (Z @ w > 0).astype(float)
+            e, pg = ell_of(h)
+            thetas.append(w.copy())
+            ells.append(e)
+            mix = (np.mean(ells, axis=0), pg)
+            if J:
+                gv = np.array([float(p.value(e)) for p in pieces])
+                dual = dual + eta * gv
+        # (M2) the program's support, re-weighted on released counts: each row's pattern of
+        # predictions under the support hypotheses (public: x and the hypotheses), the first
+        # group's count in every (label, pattern) cell with Laplace noise; the rates of every
+        # mixture of these rules (and of the two constants) are linear in those counts
+        # the candidates: the supports of the program on the proxy's estimates at the asked
+        # levels, then tightened and loosened by half a level (the proxy is biased, so the
+        # rule that meets the level on M2's counts may be either side), best first
+        M = np.array(ells).T
+        scale = _level_scale(problem, lay.K)
+        support, soft_status = [], None
+        for tau in (0.0, 0.5 * scale, -0.5 * scale, 0.75 * scale):
+            q_soft, st = _mixture(problem, M, tau)
+            soft_status = soft_status or st
+            for i in np.argsort(-q_soft):
+                if q_soft[i] > 1e-9 and int(i) not in support and len(support) < MAX_SUPPORT:
+                    support.append(int(i))
+        W = np.array([thetas[i] for i in support])                    # (K, d + 1)
+        K = len(support)
+        N, N0 = _pattern_counts(data, W)                               # (2, 2^K) each
+        if plan.privacy.is_private:
+            N0 = np.asarray(draws.laplace("M2", N0), dtype=float)
+            info["counts_scale"] = float(schedule["M2"].event.scale)
+        N0 = np.clip(N0, 0.0, N)                                       # post-processing
+        info["pattern_counts"] = N0.tolist()
+        bits = (np.arange(2 ** K)[None, :] >> np.arange(K)[:, None]) & 1   # (K, 2^K)
+        hyp_bits = np.vstack([bits, np.zeros(2 ** K), np.ones(2 ** K)])   # + the constants
+        Ng = np.stack([N0, N - N0])                                    # (g, y, pattern)
+        cols = []
+        for b in hyp_bits:
+            one = (Ng * b[None, None, :]).sum(axis=2)                  # (g, y)
+            C = np.stack([Ng.sum(axis=2) - one, one], axis=2)          # (g, y, ŷ)
+            cols.append(H.rates_from_counts(C, lay, data.n, floor)[0])
+        q, status = _mixture(problem, np.array(cols).T)
+        keep = np.flatnonzero(q > 1e-9)
+        radius = ds.radius
+        d1 = Z.shape[1]
+        const = [np.r_[np.zeros(d1 - 1), -radius], np.r_[np.zeros(d1 - 1), radius]]
+        candidates = [W[k] * min(1.0, radius / max(np.linalg.norm(W[k]), 1e-300))
+                      for k in range(K)] + const
+        decisions = [candidates[i] for i in keep]
+        weights = (q[keep] / q[keep].sum()).tolist()
+        est = np.array(cols)[keep].T @ np.asarray(weights)
+        f_val, g_vals = problem.evaluate(est)
+        info.update(hypotheses=len(thetas), support=K, solver_status=status,
+                    estimates={"f": f_val, "g": g_vals})
+        trace = [{"hypotheses": len(thetas), "support": K, "status_on_proxy": soft_status,
+                  "status": status, "objective_on_counts": f_val,
+                  "constraints_on_counts": g_vals}]
+        return Result(self.name, decisions, weights, ds, plan=plan, trace=trace, info=info)
+
+
+def _design_rows(data, idx, m):
+    """(Z, y): the rows ``idx`` (sorted; None: all) as [x, 1] and their labels, gathered chunk by
+    chunk through ``data.rows()`` (no read of the whole ``data.X``: an index view would copy
+    it, #19); m × (d + 1), the subsample the best responses are fitted on."""
+    rows = data.rows()
+    Z, y = np.empty((m, rows.n_features + 1)), np.empty(m, dtype=int)
+    Z[:, -1] = 1.0
+    at = 0
+    for c in rows.chunks():
+        if idx is None:
+            take = slice(None)
+            k = len(c)
+        else:
+            lo, hi = np.searchsorted(idx, [c.start, c.start + len(c)])
+            take = idx[lo:hi] - c.start
+            k = hi - lo
+        if k:
+            Z[at:at + k, :-1] = np.asarray(c.X, dtype=float)[take]
+            y[at:at + k] = np.asarray(c.y)[take]
+            at += k
+    return Z, y
+
+
+def _pattern_counts(data, W):
+    """(N, N0): the rows and the first group's rows in every (label, pattern) cell, the pattern
+    of a row being Σ_k 2^k·1[x·w_k + b_k > 0] — one pass over the rows' chunks."""
+    K = W.shape[0]
+    N, N0 = np.zeros((2, 2 ** K)), np.zeros((2, 2 ** K))
+    for c in data.rows().chunks():
+        X = np.asarray(c.X, dtype=float)
+        pat = ((X @ W[:, :-1].T + W[:, -1] > 0) * (1 << np.arange(K))).sum(axis=1)
+        cell = np.asarray(c.y).astype(int) * 2 ** K + pat
+        N += np.bincount(cell, minlength=2 * 2 ** K).reshape(2, -1)
+        N0 += np.bincount(cell, weights=(np.asarray(c.group) == 0).astype(float),
+                          minlength=2 * 2 ** K).reshape(2, -1)
+    return N, N0
+
+
+def _level_scale(problem, K) -> float:
+    """A public scale of the constraints' levels: the median of −g_j(0) over the constraints
+    (c for |gap| ≤ c: a rate gap is 0 at ℓ = 0), at least 0.005."""
+    zero = np.zeros(K)
+    vals = [max(-float(g.value(zero)), 0.005) for g in problem.g] or [0.005]
+    return float(np.median(vals))
+
+
+def _mixture(problem, M, tau=0.0):
+    """(q, status): argmin f(Mq) s.t. g_j(Mq) ≤ −τ over the simplex (M: K × T); when that is
+    infeasible, the q of least violation (phase 1)."""
+    import cvxpy as cp
+
+    from ..cells.cells import solve_any
+
+    T = M.shape[1]
+    q = cp.Variable(T, bounds=[0.0, 1.0])
+    x = M @ q
+    simplex = [cp.sum(q) == 1]
+    cons = [g.to_cvxpy(x) <= -tau for g in problem.g]
+    status = solve_any(cp.Problem(cp.Minimize(problem.f.to_cvxpy(x)), simplex + cons))
+    if status not in ("optimal", "optimal_inaccurate") and cons:
+        viol = cp.maximum(*[g.to_cvxpy(x) for g in problem.g]) if len(cons) > 1 \
+            else problem.g[0].to_cvxpy(x)
+        status = "phase1:" + solve_any(cp.Problem(cp.Minimize(viol), simplex))
+    val = q.value if q.value is not None else np.full(T, 1.0 / T)
+    val = np.clip(np.asarray(val, dtype=float), 0.0, None)
+    return val / val.sum(), status
+
+
+def _schedule(rates, privacy, share, spent=()):
+    """(Schedule of M1 and M2, the ε they share): M1 with ``share`` of it and the whole δ, M2
+    (pure) the rest — basic composition is exactly (ε, δ) when nothing was spent, else the
+    largest ε that fits beside ``spent``.  M1's sensitivity reads X and y, which the sensitive
+    relation (the only one ``accepts`` takes) leaves public; M2's cells are 2·2^K for K ≤
+    ``MAX_SUPPORT`` (Δ₁ = 1 whatever their number)."""
+    from privfair.models.cells import ProxyCells
+    from privfair.privacy import Schedule, Scheduled
+
+    from ..cells.cells import extreme_design_rows, singles_within_clip
+    from ..cells.proxy import counts_event, proxy_event
+    from .._draws import whole_epsilon
+
+    proxy = ProxyCells()
+    features = proxy.features_for(rates.data)
+    U = extreme_design_rows(rates.data, features, False, not singles_within_clip(proxy, features))
+
+    def releases(e):
+        return [Scheduled("M1", proxy_event(U, share * e, privacy.delta), exact=True),
+                Scheduled("M2", counts_event(2 * 2 ** MAX_SUPPORT, (1.0 - share) * e),
+                          exact=True)]
+    eps = whole_epsilon(lambda e: [s.event for s in releases(e)], privacy, spent)
+    return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps
+
+
+from .. import register  # noqa: E402
+
+register(ProxyReductions())
