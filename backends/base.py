@@ -245,6 +245,26 @@ class Plan:
         return lines
 
 
+def convex_program_verdict(problem, analysis, program: str) -> Verdict:
+    """Whether f and every g are proven convex and have a cvxpy form — the preconditions of a
+    backend that ends in a convex program over released statistics (``cells``,
+    ``proxy_reductions``); ``program`` names that program in the refusal."""
+    from privfair.errors import ModelingError
+
+    if not analysis.is_convex:
+        why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
+        return Verdict(False, f"needs f and g convex ({program}): {why}")
+    try:
+        import cvxpy as cp
+
+        x = cp.Variable(problem.rates.K)
+        for e in [problem.f] + list(problem.g):
+            e.to_cvxpy(x)
+    except ModelingError as err:
+        return Verdict(False, f"an expression has no cvxpy form: {err}")
+    return Verdict(True)
+
+
 def objective_range(problem):
     """``(lo, hi)``: a sound range of the objective f over every decision's ℓ.
 

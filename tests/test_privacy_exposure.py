@@ -71,12 +71,16 @@ def _problems(data):
                                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1]),
                 "sensitive", {}))
     out.append(("linear-free", pf.Problem(pf.minimize(r.error())), "sensitive", {}))
+    r = pf.rates(lin, data, group_mass_bound=0.1)            # hard rates: proxy_reductions'
+    out.append(("linear-hard", pf.Problem(pf.minimize(r.error()),
+                                          [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1]),
+                "sensitive", {}))
     return out
 
 
 #: test-sized runs of the backends with long defaults
 _FAST = {"sgda": {"epochs": 2}, "frank_wolfe": {"T": 3}, "lopt": {"T": 3},
-         "oracle_learner": {"T": 3}}
+         "oracle_learner": {"T": 3}, "proxy_reductions": {"iterations": 5}}
 
 
 def _accepted(name):

@@ -75,6 +75,9 @@ def _problems(d):
                  group_mass_bound=0.01)
     gaps = [pf.abs(r.fpr[g] - r.fpr[h]) for i, g in enumerate(G) for h in G[i + 1:]]
     out["linear_lse"] = pf.Problem(pf.minimize(r.error()), [pf.lse(*gaps, eta=50) <= 0.05])
+    r = pf.rates(pf.LinearClassifier(d.n_features, radius=1.0), d, group_mass_bound=0.01)
+    gaps = [pf.abs(r.selection[g] - r.selection[h]) for i, g in enumerate(G) for h in G[i + 1:]]
+    out["linear_hard"] = pf.Problem(pf.minimize(r.error()), [pf.maximum(*gaps) <= 0.1])
     r = pf.rates(pf.Thresholds(np.linspace(-1, 1, 21), score=0), d, group_mass_bound=0.01)
     sq = [pf.square(r.selection[g] - r.selection[h]) for i, g in enumerate(G) for h in G[i + 1:]]
     out["thresholds_penalty"] = pf.Problem(pf.minimize(r.error() + 2.0 * pf.sum(pf.hstack(sq))))

@@ -73,7 +73,7 @@ from privfair.data import passes
 from privfair.errors import InvalidInputError
 from privfair.analysis.theorems import NUMERIC
 
-from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, convex_program_verdict
 from ..options import Option, Param, from_options
 
 #: failure probability ρ of the tail bound behind ``predicted_excess_risk``
@@ -294,7 +294,6 @@ class CellsBackend(Backend):
 
     def accepts(self, problem, analysis) -> Verdict:
         from privfair.models.cells import ProxyCells
-        from privfair.errors import ModelingError
 
         r = problem.rates
         ds = getattr(r, "decisions", None)
@@ -312,18 +311,7 @@ class CellsBackend(Backend):
         if r.G != 2:
             return Verdict(False, f"needs exactly two groups (one released count per cell); the "
                                   f"data has {r.G}: {r.groups}")
-        if not analysis.is_convex:
-            why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
-            return Verdict(False, f"needs f and g convex (a convex program in q): {why}")
-        try:
-            import cvxpy as cp
-
-            x = cp.Variable(r.K)
-            for e in [problem.f] + list(problem.g):
-                e.to_cvxpy(x)
-        except ModelingError as err:
-            return Verdict(False, f"an expression has no cvxpy form: {err}")
-        return Verdict(True)
+        return convex_program_verdict(problem, analysis, "a convex program in q")
 
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         """The split, the bound and the two releases, scheduled (``spent``: events already

@@ -67,7 +67,7 @@ import numpy as np
 
 from privfair.data import passes
 
-from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict
+from ..base import PUBLIC, RELEASED, Backend, Plan, Verdict, convex_program_verdict
 from ..options import Option, Param, from_options
 
 OPTIONS = (
@@ -159,7 +159,7 @@ class ProxyReductions(Backend):
         "pattern_counts": (RELEASED, "M2's release: the first group's count per (label, "
                            "pattern), clipped to [0, the cell's rows]"),
         "solver_status": (RELEASED, "the program's status on the released estimates"),
-        "estimates": (RELEASED, "f and g of the released mixture on the soft counts"),
+        "estimates": (RELEASED, "f and g of the released mixture on M2's counts"),
     }
     option_table = OPTIONS
     plan_params = (
@@ -172,7 +172,6 @@ class ProxyReductions(Backend):
     needs_group_mass = False       # group sizes come from the proxy's soft counts
 
     def accepts(self, problem, analysis) -> Verdict:
-        from privfair.errors import ModelingError
         from privfair.models.decisions import LinearClassifier
 
         r = problem.rates
@@ -193,19 +192,7 @@ class ProxyReductions(Backend):
         if getattr(r.data, "rows_on_workers", False):
             return Verdict(False, "runs in memory: a Dask dataset's rows stay on the workers "
                                   "(lagrangian_sgda runs there)")
-        if not analysis.is_convex:
-            why = "; ".join(v for k, v in analysis.reasons.items() if k.startswith("convexity"))
-            return Verdict(False, f"needs f and g convex (a convex program over the mixture): "
-                                  f"{why}")
-        try:
-            import cvxpy as cp
-
-            x = cp.Variable(r.K)
-            for e in [problem.f] + list(problem.g):
-                e.to_cvxpy(x)
-        except ModelingError as err:
-            return Verdict(False, f"an expression has no cvxpy form: {err}")
-        return Verdict(True)
+        return convex_program_verdict(problem, analysis, "a convex program over the mixture")
 
     def plan(self, problem, analysis, privacy, options, spent=()) -> Plan:
         from privfair.models.cells import ProxyCells
@@ -453,7 +440,9 @@ def _mixture(problem, M, tau=0.0):
             else problem.g[0].to_cvxpy(x)
         status = "phase1:" + solve_any(cp.Problem(cp.Minimize(viol), simplex))
     val = q.value if q.value is not None else np.full(T, 1.0 / T)
-    val = np.clip(np.asarray(val, dtype=float), 0.0, None)
+    val = np.clip(np.nan_to_num(np.asarray(val, dtype=float)), 0.0, None)
+    if not val.sum() > 0:                  # a solver that returned nothing usable: uniform
+        val = np.full(T, 1.0 / T)
     return val / val.sum(), status
 
 
@@ -467,7 +456,9 @@ def _schedule(rates, privacy, share, spent=()):
     from privfair.privacy import Schedule, Scheduled
 
     from ..cells.cells import extreme_design_rows, singles_within_clip
-    from ..cells.proxy import counts_event, proxy_event
+    from privfair.privacy import laplace_event, laplace_scale
+
+    from ..cells.proxy import proxy_event
     from .._draws import whole_epsilon
 
     proxy = ProxyCells()
@@ -476,8 +467,17 @@ def _schedule(rates, privacy, share, spent=()):
 
     def releases(e):
         return [Scheduled("M1", proxy_event(U, share * e, privacy.delta), exact=True),
-                Scheduled("M2", counts_event(2 * 2 ** MAX_SUPPORT, (1.0 - share) * e),
-                          exact=True)]
+                Scheduled("M2", counts_event((1.0 - share) * e), exact=True)]
+
+    def counts_event(e2):
+        # the cells are 2·2^K for the K ≤ MAX_SUPPORT rules chosen at run time; the sensitivity
+        # does not depend on how many (one flip moves one count by 1)
+        return laplace_event(1.0, e2, scale=laplace_scale(1.0, e2),
+                             dimension=2 * 2 ** MAX_SUPPORT,
+                             sensitivity_source="one row's group flip changes exactly one "
+                                                "cell count by exactly 1: ‖Δ‖₁ = 1",
+                             label=f"M2: first group's count in ≤ {2 * 2 ** MAX_SUPPORT} "
+                                   "(label, prediction pattern) cells")
     eps = whole_epsilon(lambda e: [s.event for s in releases(e)], privacy, spent)
     return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps
 
