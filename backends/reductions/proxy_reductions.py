@@ -90,6 +90,10 @@ MASS_FLOOR = 1e-3
 #: the support hypotheses whose prediction patterns M2's counts are released for (2^K cells a
 #: label): the program's largest weights
 MAX_SUPPORT = 4
+#: training rows up to which the plan ranks first (rank 0): the range of the validation splits
+#: it was measured on (≤ 80,000 rows) with room; above it lagrangian_sgda, whose whole fit costs
+#: ≤ 30 numpy passes at 10⁶–10⁷ rows (#19), goes first
+RANK_FIRST_ROWS = 200_000
 
 
 def soft_counts(pi, y, h) -> np.ndarray:
@@ -148,7 +152,10 @@ def best_response(Z, target, weight, w, steps, ridge=BR_RIDGE) -> np.ndarray:
 
 class ProxyReductions(Backend):
     name = "proxy_reductions"
-    always_ranks_first = True     # every plan has rank 0 (measured, not bounded)
+    # planned before the others (a solve skips those once an always-first backend has a plan):
+    # its plans rank 0 up to RANK_FIRST_ROWS, and above it lagrangian_sgda — always first, and
+    # accepting every problem this backend does — has the rank-0 plan
+    always_ranks_first = True
     exposes = {
         "proxy_sensitivity": (PUBLIC, "M1's sensitivity max_i ‖u_i‖₂ (public rows)"),
         "proxy_scale": (PUBLIC, "M1's noise scale"),
@@ -218,13 +225,20 @@ class ProxyReductions(Backend):
                  "held-out check",
                  "predicted excess risk ∞: no utility theorem; ranked on measured behaviour "
                  "(docs/lagrangian.md, 'Proxy reductions')"]
+        measured = problem.rates.n <= RANK_FIRST_ROWS
+        if not measured:
+            notes.append(f"ranked after lagrangian_sgda above {RANK_FIRST_ROWS:,} rows: the "
+                         "validation splits it was measured ahead on have at most 80,000, and "
+                         "its best responses cost more numpy passes than a whole "
+                         "lagrangian_sgda fit at 10⁶ rows (docs/scale.md); name it to run it")
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
-                   predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes, rank=0,
+                   predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes,
+                   rank=0 if measured else 1,
                    rank_reason=("protect='sensitive' with two groups: x and y are public, so "
                                 "after one release of a proxy of the group the reductions "
                                 "approach runs on public rows; measured ahead of "
                                 "lagrangian_sgda on Adult, COMPAS and synthetic validation "
-                                "splits (docs/lagrangian.md)"))
+                                "splits (docs/lagrangian.md)") if measured else "")
         out.schedule = schedule
         return out
 
@@ -335,7 +349,9 @@ class ProxyReductions(Backend):
         M = np.array(ells).T
         scale = _level_scale(problem, lay.K)
         support, soft_status = [], None
-        for tau in (0.0, 0.5 * scale, -0.5 * scale, 0.75 * scale):
+        if len(ells) <= MAX_SUPPORT:           # few hypotheses: every one is a candidate
+            support, soft_status = list(range(len(ells))), "all hypotheses"
+        for tau in (() if support else (0.0, 0.5 * scale, -0.5 * scale, 0.75 * scale)):
             q_soft, st = _mixture(problem, M, tau)
             soft_status = soft_status or st
             for i in np.argsort(-q_soft):
