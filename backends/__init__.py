@@ -86,9 +86,9 @@ REGISTRY: tuple = (
     Entry("proxy_reductions", ".reductions.proxy_reductions", 10,
           "protect='sensitive', two groups, a LinearClassifier: a released proxy of the group, "
           "the reductions approach on public rows, released counts for the final mixture; no "
-          "proven bound (∞), its plans rank first (rank = 0) and it sits ahead of "
-          "lagrangian_sgda: lower validation error wherever both accept (docs/lagrangian.md, "
-          "'Proxy reductions')"),
+          "proven bound (∞), its plans rank first (rank = 0) up to 200,000 rows and it sits "
+          "ahead of lagrangian_sgda: lower validation error wherever both accept "
+          "(docs/lagrangian.md, 'Proxy reductions')"),
     Entry("lagrangian_sgda", ".lagrangian", 11,
           "private Lagrangian SGDA: no proven bound (∞); its plans rank first (rank = 0) on "
           "differentiable sets from measured numbers, so its priority only breaks ties where "

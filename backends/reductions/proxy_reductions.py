@@ -175,7 +175,8 @@ class ProxyReductions(Backend):
         Param("ridge", float, "the proxy regression's ridge (pf.ProxyCells()'s)"),
     )
     theorem = ("proxy reductions: analytic Gaussian (Balle–Wang 2018) on the proxy statistic + "
-               "post-processing (Dwork–Roth Prop 2.1)")
+               "Laplace (Dwork et al. 2006) on the pattern counts + post-processing (Dwork–Roth "
+               "Prop 2.1)")
     needs_group_mass = False       # group sizes come from the proxy's soft counts
 
     def accepts(self, problem, analysis) -> Verdict:
