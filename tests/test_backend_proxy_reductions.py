@@ -102,6 +102,20 @@ def test_the_certificate_is_the_proxy_release_and_the_counts_release(data):
     assert math.isclose(sum(res.weights), 1.0)
 
 
+def test_the_proxy_ridge_is_m1_noise_scale_unless_given(data):
+    """The default ridge is M1's (public) noise scale, at least 1; ``proxy_ridge`` overrides it;
+    without privacy (no noise) it is pf.ProxyCells()'s 1."""
+    prob = dp_problem(data)
+    res = solve(prob, SENS, backend="proxy_reductions", seed=0)
+    scale = res.info["proxy_scale"]
+    assert scale > 1.0
+    assert res.plan.params["ridge"] == pytest.approx(scale)
+    given = solve(prob, SENS, backend="proxy_reductions", seed=0, proxy_ridge=3.0)
+    assert given.plan.params["ridge"] == 3.0
+    exact = solve(prob, pf.DP(math.inf, protect="sensitive"), backend="proxy_reductions", seed=0)
+    assert exact.plan.params["ridge"] == pf.ProxyCells().ridge
+
+
 def test_it_lowers_the_violation_against_the_unconstrained_fit(data):
     """Held-in rates of the released rule (holdout=0, so the trained mixture itself), three
     seeds: the parity gap falls well below the unconstrained fit's at a bounded cost in error."""

@@ -54,9 +54,11 @@ docs/lagrangian.md, *Proxy reductions*.
 
 Options: ``iterations`` (T, default 50: fairlearn's ``max_iter``), ``bound`` (B, default 50;
 the step 2/B is fairlearn's ``eta0 / B``), ``proxy_share`` (M1's share of ε, default ½: chosen
-on the validation splits), ``max_rows`` (the public subsample's size, default 200,000).  The
-proxy is the ``cells`` backend's (``pf.ProxyCells()``'s feature map: 0/1 columns as they are,
-the others one block clipped to norm 2; ridge 1).
+on the validation splits), ``max_rows`` (the public subsample's size, default 200,000),
+``proxy_ridge`` (default M1's noise scale σ₁, at least 1: noise of scale σ₁ in T̃ moves β most
+along directions of curvature below σ₁ — rare 0/1 columns — and a ridge of σ₁ keeps those at
+the prior; public, as σ₁ is).  The proxy is the ``cells`` backend's (``pf.ProxyCells()``'s
+feature map: 0/1 columns as they are, the others one block clipped to norm 2).
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ OPTIONS = (
            doc="M1's (the proxy's) share of ε; M2 (the pattern counts) has the rest"),
     Option("max_rows", "int", 200_000, low=1000,
            doc="rows of the public subsample the best responses are fitted on (n if smaller)"),
+    Option("proxy_ridge", "float", None, low=0,
+           doc="the proxy regression's ridge (None: M1's noise scale σ₁, at least 1)"),
 )
 
 #: Newton steps of the first best response (from θ = 0) and of each later one (warm-started)
@@ -190,7 +194,8 @@ class ProxyReductions(Backend):
     plan_params = (
         *from_options(OPTIONS, "iterations", "bound", "proxy_share", "max_rows"),
         Param("clip", float, "the proxy's clipping bound (pf.ProxyCells()'s)"),
-        Param("ridge", float, "the proxy regression's ridge (pf.ProxyCells()'s)"),
+        Param("ridge", float, "the proxy regression's ridge (proxy_ridge; by default M1's noise "
+                              "scale, at least pf.ProxyCells()'s 1)"),
     )
     theorem = ("proxy reductions: analytic Gaussian (Balle–Wang 2018) on the proxy statistic + "
                "Laplace (Dwork et al. 2006) on the pattern counts + post-processing (Dwork–Roth "
@@ -232,6 +237,14 @@ class ProxyReductions(Backend):
         if privacy.is_private:
             share = o["proxy_share"]
             schedule, eps = _schedule(problem.rates, privacy, share, spent)
+            # the proxy's ridge at M1's noise scale: T̃'s noise moves β by H⁻¹N, and a
+            # direction whose curvature (Σ σ(1 − σ)(u·v)², a rare 0/1 column's few rows) is
+            # below σ₁ would follow the noise; a ridge of σ₁ caps that (the directions the data
+            # cannot resolve stay at the prior).  Chosen on the validation splits against the
+            # fixed ridge 1 and 0.3σ₁, 3σ₁ (docs/lagrangian.md, "The proxy's ridge")
+            params["ridge"] = max(proxy.ridge, float(schedule["M1"].event.scale))
+        if o["proxy_ridge"] is not None:
+            params["ridge"] = o["proxy_ridge"]
             m1 = "Gaussian" if privacy.delta > 0 else "Laplace"
             budget = [(f"M1: {m1} release of the proxy statistic T = Σ a_i u_i", share * eps,
                        privacy.delta),
