@@ -84,7 +84,7 @@ REGISTRY: tuple = (
           "DP-SGDA on ERMI ([L]): non-convex, its private plans predict no bound (∞); torch "
           "only"),
     Entry("proxy_reductions", ".reductions.proxy_reductions", 10,
-          "protect='sensitive', two groups, a LinearClassifier: a released proxy of the group, "
+          "protect='sensitive', binary labels, a LinearClassifier: a released proxy of the group, "
           "the reductions approach on public rows, released counts for the final mixture; no "
           "proven bound (∞), its plans rank first (rank = 0) up to 200,000 rows and it sits "
           "ahead of lagrangian_sgda: lower validation error wherever both accept "

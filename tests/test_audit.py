@@ -349,3 +349,19 @@ def test_a_memoized_analysis_exposes_the_fields_of_a_fresh_one(name):
                 for k in a:
                     assert np.array_equal(np.asarray(a[k]), np.asarray(b[k])), (name, k)
     assert len(calls) >= 8          # the memo was consulted on every solve
+
+
+def test_the_instance_option_picks_an_instance_and_names_the_choices(capsys):
+    """``--instance KEY`` audits that instance (here the three-group one, 8 runs: the option,
+    not the verdict's power); an unknown key is a usage error listing the keys."""
+    from privfair.cli.commands import main
+
+    code = main(["audit", "--backend", "proxy_reductions", "--instance", "nope", "--runs", "8",
+                 "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "proxy_counts_3groups" in captured.err + captured.out
+    code = main(["audit", "--backend", "proxy_reductions", "--instance", "proxy_counts_3groups",
+                 "--runs", "8", "--no-progress"])
+    out = capsys.readouterr().out
+    assert "three groups" in out and "from group a to b" in out

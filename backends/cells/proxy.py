@@ -21,6 +21,8 @@ The two events are scheduled by the backend at plan time and drawn through
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -46,15 +48,34 @@ def proxy_sensitivity(U, norm: str = "l2") -> float:
     return float(np.max(np.abs(U).sum(axis=1)))
 
 
-def proxy_event(U, epsilon, delta):
+def proxy_event(U, epsilon, delta, groups: int = 2):
     """M1's event: T + N(0, σ²I), σ the analytic-Gaussian σ for Δ₂ = max_i ‖u_i‖₂ at (ε, δ)
     (Balle & Wang 2018, Thm 8) — or T + Lap(Δ₁/ε), Δ₁ = max_i ‖u_i‖₁, when δ = 0.  ``U`` is
     public under the "sensitive" relation (a function of X and y), so the event is fixed at
-    plan time."""
+    plan time.
+
+    ``groups`` = G > 2 (``proxy_reductions``' multinomial proxy): T is the first G − 1 groups'
+    statistics T_g = Σ_{a_i = g} u_i, stacked; a row moved between two of them moves two blocks
+    by ∓u_i, so Δ₂ = √2·max‖u_i‖₂ and Δ₁ = 2·max‖u_i‖₁ (a move to or from the last group, which
+    is not released, moves one block: less)."""
     from privfair.privacy import (calibrate_gaussian_sigma, gaussian_event, laplace_event,
                                   laplace_scale)
 
     dim = int(np.shape(U)[1])
+    if groups > 2:
+        blocks = groups - 1
+        src = ("moving one row between two of the first G − 1 groups moves two of the statistics "
+               "T_g = Σ_{a_i = g} u_i by ∓u_i (X, y fixed by the relation): ")
+        label = f"M1: proxy statistics T_g = Σ_(a_i = g) u_i of {blocks} groups ({blocks * dim} dims)"
+        if delta > 0:
+            sens = math.sqrt(2.0) * proxy_sensitivity(U, "l2")
+            return gaussian_event(sens, calibrate_gaussian_sigma(sens, epsilon, delta),
+                                  epsilon=epsilon, delta=delta, dimension=blocks * dim,
+                                  sensitivity_source=src + "√2·max_i ‖u_i‖₂", label=label)
+        sens = 2.0 * proxy_sensitivity(U, "l1")
+        return laplace_event(sens, epsilon, scale=laplace_scale(sens, epsilon),
+                             dimension=blocks * dim, sensitivity_source=src + "2·max_i ‖u_i‖₁",
+                             label=label)
     src = ("flipping one row's group moves T = Σ a_i u_i by exactly ±u_i (X, y fixed by the "
            "relation): max_i ‖u_i‖")
     label = f"M1: proxy statistic T = Σ a_i u_i ({dim} dims)"

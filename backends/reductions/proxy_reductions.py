@@ -1,6 +1,6 @@
 """Proxy reductions: a private proxy of the group, the reductions approach on public rows, and
-counts that calibrate the final mixture (``protect="sensitive"``, ``pf.LinearClassifier``, two
-groups, binary labels).
+counts that calibrate the final mixture (``protect="sensitive"``, ``pf.LinearClassifier``,
+binary labels, any number of groups).
 
 Algorithm (what runs).  Under the sensitive relation the features x and the label y are public
 and only the group a is private.  So::
@@ -9,8 +9,12 @@ and only the group a is private.  So::
         β = argmin Σ_i log(1 + e^{u_i·β}) − β·T̃ + ridge/2 ‖β‖²    (a logistic model of the
         π_i = σ(u_i·β)                                                group given x and y)
 
-every statistic of a rule h is estimated by soft counts C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ)
-(π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read from C as ``lagrangian_sgda`` reads ℓ̂ from its
+With G > 2 groups M1 releases the first G − 1 groups' statistics T̃_g = Σ_{a_i = g} u_i + N(0,
+σ²I) (the last group's is Σ_i u_i − Σ_g T_g, and Σ_i u_i is public), and π_i· is the multinomial
+logistic model with the last group as reference fitted to them (``_multinomial``: its score
+equations Σ_i u_i π_ig = T̃_g, so the statistics are sufficient; on the public subsample, T̃
+scaled by m/n).  Then every statistic of a rule h is estimated by soft counts C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ)
+(two groups: π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read from C as ``lagrangian_sgda`` reads ℓ̂ from its
 histogram, and the reductions approach of Agarwal et al. (2018), as fairlearn's
 ``ExponentiatedGradient`` runs it, searches the linear rules on these estimates::
 
@@ -31,6 +35,8 @@ level by 40–110 % on the very rows it was fitted on.  So the last step reads c
     K ≤ 4 candidates: the supports of min f(M q) s.t. g_j(M q) ≤ −τ over the simplex (M's
         columns the ℓ̂(h_t)), τ ∈ {0, ±½, ¾} × the levels' public scale, largest weights first
     M2: Ñ0[y, s] = #{i : a_i = 1, y_i = y, pattern_i = s} + Lap(1/ε₂), s = Σ_k 2^k·h_k(x_i)
+        (G > 2: Ñ_g[y, s] for each of the first G − 1 groups, + Lap(2/ε₂); the last group's
+        count is N[y, s] − Σ_g Ñ_g[y, s])
     q = argmin f(ℓ(q)) s.t. g_j(ℓ(q)) ≤ 0 over mixtures of the K rules and the two constant
         rules, ℓ(q) read from Ñ0 and the public N[y, s] (linear in q)
     release the mixture Σ q_k 1[x·w_k + b_k > 0] (each θ_k scaled into the ball: the same rule)
@@ -41,8 +47,14 @@ y are the same in neighbours, so flipping one row's group moves Σ a_i u_i by ex
 Dwork et al. 2006): a flip changes exactly one count by 1, Δ₁ = 1, whatever the cells; the
 cells — the K rules' prediction patterns — are functions of public rows and of M1's output, so
 M2 is chosen adaptively, which sequential composition covers (Dwork & Roth 2014, Thm 3.16).
+With G > 2 groups a neighbour moves one row from group g to group h: when both are among the
+first G − 1, M1's statistics T_g and T_h move by ∓u_i (Δ₂ = √2·max_i ‖u_i‖₂; Laplace: Δ₁ =
+2·max_i ‖u_i‖₁) and M2's counts Ñ_g[y, s] and Ñ_h[y, s] by ∓1 (Δ₁ = 2); when one of them is
+the last group (not released), one block and one count move — less.  Both events are calibrated
+to the larger move (``cells.proxy.proxy_event(..., groups=G)``, ``_schedule``).
 Everything else — the proxy fit, the soft counts, the best responses, both programs, the
-clipping of Ñ0 to [0, N] — reads only x, y and the releases: post-processing (Dwork & Roth
+clipping of Ñ to [0, N] (and, G > 2, their scaling to sum at most N) — reads only x, y and the
+releases: post-processing (Dwork & Roth
 2014, Prop 2.1).  The certificate composes the two events (basic: (ε₁ + ε₂, δ) = (ε, δ)).  The
 public subsample of the best responses (at most ``max_rows`` rows, when n is larger) is drawn
 from the run's generator independently of the data.  Under ``protect="row"`` x and y are
@@ -102,11 +114,11 @@ MAX_SUPPORT = 4
 RANK_FIRST_ROWS = 200_000
 
 
-def soft_counts(pi, y, h) -> np.ndarray:
-    """C[g, y, ŷ] (2, 2, 2) of predictions ``h`` ∈ [0, 1] under soft group memberships
-    ``pi`` (P(first group | x, y) per row)."""
-    out = np.empty((2, 2, 2))
-    for g, wg in enumerate((pi, 1.0 - pi)):
+def soft_counts(P, y, h) -> np.ndarray:
+    """C[g, y, ŷ] (G, 2, 2) of predictions ``h`` ∈ [0, 1] under soft group memberships
+    ``P`` (m × G: P(group g | x, y) per row)."""
+    out = np.empty((P.shape[1], 2, 2))
+    for g, wg in enumerate(P.T):
         for k in (0, 1):
             m = wg * (y == k)
             one = float(m @ h)
@@ -185,7 +197,8 @@ class ProxyReductions(Backend):
         "hypotheses": (RELEASED, "the best responses found (post-processing of T̃)"),
         "support": (RELEASED, "the hypotheses whose patterns M2 counted"),
         "counts_scale": (PUBLIC, "M2's noise scale"),
-        "pattern_counts": (RELEASED, "M2's release: the first group's count per (label, "
+        "pattern_counts": (RELEASED, "M2's release: the first group's (G > 2: the first G − 1 "
+                           "groups') count per (label, "
                            "pattern), clipped to [0, the cell's rows]"),
         "solver_status": (RELEASED, "the program's status on the released estimates"),
         "estimates": (RELEASED, "f and g of the released mixture on M2's counts"),
@@ -214,8 +227,8 @@ class ProxyReductions(Backend):
             return Verdict(False, "needs protect='sensitive': the proxy and the best responses "
                                   "read x and y, which protect="
                                   f"{analysis.privacy.protect!r} protects")
-        if r.G != 2:
-            return Verdict(False, f"needs exactly two groups; the data has {r.G}")
+        if r.G < 2:
+            return Verdict(False, f"needs at least two groups; the data has {r.G}")
         if r.L != 2:
             return Verdict(False, f"needs binary labels; the data has {r.L}")
         if getattr(r, "surrogate", None) is not None:
@@ -246,9 +259,11 @@ class ProxyReductions(Backend):
         if o["proxy_ridge"] is not None:
             params["ridge"] = o["proxy_ridge"]
             m1 = "Gaussian" if privacy.delta > 0 else "Laplace"
-            budget = [(f"M1: {m1} release of the proxy statistic T = Σ a_i u_i", share * eps,
-                       privacy.delta),
-                      (f"M2: Laplace release of the first group's count in the (label, "
+            whose = "the first group's" if problem.rates.G == 2 else \
+                f"the first {problem.rates.G - 1} groups'"
+            budget = [(f"M1: {m1} release of {whose} proxy statistic Σ_(a_i = g) u_i",
+                       share * eps, privacy.delta),
+                      (f"M2: Laplace release of {whose} count in the (label, "
                        f"prediction pattern) cells of at most {MAX_SUPPORT} rules",
                        (1.0 - share) * eps, 0.0)]
         notes = ["the group of each row is estimated by a logistic proxy fitted to the one "
@@ -266,7 +281,7 @@ class ProxyReductions(Backend):
         out = Plan(self.name, privacy, analysis, problem, params=params, budget=budget,
                    predicted_excess_risk=math.inf, theorem=self.theorem, notes=notes,
                    rank=0 if measured else 1,
-                   rank_reason=("protect='sensitive' with two groups: x and y are public, so "
+                   rank_reason=("protect='sensitive' with binary labels: x and y are public, so "
                                 "after one release of a proxy of the group the reductions "
                                 "approach runs on public rows; measured ahead of "
                                 "lagrangian_sgda on Adult, COMPAS and synthetic validation "
@@ -303,10 +318,18 @@ class ProxyReductions(Backend):
         check = not singles_within_clip(proxy, features)
         rows, design = data.rows(), fit_design(features, False, check)
         # one pass: T = Σ a_i u_i and the proxy fit's Newton terms at β = 0 (u_i is public)
-        ((T_exact, start),) = rows.map_sum(passes.several, (
-            (passes.sum_and_logistic_terms, (design, ("group", 0),
-                                             np.zeros(design.dim(rows.n_features)),
-                                             passes.SINGLE)),))
+        G = r.G
+        if G == 2:
+            ((T_exact, start),) = rows.map_sum(passes.several, (
+                (passes.sum_and_logistic_terms, (design, ("group", 0),
+                                                 np.zeros(design.dim(rows.n_features)),
+                                                 passes.SINGLE)),))
+        else:
+            # the first G − 1 groups' statistics Σ_{a_i = g} u_i (the last: Σ u_i − their sum,
+            # public Σ u_i): the multinomial logistic model's sufficient statistics
+            T_exact = np.concatenate(rows.map_sum(passes.several, tuple(
+                (passes.weighted_sum, (design, ("group", g))) for g in range(G - 1))))
+            start = None
         info = {}
         if plan.privacy.is_private:
             schedule = getattr(plan, "schedule", None)
@@ -322,14 +345,20 @@ class ProxyReductions(Backend):
             T, source = T_exact, as_source(rng)
         del T_exact
         gen = float_generator(source)
-        (beta,) = logistic_fits(rows, [dict(T=T, design=design, start=start,
-                                            start_single=True)], proxy.ridge)
+        if G == 2:
+            (beta,) = logistic_fits(rows, [dict(T=T, design=design, start=start,
+                                                start_single=True)], proxy.ridge)
         # the public subsample of the best responses (x, y only; independent of the data)
         n = data.n
         m = min(n, int(pp["max_rows"]))
         idx = np.sort(gen.choice(n, size=m, replace=False)) if m < n else None
         Z, y = _design_rows(data, idx, m)                 # [x, 1] and y of the subsample
-        pi = sigmoid(features.design_dot(Z[:, :-1], y, beta, False))   # P(first group | x, y)
+        if G == 2:
+            p0 = sigmoid(features.design_dot(Z[:, :-1], y, beta, False))  # P(first group | x, y)
+            P = np.stack([p0, 1.0 - p0], axis=1)
+        else:
+            U = features.design(Z[:, :-1], y, False)
+            P = _multinomial(U, T.reshape(G - 1, -1) * (m / n), proxy.ridge)
         info["rows_fitted"] = m
 
         # the best responses read a single-precision copy, their Hessians a fixed stride of
@@ -339,13 +368,13 @@ class ProxyReductions(Backend):
         hessian_rows = (np.linspace(0, m - 1, HESSIAN_ROWS).astype(int)
                         if m > HESSIAN_ROWS else None)
         lay = H.Layout(r)
-        floor = np.full((2, 2), MASS_FLOOR)
+        floor = np.full((G, 2), MASS_FLOOR)
         q_declared = r.group_mass()[0]
         if q_declared is not None:
             floor = np.maximum(floor, np.asarray(q_declared))
 
         def ell_of(h):
-            return H.rates_from_counts(soft_counts(pi, y, h), lay, m, floor)
+            return H.rates_from_counts(soft_counts(P, y, h), lay, m, floor)
 
         f = problem.f
         pieces = [p for g in problem.g for p in split(g)]
@@ -363,7 +392,7 @@ class ProxyReductions(Backend):
                 wv = wv + lam[k] * np.asarray(pieces[k].grad(at), dtype=float)
             c = H.row_coefficients(wv, lay, pi_gy)                   # (G, L, L)
             diff = c[:, :, 1] - c[:, :, 0]                           # (G, L)
-            d = pi * diff[0, y] + (1.0 - pi) * diff[1, y]
+            d = (P * diff[:, y].T).sum(axis=1)
             target = (d < 0).astype(float)
             weight = np.abs(d)
             scale = weight.mean()
@@ -398,15 +427,17 @@ class ProxyReductions(Backend):
                     support.append(int(i))
         W = np.array([thetas[i] for i in support])                    # (K, d + 1)
         K = len(support)
-        N, N0 = _pattern_counts(data, W)                               # (2, 2^K) each
+        N, N0 = _pattern_counts(data, W, G)                 # (2, 2^K), (G − 1, 2, 2^K)
         if plan.privacy.is_private:
-            N0 = np.asarray(draws.laplace("M2", N0), dtype=float)
+            N0 = np.asarray(draws.laplace("M2", N0), dtype=float).reshape(G - 1, 2, -1)
             info["counts_scale"] = float(schedule["M2"].event.scale)
         N0 = np.clip(N0, 0.0, N)                                       # post-processing
-        info["pattern_counts"] = N0.tolist()
+        over = N0.sum(axis=0)
+        N0 = N0 * np.where(over > N, N / np.maximum(over, 1e-300), 1.0)
+        info["pattern_counts"] = (N0[0] if G == 2 else N0).tolist()
         bits = (np.arange(2 ** K)[None, :] >> np.arange(K)[:, None]) & 1   # (K, 2^K)
         hyp_bits = np.vstack([bits, np.zeros(2 ** K), np.ones(2 ** K)])   # + the constants
-        Ng = np.stack([N0, N - N0])                                    # (g, y, pattern)
+        Ng = np.concatenate([N0, (N - N0.sum(axis=0))[None]])          # (g, y, pattern)
         cols = []
         for b in hyp_bits:
             one = (Ng * b[None, None, :]).sum(axis=2)                  # (g, y)
@@ -454,19 +485,65 @@ def _design_rows(data, idx, m):
     return Z, y
 
 
-def _pattern_counts(data, W):
-    """(N, N0): the rows and the first group's rows in every (label, pattern) cell, the pattern
-    of a row being Σ_k 2^k·1[x·w_k + b_k > 0] — one pass over the rows' chunks."""
+def _pattern_counts(data, W, G=2):
+    """(N, N0): the rows in every (label, pattern) cell (2, 2^K), and those of each of the first
+    G − 1 groups (G − 1, 2, 2^K), the pattern of a row being Σ_k 2^k·1[x·w_k + b_k > 0] — one
+    pass over the rows' chunks."""
     K = W.shape[0]
-    N, N0 = np.zeros((2, 2 ** K)), np.zeros((2, 2 ** K))
+    N, N0 = np.zeros((2, 2 ** K)), np.zeros((G - 1, 2, 2 ** K))
     for c in data.rows().chunks():
         X = np.asarray(c.X, dtype=float)
         pat = ((X @ W[:, :-1].T + W[:, -1] > 0) * (1 << np.arange(K))).sum(axis=1)
         cell = np.asarray(c.y).astype(int) * 2 ** K + pat
         N += np.bincount(cell, minlength=2 * 2 ** K).reshape(2, -1)
-        N0 += np.bincount(cell, weights=(np.asarray(c.group) == 0).astype(float),
-                          minlength=2 * 2 ** K).reshape(2, -1)
+        grp = np.asarray(c.group)
+        for g in range(G - 1):
+            N0[g] += np.bincount(cell, weights=(grp == g).astype(float),
+                                 minlength=2 * 2 ** K).reshape(2, -1)
     return N, N0
+
+
+def _multinomial(U, T, ridge, iters=50, tol=1e-9) -> np.ndarray:
+    """P (m × G): the multinomial logistic model of the group given the design rows U (m × d),
+    fitted to the statistics T (G − 1, d) of the first G − 1 groups (the last the reference,
+    logit 0) — argmin Σ_i log(1 + Σ_g e^{u_i·β_g}) − Σ_g β_g·T_g + ridge/2‖β‖² by damped Newton
+    steps (its score equations Σ_i u_i P_ig = T_g: the statistics are sufficient)."""
+    m, d = U.shape
+    k = T.shape[0]
+    beta = np.zeros((k, d))
+
+    def probs(b):
+        Zl = np.c_[U @ b.T, np.zeros(m)]
+        Zl -= Zl.max(axis=1, keepdims=True)
+        E = np.exp(Zl)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def value(b):
+        logits = np.c_[U @ b.T, np.zeros(m)]
+        return (float(np.logaddexp.reduce(logits, axis=1).sum() - (b * T).sum())
+                + 0.5 * ridge * float((b * b).sum()))
+
+    f0 = value(beta)
+    for _ in range(iters):
+        P = probs(beta)
+        grad = (U.T @ P[:, :k]).T - T + ridge * beta                    # (k, d)
+        hess = np.empty((k, d, k, d))
+        for g in range(k):
+            for h in range(g, k):
+                block = U.T @ (U * (P[:, g] * ((g == h) - P[:, h]))[:, None])
+                hess[g, :, h, :], hess[h, :, g, :] = block, block.T
+        hess = hess.reshape(k * d, k * d) + ridge * np.eye(k * d)
+        step = np.linalg.solve(hess, grad.reshape(-1)).reshape(k, d)
+        t = 1.0
+        while t > 1e-6 and value(beta - t * step) > f0:     # halve until it does not rise
+            t /= 2
+        if t <= 1e-6:
+            break
+        f_prev, beta = f0, beta - t * step
+        f0 = value(beta)
+        if f_prev - f0 <= tol * max(1.0, abs(f0)):
+            break
+    return probs(beta)
 
 
 def _level_scale(problem, K) -> float:
@@ -520,19 +597,29 @@ def _schedule(rates, privacy, share, spent=()):
     features = proxy.features_for(rates.data)
     U = extreme_design_rows(rates.data, features, False, not singles_within_clip(proxy, features))
 
+    G = rates.G
+    # G > 2: the first G − 1 groups' statistics and counts are released, and a row moved between
+    # two of them moves two blocks (proxy_event) and two counts by 1 each (Δ₁ = 2)
+    moved = 1.0 if G == 2 else 2.0
+
     def releases(e):
-        return [Scheduled("M1", proxy_event(U, share * e, privacy.delta), exact=True),
+        return [Scheduled("M1", proxy_event(U, share * e, privacy.delta, groups=G), exact=True),
                 Scheduled("M2", counts_event((1.0 - share) * e), exact=True)]
 
     def counts_event(e2):
-        # the cells are 2·2^K for the K ≤ MAX_SUPPORT rules chosen at run time; the sensitivity
-        # does not depend on how many (one flip moves one count by 1)
-        return laplace_event(1.0, e2, scale=laplace_scale(1.0, e2),
-                             dimension=2 * 2 ** MAX_SUPPORT,
-                             sensitivity_source="one row's group flip changes exactly one "
-                                                "cell count by exactly 1: ‖Δ‖₁ = 1",
-                             label=f"M2: first group's count in ≤ {2 * 2 ** MAX_SUPPORT} "
-                                   "(label, prediction pattern) cells")
+        # the cells are 2·2^K for the K ≤ MAX_SUPPORT rules chosen at run time, for each of the
+        # first G − 1 groups; the sensitivity does not depend on how many
+        return laplace_event(moved, e2, scale=laplace_scale(moved, e2),
+                             dimension=(G - 1) * 2 * 2 ** MAX_SUPPORT,
+                             sensitivity_source=(
+                                 "one row's group flip changes exactly one cell count by exactly "
+                                 "1: ‖Δ‖₁ = 1" if G == 2 else
+                                 "moving one row between two groups moves one count of each "
+                                 "(the last group's is not released): ‖Δ‖₁ ≤ 2"),
+                             label=(f"M2: first group's count in ≤ {2 * 2 ** MAX_SUPPORT} "
+                                    "(label, prediction pattern) cells" if G == 2 else
+                                    f"M2: the first {G - 1} groups' counts in ≤ "
+                                    f"{2 * 2 ** MAX_SUPPORT} (label, prediction pattern) cells"))
     eps = whole_epsilon(lambda e: [s.event for s in releases(e)], privacy, spent)
     return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps
 

@@ -231,6 +231,20 @@ def cells_pair():
     return D, D.with_row(0, group="b")
 
 
+def cells3_pair():
+    """Neighbours of the three-group proxy instance: 450 rows at x = 0.5, each of groups a, b, c
+    100 negatives then 50 positives; D′ moves row 0 (a negative) from group a to b — between
+    two of the first G − 1 groups, whose statistics and counts are both released (the move
+    with the largest sensitivity)."""
+    import numpy as np
+
+    per_group = CELLS_NEGATIVES + CELLS_POSITIVES
+    y = np.array(([0] * CELLS_NEGATIVES + [1] * CELLS_POSITIVES) * 3)
+    a = np.array(["a"] * per_group + ["b"] * per_group + ["c"] * per_group)
+    D = Dataset(np.full((3 * per_group, 1), 0.5), y, sensitive=a, group_names=["a", "b", "c"])
+    return D, D.with_row(0, group="b")
+
+
 def one_cell_problem(data):
     """ProxyCells(1, 1); minimize (fp[a] − 0.1)² (the rule is a function of one count)."""
     r = rates(ProxyCells(1, 1), data)
@@ -398,6 +412,15 @@ def audit_instances(backend: str) -> list:
                       neighbours_doc="300 rows at x = 0.5, each group 100 negatives and 50 "
                                      "positives; D' moves row 0 (a negative) from group a to b",
                       release_doc="the released first-group counts per (label, pattern) (M2)"),
+        AuditInstance("proxy_counts_3groups", "LinearClassifier(1) on x = 0.5, three groups, "
+                      "minimize the error s.t. |fpr[a] − fpr[b]| ≤ 0.1; 3 best responses",
+                      proxy_counts_problem, {"proxy_share": 0.01, "iterations": 3},
+                      neighbours=cells3_pair, release=released_counts,
+                      neighbours_doc="450 rows at x = 0.5, each of three groups 100 negatives "
+                                     "and 50 positives; D' moves row 0 (a negative) from group "
+                                     "a to b",
+                      release_doc="the released counts of groups a and b per (label, pattern) "
+                                  "(M2, Δ₁ = 2)"),
         AuditInstance("ridge_hinge", "SparseLinear(1, l1, radius 1, l2=1000, no "
                       "intercept, R=10), smoothed hinge, minimize the error",
                       ridge_problem("smoothed_hinge"),

@@ -128,7 +128,14 @@ def cmd_audit(args) -> int:
     if math.isinf(args.epsilon):
         raise CommandError("--epsilon inf: a non-private run has no privacy claim to audit")
     refusals, chosen = [], None
-    for inst in audit_instances(backend.name):
+    candidates = audit_instances(backend.name)
+    if args.instance is not None:
+        keys = [inst.key for inst in candidates]
+        if args.instance not in keys:
+            raise CommandError(f"--instance {args.instance!r}: not an audit instance; one of "
+                               f"{keys}")
+        candidates = [inst for inst in candidates if inst.key == args.instance]
+    for inst in candidates:
         delta = inst.delta if args.delta is None else args.delta
         privacy = pf.DP(args.epsilon, delta, protect=inst.protect)
         D, Dp = inst.pair()
@@ -244,5 +251,8 @@ def add_parser(sub) -> None:
                    help="also run the negative controls — the backend with half its noise "
                         "and at 2ε — against the same "
                         "claim: the tester should refute them")
+    a.add_argument("--instance", default=None,
+                   help="audit this instance (its key, e.g. proxy_counts_3groups) instead of "
+                        "the first one the backend accepts")
     a.add_argument("--no-progress", action="store_true", help="no progress bars")
     a.set_defaults(func=cmd_audit)
