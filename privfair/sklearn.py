@@ -56,7 +56,7 @@ Design
   ``"cells"`` under ``"sensitive"`` with two groups.
 * ``decision_set="linear"``: a group-blind linear rule (:class:`privfair.LinearClassifier`, the
   ``lagrangian_sgda`` backend; either unit, any number of groups — under
-  ``protect="sensitive"`` with two groups and binary labels ``auto`` runs ``proxy_reductions``
+  ``protect="sensitive"`` with binary labels ``auto`` runs ``proxy_reductions``
   instead, docs/lagrangian.md, *Proxy reductions*).  On Adult (ε = 1, row,
   δ = 1/n², seeds 0–4, adult.test, expected prediction) equalized odds ≤ 0.03 errs
   0.1941 ± 0.0132 at a gap of 0.0296 (one rule in five mixed with the constant), demographic
@@ -286,8 +286,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
     decision_set : {"auto", "linear", "cells", "thresholds", "group_thresholds"}, default "auto"
         ``"auto"``: ``"linear"`` under ``protect="row"``, ``"cells"`` under ``"sensitive"``
         with two groups (else ``"linear"``).  A group-blind :class:`privfair.LinearClassifier`
-        (``lagrangian_sgda``; either unit; ``proxy_reductions`` under ``"sensitive"`` with two
-        groups and binary labels), :class:`privfair.ProxyCells` rules (two groups,
+        (``lagrangian_sgda``; either unit; ``proxy_reductions`` under ``"sensitive"`` with
+        binary labels), :class:`privfair.ProxyCells` rules (two groups,
         ``protect="sensitive"``), thresholds of a score, or randomized thresholds of a linear
         score *per group* (``pf.PostProcessed(pf.LinearClassifier(d))``: under
         ``protect="row"`` the score is trained privately; any number of groups) — whose

@@ -192,16 +192,16 @@ def _releases_on_neighbours(data3, share=0.5, delta=0.0):
     """(schedule, Ñ on D and on D′ as exact values, the moved coordinates) for M2: the counts of
     the first two groups per (label, pattern) under two fixed public rules; D′ moves row i
     from group a to b (both released: the largest move)."""
-    from privfair.backends.reductions.proxy_reductions import _pattern_counts, _schedule
+    from privfair.backends.reductions.proxy_reductions import pattern_counts, release_schedule
 
     i = int(np.flatnonzero(data3.group == 0)[0])
     Dp = data3.with_row(i, group="b")
     W = np.array([[1.0, 0.0, 1.0, 0.0, -0.5], [0.0, 1.0, 0.0, 0.0, 0.0]])
-    _, N0 = _pattern_counts(data3, W, 3)
-    _, N0p = _pattern_counts(Dp, W, 3)
+    _, N0 = pattern_counts(data3, W, 3)
+    _, N0p = pattern_counts(Dp, W, 3)
     moved = np.flatnonzero((N0 != N0p).ravel())
-    sched, _ = _schedule(dp_problem_of(data3).rates, pf.DP(1.0, delta, protect="sensitive"),
-                         share)
+    sched, _ = release_schedule(dp_problem_of(data3).rates,
+                                pf.DP(1.0, delta, protect="sensitive"), share)
     return sched, N0.ravel(), N0p.ravel(), moved
 
 

@@ -51,7 +51,7 @@ With G > 2 groups a neighbour moves one row from group g to group h: when both a
 first G − 1, M1's statistics T_g and T_h move by ∓u_i (Δ₂ = √2·max_i ‖u_i‖₂; Laplace: Δ₁ =
 2·max_i ‖u_i‖₁) and M2's counts Ñ_g[y, s] and Ñ_h[y, s] by ∓1 (Δ₁ = 2); when one of them is
 the last group (not released), one block and one count move — less.  Both events are calibrated
-to the larger move (``cells.proxy.proxy_event(..., groups=G)``, ``_schedule``).
+to the larger move (``cells.proxy.proxy_event(..., groups=G)``, ``release_schedule``).
 Everything else — the proxy fit, the soft counts, the best responses, both programs, the
 clipping of Ñ to [0, N] (and, G > 2, their scaling to sum at most N) — reads only x, y and the
 releases: post-processing (Dwork & Roth
@@ -249,7 +249,7 @@ class ProxyReductions(Backend):
         schedule, budget = None, []
         if privacy.is_private:
             share = o["proxy_share"]
-            schedule, eps = _schedule(problem.rates, privacy, share, spent)
+            schedule, eps = release_schedule(problem.rates, privacy, share, spent)
             # the proxy's ridge at M1's noise scale: T̃'s noise moves β by H⁻¹N, and a
             # direction whose curvature (Σ σ(1 − σ)(u·v)², a rare 0/1 column's few rows) is
             # below σ₁ would follow the noise; a ridge of σ₁ caps that (the directions the data
@@ -427,7 +427,7 @@ class ProxyReductions(Backend):
                     support.append(int(i))
         W = np.array([thetas[i] for i in support])                    # (K, d + 1)
         K = len(support)
-        N, N0 = _pattern_counts(data, W, G)                 # (2, 2^K), (G − 1, 2, 2^K)
+        N, N0 = pattern_counts(data, W, G)                 # (2, 2^K), (G − 1, 2, 2^K)
         if plan.privacy.is_private:
             N0 = np.asarray(draws.laplace("M2", N0), dtype=float).reshape(G - 1, 2, -1)
             info["counts_scale"] = float(schedule["M2"].event.scale)
@@ -485,7 +485,7 @@ def _design_rows(data, idx, m):
     return Z, y
 
 
-def _pattern_counts(data, W, G=2):
+def pattern_counts(data, W, G=2):
     """(N, N0): the rows in every (label, pattern) cell (2, 2^K), and those of each of the first
     G − 1 groups (G − 1, 2, 2^K), the pattern of a row being Σ_k 2^k·1[x·w_k + b_k > 0] — one
     pass over the rows' chunks."""
@@ -578,7 +578,7 @@ def _mixture(problem, M, tau=0.0):
     return val / val.sum(), status
 
 
-def _schedule(rates, privacy, share, spent=()):
+def release_schedule(rates, privacy, share, spent=()):
     """(Schedule of M1 and M2, the ε they share): M1 with ``share`` of it and the whole δ, M2
     (pure) the rest — basic composition is exactly (ε, δ) when nothing was spent, else the
     largest ε that fits beside ``spent``.  M1's sensitivity reads X and y, which the sensitive
