@@ -66,7 +66,8 @@ def proxy_event(U, epsilon, delta, groups: int = 2):
         blocks = groups - 1
         src = ("moving one row between two of the first G − 1 groups moves two of the statistics "
                "T_g = Σ_{a_i = g} u_i by ∓u_i (X, y fixed by the relation): ")
-        label = f"M1: proxy statistics T_g = Σ_(a_i = g) u_i of {blocks} groups ({blocks * dim} dims)"
+        label = (f"M1: proxy statistics T_g = Σ_(a_i = g) u_i of {blocks} groups "
+                 f"({blocks * dim} dims)")
         if delta > 0:
             sens = math.sqrt(2.0) * proxy_sensitivity(U, "l2")
             return gaussian_event(sens, calibrate_gaussian_sigma(sens, epsilon, delta),

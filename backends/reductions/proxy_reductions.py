@@ -13,10 +13,11 @@ With G > 2 groups M1 releases the first G − 1 groups' statistics T̃_g = Σ_{a
 σ²I) (the last group's is Σ_i u_i − Σ_g T_g, and Σ_i u_i is public), and π_i· is the multinomial
 logistic model with the last group as reference fitted to them (``_multinomial``: its score
 equations Σ_i u_i π_ig = T̃_g, so the statistics are sufficient; on the public subsample, T̃
-scaled by m/n).  Then every statistic of a rule h is estimated by soft counts C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ)
-(two groups: π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read from C as ``lagrangian_sgda`` reads ℓ̂ from its
-histogram, and the reductions approach of Agarwal et al. (2018), as fairlearn's
-``ExponentiatedGradient`` runs it, searches the linear rules on these estimates::
+scaled by m/n).  Then every statistic of a rule h is estimated by soft counts
+C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ) (two groups: π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read
+from C as ``lagrangian_sgda`` reads ℓ̂ from its histogram, and the reductions approach of
+Agarwal et al. (2018), as fairlearn's ``ExponentiatedGradient`` runs it, searches the linear
+rules on these estimates::
 
     θ = 0 ∈ R^J (J one-sided pieces of the constraints, ``lagrangian.split``)
     for t = 1..T:
@@ -54,9 +55,8 @@ the last group (not released), one block and one count move — less.  Both even
 to the larger move (``cells.proxy.proxy_event(..., groups=G)``, ``release_schedule``).
 Everything else — the proxy fit, the soft counts, the best responses, both programs, the
 clipping of Ñ to [0, N] (and, G > 2, their scaling to sum at most N) — reads only x, y and the
-releases: post-processing (Dwork & Roth
-2014, Prop 2.1).  The certificate composes the two events (basic: (ε₁ + ε₂, δ) = (ε, δ)).  The
-public subsample of the best responses (at most ``max_rows`` rows, when n is larger) is drawn
+releases: post-processing (Dwork & Roth 2014, Prop 2.1).  The certificate composes the two
+events (basic: (ε₁ + ε₂, δ) = (ε, δ)).  The public subsample of the best responses (at most ``max_rows`` rows, when n is larger) is drawn
 from the run's generator independently of the data.  Under ``protect="row"`` x and y are
 private and none of this would be post-processing: the backend refuses.
 
