@@ -418,13 +418,8 @@ class CellsBackend(Backend):
                                              passes.SINGLE))))
         draws = None
         if private:
-            schedule = getattr(plan, "schedule", None)
-            if schedule is None:
-                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
-            draws = schedule.open(accountant, rng)
-            m1 = schedule["M1"].event
-            draw = draws.gaussian if m1.mechanism == "gaussian" else draws.laplace
-            T = np.asarray(draw("M1", T_exact), dtype=float)
+            draws, T, m1 = _proxy.draw_proxy(self, plan, accountant, rng, T_exact)
+            schedule = plan.schedule
             info["M1_sensitivity"], info["M1_scale"] = m1.sensitivity, m1.scale
         else:
             T = T_exact

@@ -90,6 +90,20 @@ def proxy_event(U, epsilon, delta, groups: int = 2):
                          sensitivity_source=src + "₁", label=label)
 
 
+def draw_proxy(backend, plan, accountant, rng, T_exact):
+    """(draws, T̃, M1's event): open the plan's release schedule and draw M1 — T + Gaussian or
+    Laplace noise, whichever its event is — the one home of this step for ``cells`` and
+    ``proxy_reductions``.  A plan without a schedule (planned at ε = ∞) is refused before any
+    draw."""
+    schedule = getattr(plan, "schedule", None)
+    if schedule is None:
+        backend.refuse("the plan has no release schedule (it was planned at ε = ∞)")
+    draws = schedule.open(accountant, rng)
+    event = schedule["M1"].event
+    draw = draws.gaussian if event.mechanism == "gaussian" else draws.laplace
+    return draws, np.asarray(draw("M1", T_exact), dtype=float), event
+
+
 def group_counts(in_group, y, cell, n_cells, label_split: bool) -> np.ndarray:
     """The first group's count per (label, cell) — shape (2·C,), label-major — or per cell (C,)."""
     key = (np.asarray(y, dtype=np.int64) * n_cells + cell) if label_split else np.asarray(cell)

@@ -306,7 +306,7 @@ class ProxyReductions(Backend):
         from privfair.util.progress import bar
 
         from ..cells.cells import fit_design, singles_within_clip
-        from ..cells.proxy import logistic_fits
+        from ..cells.proxy import draw_proxy, logistic_fits
         from ..lagrangian import histogram as H
         from ..lagrangian.split import split
 
@@ -332,13 +332,8 @@ class ProxyReductions(Backend):
             start = None
         info = {}
         if plan.privacy.is_private:
-            schedule = getattr(plan, "schedule", None)
-            if schedule is None:
-                self.refuse("the plan has no release schedule (it was planned at ε = ∞)")
-            draws = schedule.open(accountant, rng)
-            m1 = schedule["M1"].event
-            draw = draws.gaussian if m1.mechanism == "gaussian" else draws.laplace
-            T = np.asarray(draw("M1", T_exact), dtype=float)
+            draws, T, m1 = draw_proxy(self, plan, accountant, rng, T_exact)
+            schedule = plan.schedule
             info["proxy_sensitivity"], info["proxy_scale"] = m1.sensitivity, m1.scale
             source = draws.source
         else:
