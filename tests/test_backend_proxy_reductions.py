@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import privfair as pf
-from privfair.errors import BackendRefusedError
+from privfair.errors import BackendRefusedError, InvalidInputError
 
 
 def groups_of(n, seed, G, gap=1.0):
@@ -117,6 +117,11 @@ def test_the_proxy_ridge_is_m1_noise_scale_unless_given(data):
     assert given.plan.params["ridge"] == 3.0
     exact = solve(prob, pf.DP(math.inf, protect="sensitive"), backend="proxy_reductions", seed=0)
     assert exact.plan.params["ridge"] == pf.ProxyCells().ridge
+    budget = pf.BudgetFilter(1.0, 1e-5)              # a ridge of 0 is refused up front, free
+    with pytest.raises(InvalidInputError, match="proxy_ridge"):
+        prob.solve(SENS, backend="proxy_reductions", proxy_ridge=0.0, budget=budget,
+                   progress=False)
+    assert budget.spent == (0.0, 0.0)
 
 
 def test_it_lowers_the_violation_against_the_unconstrained_fit(data):

@@ -93,7 +93,7 @@ OPTIONS = (
            doc="M1's (the proxy's) share of ε; M2 (the pattern counts) has the rest"),
     Option("max_rows", "int", 200_000, low=1000,
            doc="rows of the public subsample the best responses are fitted on (n if smaller)"),
-    Option("proxy_ridge", "float", None, low=0,
+    Option("proxy_ridge", "float", None, low=0, low_open=True,
            doc="the proxy regression's ridge (None: M1's noise scale σ₁, at least 1)"),
 )
 
