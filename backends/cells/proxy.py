@@ -54,17 +54,17 @@ def proxy_event(U, epsilon, delta, groups: int = 2):
     public under the "sensitive" relation (a function of X and y), so the event is fixed at
     plan time.
 
-    ``groups`` = G > 2 (``proxy_reductions``' multinomial proxy): T is the first G − 1 groups'
-    statistics T_g = Σ_{a_i = g} u_i, stacked; a row moved between two of them moves two blocks
-    by ∓u_i, so Δ₂ = √2·max‖u_i‖₂ and Δ₁ = 2·max‖u_i‖₁ (a move to or from the last group, which
-    is not released, moves one block: less)."""
+    ``groups`` = G > 2 (``proxy_reductions``' multinomial proxy): T is every group's statistic
+    T_g = Σ_{a_i = g} u_i, stacked (G blocks); a row moved from one group to another moves two
+    blocks by ∓u_i, so Δ₂ = √2·max‖u_i‖₂ and Δ₁ = 2·max‖u_i‖₁ — the same as for the first G − 1
+    blocks alone, which is why all G are released (``proxy_reductions.project_onto_totals``)."""
     from privfair.privacy import (calibrate_gaussian_sigma, gaussian_event, laplace_event,
                                   laplace_scale)
 
     dim = int(np.shape(U)[1])
     if groups > 2:
-        blocks = groups - 1
-        src = ("moving one row between two of the first G − 1 groups moves two of the statistics "
+        blocks = groups
+        src = ("moving one row from one group to another moves two of the statistics "
                "T_g = Σ_{a_i = g} u_i by ∓u_i (X, y fixed by the relation): ")
         label = (f"M1: proxy statistics T_g = Σ_(a_i = g) u_i of {blocks} groups "
                  f"({blocks * dim} dims)")

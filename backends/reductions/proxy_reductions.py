@@ -9,11 +9,12 @@ and only the group a is private.  So::
         β = argmin Σ_i log(1 + e^{u_i·β}) − β·T̃ + ridge/2 ‖β‖²    (a logistic model of the
         π_i = σ(u_i·β)                                                group given x and y)
 
-With G > 2 groups M1 releases the first G − 1 groups' statistics T̃_g = Σ_{a_i = g} u_i + N(0,
-σ²I) (the last group's is Σ_i u_i − Σ_g T_g, and Σ_i u_i is public), and π_i· is the multinomial
-logistic model with the last group as reference fitted to them (``_multinomial``: its score
-equations Σ_i u_i π_ig = T̃_g, so the statistics are sufficient; on the public subsample, T̃
-scaled by m/n).  Then every statistic of a rule h is estimated by soft counts
+With G > 2 groups M1 releases every group's statistic T̃_g = Σ_{a_i = g} u_i + N(0, σ²I),
+projected onto the public total Σ_i u_i (``project_onto_totals``: each group's estimate then
+carries (1 − 1/G)σ² where reading the last one as Σ_i u_i minus the others' would give it
+(G − 1)σ²), and π_i· is the multinomial logistic model with the last group as reference fitted
+to the first G − 1 (``_multinomial``: its score equations Σ_i u_i π_ig = T̃_g, so the statistics
+are sufficient; on the public subsample, T̃ scaled by m/n).  Then every statistic of a rule h is estimated by soft counts
 C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ) (two groups: π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read
 from C as ``lagrangian_sgda`` reads ℓ̂ from its histogram, and the reductions approach of
 Agarwal et al. (2018), as fairlearn's ``ExponentiatedGradient`` runs it, searches the linear
@@ -36,8 +37,8 @@ level by 40–110 % on the very rows it was fitted on.  So the last step reads c
     K ≤ 4 candidates: the supports of min f(M q) s.t. g_j(M q) ≤ −τ over the simplex (M's
         columns the ℓ̂(h_t)), τ ∈ {0, ±½, ¾} × the levels' public scale, largest weights first
     M2: Ñ0[y, s] = #{i : a_i = 1, y_i = y, pattern_i = s} + Lap(1/ε₂), s = Σ_k 2^k·h_k(x_i)
-        (G > 2: Ñ_g[y, s] for each of the first G − 1 groups, + Lap(2/ε₂); the last group's
-        count is N[y, s] − Σ_g Ñ_g[y, s])
+        (G > 2: Ñ_g[y, s] for every group g, + Lap(2/ε₂), projected onto the counts that are
+        ≥ 0 and sum to the public N[y, s]: ``completed_counts``)
     q = argmin f(ℓ(q)) s.t. g_j(ℓ(q)) ≤ 0 over mixtures of the K rules and the two constant
         rules, ℓ(q) read from Ñ0 and the public N[y, s] (linear in q)
     release the mixture Σ q_k 1[x·w_k + b_k > 0] (each θ_k scaled into the ball: the same rule)
@@ -48,14 +49,13 @@ y are the same in neighbours, so flipping one row's group moves Σ a_i u_i by ex
 Dwork et al. 2006): a flip changes exactly one count by 1, Δ₁ = 1, whatever the cells; the
 cells — the K rules' prediction patterns — are functions of public rows and of M1's output, so
 M2 is chosen adaptively, which sequential composition covers (Dwork & Roth 2014, Thm 3.16).
-With G > 2 groups a neighbour moves one row from group g to group h: when both are among the
-first G − 1, M1's statistics T_g and T_h move by ∓u_i (Δ₂ = √2·max_i ‖u_i‖₂; Laplace: Δ₁ =
-2·max_i ‖u_i‖₁) and M2's counts Ñ_g[y, s] and Ñ_h[y, s] by ∓1 (Δ₁ = 2); when one of them is
-the last group (not released), one block and one count move — less.  Both events are calibrated
-to the larger move (``cells.proxy.proxy_event(..., groups=G)``, ``release_schedule``).
-Everything else — the proxy fit, the soft counts, the best responses, both programs, the
-clipping of Ñ to [0, N] (and, G > 2, their scaling to sum at most N) — reads only x, y and the
-releases: post-processing (Dwork & Roth 2014, Prop 2.1).  The certificate composes the two
+With G > 2 groups a neighbour moves one row from group g to group h: M1's statistics T_g and
+T_h move by ∓u_i (Δ₂ = √2·max_i ‖u_i‖₂; Laplace: Δ₁ = 2·max_i ‖u_i‖₁) and M2's counts
+Ñ_g[y, s] and Ñ_h[y, s] by ∓1 (Δ₁ = 2) — what releasing only the first G − 1 would cost too,
+so every group is released (``released_groups``; ``cells.proxy.proxy_event(..., groups=G)``,
+``release_schedule``).  Everything else — the projections onto the public totals, the proxy
+fit, the soft counts, the best responses, both programs, the clipping of Ñ to [0, N] — reads
+only x, y and the releases: post-processing (Dwork & Roth 2014, Prop 2.1).  The certificate composes the two
 events (basic: (ε₁ + ε₂, δ) = (ε, δ)).  The public subsample of the best responses (at most ``max_rows`` rows, when n is larger) is drawn
 from the run's generator independently of the data.  Under ``protect="row"`` x and y are
 private and none of this would be post-processing: the backend refuses.
@@ -197,9 +197,9 @@ class ProxyReductions(Backend):
         "hypotheses": (RELEASED, "the best responses found (post-processing of T̃)"),
         "support": (RELEASED, "the hypotheses whose patterns M2 counted"),
         "counts_scale": (PUBLIC, "M2's noise scale"),
-        "pattern_counts": (RELEASED, "M2's release: the first group's (G > 2: the first G − 1 "
-                           "groups') count per (label, "
-                           "pattern), clipped to [0, the cell's rows]"),
+        "pattern_counts": (RELEASED, "M2's release: the first group's count per (label, "
+                           "pattern), clipped to [0, the cell's rows] (G > 2: every group's, "
+                           "projected onto counts ≥ 0 that sum to the public cell totals)"),
         "solver_status": (RELEASED, "the program's status on the released estimates"),
         "estimates": (RELEASED, "f and g of the released mixture on M2's counts"),
     }
@@ -256,16 +256,15 @@ class ProxyReductions(Backend):
             # cannot resolve stay at the prior).  Chosen on the validation splits against the
             # fixed ridge 1 and 0.3σ₁, 3σ₁ (docs/lagrangian.md, "The proxy's ridge")
             params["ridge"] = max(proxy.ridge, float(schedule["M1"].event.scale))
-        if o["proxy_ridge"] is not None:
-            params["ridge"] = o["proxy_ridge"]
             m1 = "Gaussian" if privacy.delta > 0 else "Laplace"
-            whose = "the first group's" if problem.rates.G == 2 else \
-                f"the first {problem.rates.G - 1} groups'"
+            whose = "the first group's" if problem.rates.G == 2 else "every group's"
             budget = [(f"M1: {m1} release of {whose} proxy statistic Σ_(a_i = g) u_i",
                        share * eps, privacy.delta),
                       (f"M2: Laplace release of {whose} count in the (label, "
                        f"prediction pattern) cells of at most {MAX_SUPPORT} rules",
                        (1.0 - share) * eps, 0.0)]
+        if o["proxy_ridge"] is not None:
+            params["ridge"] = o["proxy_ridge"]
         notes = ["the group of each row is estimated by a logistic proxy fitted to the one "
                  "release; the constraints are estimated from its soft counts (biased where "
                  "the proxy is), met by the mixture on those estimates, and measured by the "
@@ -325,10 +324,13 @@ class ProxyReductions(Backend):
                                                  np.zeros(design.dim(rows.n_features)),
                                                  passes.SINGLE)),))
         else:
-            # the first G − 1 groups' statistics Σ_{a_i = g} u_i (the last: Σ u_i − their sum,
-            # public Σ u_i): the multinomial logistic model's sufficient statistics
-            T_exact = np.concatenate(rows.map_sum(passes.several, tuple(
-                (passes.weighted_sum, (design, ("group", g))) for g in range(G - 1))))
+            # every group's statistic Σ_{a_i = g} u_i (the multinomial logistic model's
+            # sufficient statistics) and the public Σ_i u_i they sum to, which the released
+            # blocks are projected onto (project_onto_totals)
+            *blocks, total = rows.map_sum(passes.several, tuple(
+                (passes.weighted_sum, (design, ("group", g))) for g in range(G)) + (
+                (passes.weighted_sum, (design, None)),))
+            T_exact = np.concatenate(blocks)
             start = None
         info = {}
         if plan.privacy.is_private:
@@ -353,7 +355,8 @@ class ProxyReductions(Backend):
             P = np.stack([p0, 1.0 - p0], axis=1)
         else:
             U = features.design(Z[:, :-1], y, False)
-            P = _multinomial(U, T.reshape(G - 1, -1) * (m / n), proxy.ridge)
+            T = project_onto_totals(T.reshape(G, -1), total)[:G - 1]   # the last: the reference
+            P = _multinomial(U, T * (m / n), proxy.ridge)
         info["rows_fitted"] = m
 
         # the best responses read a single-precision copy, their Hessians a fixed stride of
@@ -422,17 +425,14 @@ class ProxyReductions(Backend):
                     support.append(int(i))
         W = np.array([thetas[i] for i in support])                    # (K, d + 1)
         K = len(support)
-        N, N0 = pattern_counts(data, W, G)                 # (2, 2^K), (G − 1, 2, 2^K)
+        N, Nr = pattern_counts(data, W, G)       # (2, 2^K), the released groups' (·, 2, 2^K)
         if plan.privacy.is_private:
-            N0 = np.asarray(draws.laplace("M2", N0), dtype=float).reshape(G - 1, 2, -1)
+            Nr = np.asarray(draws.laplace("M2", Nr), dtype=float).reshape(Nr.shape)
             info["counts_scale"] = float(schedule["M2"].event.scale)
-        N0 = np.clip(N0, 0.0, N)                                       # post-processing
-        over = N0.sum(axis=0)
-        N0 = N0 * np.where(over > N, N / np.maximum(over, 1e-300), 1.0)
-        info["pattern_counts"] = (N0[0] if G == 2 else N0).tolist()
+        Ng = completed_counts(Nr, N, G)                  # (g, y, pattern): post-processing
+        info["pattern_counts"] = (Ng[0] if G == 2 else Ng).tolist()
         bits = (np.arange(2 ** K)[None, :] >> np.arange(K)[:, None]) & 1   # (K, 2^K)
         hyp_bits = np.vstack([bits, np.zeros(2 ** K), np.ones(2 ** K)])   # + the constants
-        Ng = np.concatenate([N0, (N - N0.sum(axis=0))[None]])          # (g, y, pattern)
         cols = []
         for b in hyp_bits:
             one = (Ng * b[None, None, :]).sum(axis=2)                  # (g, y)
@@ -480,19 +480,67 @@ def _design_rows(data, idx, m):
     return Z, y
 
 
+def released_groups(G) -> int:
+    """How many groups' statistics and counts M1 and M2 release: the first group's alone when
+    G = 2 (a flip moves one block and one count), every group's when G > 2 (a move between two
+    groups moves two either way, so the last group's release costs nothing, and projecting all
+    G onto the public totals gives every group (1 − 1/G) of one release's variance where the
+    residual would give the last one G − 1 times it: ``project_onto_totals``)."""
+    return 1 if G == 2 else G
+
+
+def project_onto_totals(noisy, total) -> np.ndarray:
+    """The least-squares projection of G noisy per-group releases (stacked on axis 0) onto the
+    public totals Σ_g = ``total``: each gets the same share of the residual, (total − Σ_g
+    noisy_g)/G.  Post-processing; with independent noise of variance v in each block every
+    group's estimate has variance (1 − 1/G)·v.
+
+    Examples
+    --------
+    >>> project_onto_totals(np.array([3.0, 5.0, 1.0]), 12.0)
+    array([4., 6., 2.])
+    """
+    noisy = np.asarray(noisy, dtype=float)
+    return noisy + (np.asarray(total, dtype=float) - noisy.sum(axis=0)) / noisy.shape[0]
+
+
+def completed_counts(released, N, G) -> np.ndarray:
+    """(G, 2, 2^K): every group's count per (label, pattern) from M2's release and the public
+    cell totals N (2, 2^K) — post-processing.  G = 2: the first group's count clipped to [0, N],
+    the second's the rest.  G > 2: in each cell the least-squares counts that are non-negative
+    and sum to the cell's total — the Euclidean projection of the G released counts onto
+    {c ≥ 0, Σ_g c_g = N} (one shared shift θ, then max(·, 0): Held, Wolfe & Crowder 1974;
+    Duchi et al. 2008).  Where no count would go below 0 it is :func:`project_onto_totals`;
+    a small group whose release fell far below 0 is set to 0 without inflating the others."""
+    released = np.asarray(released, dtype=float)
+    if G == 2:
+        first = np.clip(released.reshape((1,) + N.shape), 0.0, N)
+        return np.concatenate([first, N[None] - first])
+    v = released.reshape(G, -1)
+    total = np.asarray(N, dtype=float).reshape(-1)
+    u = -np.sort(-v, axis=0)                                   # descending in each cell
+    css = np.cumsum(u, axis=0) - total
+    j = np.arange(1, G + 1)[:, None]
+    # the support's size (≥ 1: with a total of 0 only the largest term is "kept", at 0)
+    rho = np.maximum((u - css / j > 0).sum(axis=0), 1)
+    theta = css[rho - 1, np.arange(v.shape[1])] / rho
+    return np.maximum(v - theta, 0.0).reshape(released.shape)
+
+
 def pattern_counts(data, W, G=2):
-    """(N, N0): the rows in every (label, pattern) cell (2, 2^K), and those of each of the first
-    G − 1 groups (G − 1, 2, 2^K), the pattern of a row being Σ_k 2^k·1[x·w_k + b_k > 0] — one
-    pass over the rows' chunks."""
+    """(N, Nr): the rows in every (label, pattern) cell (2, 2^K), and those of each released
+    group (:func:`released_groups`: the first when G = 2, all G otherwise; (·, 2, 2^K)), the
+    pattern of a row being Σ_k 2^k·1[x·w_k + b_k > 0] — one pass over the rows' chunks."""
     K = W.shape[0]
-    N, N0 = np.zeros((2, 2 ** K)), np.zeros((G - 1, 2, 2 ** K))
+    R = released_groups(G)
+    N, N0 = np.zeros((2, 2 ** K)), np.zeros((R, 2, 2 ** K))
     for c in data.rows().chunks():
         X = np.asarray(c.X, dtype=float)
         pat = ((X @ W[:, :-1].T + W[:, -1] > 0) * (1 << np.arange(K))).sum(axis=1)
         cell = np.asarray(c.y).astype(int) * 2 ** K + pat
         N += np.bincount(cell, minlength=2 * 2 ** K).reshape(2, -1)
         grp = np.asarray(c.group)
-        for g in range(G - 1):
+        for g in range(R):
             N0[g] += np.bincount(cell, weights=(grp == g).astype(float),
                                  minlength=2 * 2 ** K).reshape(2, -1)
     return N, N0
@@ -593,8 +641,9 @@ def release_schedule(rates, privacy, share, spent=()):
     U = extreme_design_rows(rates.data, features, False, not singles_within_clip(proxy, features))
 
     G = rates.G
-    # G > 2: the first G − 1 groups' statistics and counts are released, and a row moved between
-    # two of them moves two blocks (proxy_event) and two counts by 1 each (Δ₁ = 2)
+    # G > 2: every group's statistics and counts are released (released_groups), and a row
+    # moved from one group to another moves two blocks (proxy_event) and two counts by 1 each
+    # (Δ₁ = 2)
     moved = 1.0 if G == 2 else 2.0
 
     def releases(e):
@@ -602,18 +651,18 @@ def release_schedule(rates, privacy, share, spent=()):
                 Scheduled("M2", counts_event((1.0 - share) * e), exact=True)]
 
     def counts_event(e2):
-        # the cells are 2·2^K for the K ≤ MAX_SUPPORT rules chosen at run time, for each of the
-        # first G − 1 groups; the sensitivity does not depend on how many
+        # the cells are 2·2^K for the K ≤ MAX_SUPPORT rules chosen at run time, for each
+        # released group; the sensitivity does not depend on how many
         return laplace_event(moved, e2, scale=laplace_scale(moved, e2),
-                             dimension=(G - 1) * 2 * 2 ** MAX_SUPPORT,
+                             dimension=released_groups(G) * 2 * 2 ** MAX_SUPPORT,
                              sensitivity_source=(
                                  "one row's group flip changes exactly one cell count by exactly "
                                  "1: ‖Δ‖₁ = 1" if G == 2 else
-                                 "moving one row between two groups moves one count of each "
-                                 "(the last group's is not released): ‖Δ‖₁ ≤ 2"),
+                                 "moving one row from one group to another moves one count of "
+                                 "each by 1: ‖Δ‖₁ = 2"),
                              label=(f"M2: first group's count in ≤ {2 * 2 ** MAX_SUPPORT} "
                                     "(label, prediction pattern) cells" if G == 2 else
-                                    f"M2: the first {G - 1} groups' counts in ≤ "
+                                    f"M2: all {G} groups' counts in ≤ "
                                     f"{2 * 2 ** MAX_SUPPORT} (label, prediction pattern) cells"))
     eps = whole_epsilon(lambda e: [s.event for s in releases(e)], privacy, spent)
     return Schedule(releases(eps), privacy.epsilon, privacy.delta, spent), eps

@@ -233,9 +233,8 @@ def cells_pair():
 
 def cells3_pair():
     """Neighbours of the three-group proxy instance: 450 rows at x = 0.5, each of groups a, b, c
-    100 negatives then 50 positives; D′ moves row 0 (a negative) from group a to b — between
-    two of the first G − 1 groups, whose statistics and counts are both released (the move
-    with the largest sensitivity)."""
+    100 negatives then 50 positives; D′ moves row 0 (a negative) from group a to b: two
+    released statistics and two released counts move (every group's are released)."""
     import numpy as np
 
     per_group = CELLS_NEGATIVES + CELLS_POSITIVES
@@ -419,8 +418,8 @@ def audit_instances(backend: str) -> list:
                       neighbours_doc="450 rows at x = 0.5, each of three groups 100 negatives "
                                      "and 50 positives; D' moves row 0 (a negative) from group "
                                      "a to b",
-                      release_doc="the released counts of groups a and b per (label, pattern) "
-                                  "(M2, Δ₁ = 2)"),
+                      release_doc="the released counts of the three groups per (label, "
+                                  "pattern), projected onto the public totals (M2, Δ₁ = 2)"),
         AuditInstance("ridge_hinge", "SparseLinear(1, l1, radius 1, l2=1000, no "
                       "intercept, R=10), smoothed hinge, minimize the error",
                       ridge_problem("smoothed_hinge"),
