@@ -323,3 +323,25 @@ def test_three_group_proxy_statistics_pass_the_neighbour_tester_and_the_two_grou
                           (_proxy.proxy_event(U, event.epsilon, delta).scale, False)):
         a, b = rng.normal(0.0, sigma, n), rng.normal(shift, sigma, n)
         assert check_dp(a, b, event.epsilon, delta).passed == passes, sigma
+
+
+def test_the_multinomial_proxy_with_a_subsampled_hessian_reaches_the_same_fit():
+    """The Newton Hessian on a stride of rows (sub-sampled Newton) changes the path, not the
+    optimum: the exact gradient and line search end at the all-row fit's memberships."""
+    from privfair.backends.reductions.proxy_reductions import _multinomial
+
+    rng = np.random.default_rng(0)
+    m, d, G = 3000, 6, 4
+    U = np.c_[rng.normal(size=(m, d - 1)), np.ones(m)]
+    logits = np.c_[U @ rng.normal(size=(G - 1, d)).T, np.zeros(m)]
+    P = np.exp(logits - logits.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    a = (P.cumsum(axis=1) < rng.random(m)[:, None]).sum(axis=1)
+    T = np.stack([U[a == g].sum(axis=0) for g in range(G - 1)]) + rng.normal(0, 5, (G - 1, d))
+    exact = _multinomial(U, T, 1.0, hessian_rows=10 ** 9)
+    sub = _multinomial(U, T, 1.0, hessian_rows=300)
+    assert np.abs(exact - sub).max() < 1e-4
+    # the score equations Σ_i u_i P_ig + ridge·β_g = T_g hold at the fit (what makes the
+    # statistics sufficient); through the constant column: each group's total membership is its
+    # released count up to ridge·β (≈ 1 here), where the start β = 0 gives m/G = 750 to all
+    assert np.abs(exact[:, :G - 1].sum(axis=0) - T[:, -1]).max() < 3.0
