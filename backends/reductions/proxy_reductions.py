@@ -563,8 +563,8 @@ def _multinomial(U, T, ridge, iters=50, tol=1e-9, hessian_rows=HESSIAN_ROWS) -> 
     Uh = U if stride is None else U[stride]
     weight = m / Uh.shape[0]
 
-    def probs(b, rows=U):
-        Zl = np.c_[rows @ b.T, np.zeros(len(rows))]
+    def probs(b):
+        Zl = np.c_[U @ b.T, np.zeros(m)]
         Zl -= Zl.max(axis=1, keepdims=True)
         E = np.exp(Zl)
         return E / E.sum(axis=1, keepdims=True)
