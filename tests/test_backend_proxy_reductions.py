@@ -328,7 +328,7 @@ def test_three_group_proxy_statistics_pass_the_neighbour_tester_and_the_two_grou
 def test_the_multinomial_proxy_with_a_subsampled_hessian_reaches_the_same_fit():
     """The Newton Hessian on a stride of rows (sub-sampled Newton) changes the path, not the
     optimum: the exact gradient and line search end at the all-row fit's memberships."""
-    from privfair.backends.reductions.proxy_reductions import _multinomial
+    from privfair.backends.reductions.proxy_reductions import multinomial_proxy
 
     rng = np.random.default_rng(0)
     m, d, G = 3000, 6, 4
@@ -338,8 +338,8 @@ def test_the_multinomial_proxy_with_a_subsampled_hessian_reaches_the_same_fit():
     P /= P.sum(axis=1, keepdims=True)
     a = (P.cumsum(axis=1) < rng.random(m)[:, None]).sum(axis=1)
     T = np.stack([U[a == g].sum(axis=0) for g in range(G - 1)]) + rng.normal(0, 5, (G - 1, d))
-    exact = _multinomial(U, T, 1.0, hessian_rows=10 ** 9)
-    sub = _multinomial(U, T, 1.0, hessian_rows=300)
+    exact = multinomial_proxy(U, T, 1.0, hessian_rows=10 ** 9)
+    sub = multinomial_proxy(U, T, 1.0, hessian_rows=300)
     assert np.abs(exact - sub).max() < 1e-4
     # the score equations Σ_i u_i P_ig + ridge·β_g = T_g hold at the fit (what makes the
     # statistics sufficient); through the constant column: each group's total membership is its

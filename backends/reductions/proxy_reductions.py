@@ -13,7 +13,7 @@ With G > 2 groups M1 releases every group's statistic T̃_g = Σ_{a_i = g} u_i +
 projected onto the public total Σ_i u_i (``project_onto_totals``: each group's estimate then
 carries (1 − 1/G)σ² where reading the last one as Σ_i u_i minus the others' would give it
 (G − 1)σ²), and π_i· is the multinomial logistic model with the last group as reference fitted
-to the first G − 1 (``_multinomial``: its score equations Σ_i u_i π_ig = T̃_g, so the statistics
+to the first G − 1 (``multinomial_proxy``: its score equations Σ_i u_i π_ig = T̃_g, so the statistics
 are sufficient; on the public subsample, T̃ scaled by m/n).  Then every statistic of a rule h is estimated by soft counts
 C[g, y, ŷ] = Σ_i π_ig 1[y_i = y] p_i(ŷ) (two groups: π_i0 = π_i, π_i1 = 1 − π_i), ℓ̂(h) read
 from C as ``lagrangian_sgda`` reads ℓ̂ from its histogram, and the reductions approach of
@@ -356,7 +356,7 @@ class ProxyReductions(Backend):
         else:
             U = features.design(Z[:, :-1], y, False)
             T = project_onto_totals(T.reshape(G, -1), total)[:G - 1]   # the last: the reference
-            P = _multinomial(U, T * (m / n), proxy.ridge)
+            P = multinomial_proxy(U, T * (m / n), proxy.ridge)
         info["rows_fitted"] = m
 
         # the best responses read a single-precision copy, their Hessians a fixed stride of
@@ -546,7 +546,7 @@ def pattern_counts(data, W, G=2):
     return N, N0
 
 
-def _multinomial(U, T, ridge, iters=50, tol=1e-9, hessian_rows=HESSIAN_ROWS) -> np.ndarray:
+def multinomial_proxy(U, T, ridge, iters=50, tol=1e-9, hessian_rows=HESSIAN_ROWS) -> np.ndarray:
     """P (m × G): the multinomial logistic model of the group given the design rows U (m × d),
     fitted to the statistics T (G − 1, d) of the first G − 1 groups (the last the reference,
     logit 0) — argmin Σ_i log(1 + Σ_g e^{u_i·β_g}) − Σ_g β_g·T_g + ridge/2‖β‖² by damped Newton
