@@ -217,3 +217,26 @@ def test_privfair_backends_name_lists_the_plan_parameters(capsys):
         assert f"{name} {kind} {when}" in flat, name
     assert "T_range" in out                               # its options too
     assert main(["backends", "no_such_backend"]) != 0
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_private_plan_lists_what_it_spends(name, problems):
+    """``explain()`` shows a private plan's releases from ``Plan.budget``: every private case
+    lists at least one (label, ε > 0, δ ≥ 0) — a pure one (δ = 0) at most the asked ε; an
+    approximate one may show a larger ε at a smaller δ, a point of its own privacy curve that
+    the accountant composes — and a plan at ε = ∞ lists nothing finite.  (29f7d1f put
+    proxy_reductions' listing under its ``proxy_ridge`` override: by default its plans listed
+    nothing, and ``proxy_ridge`` at ε = ∞ raised NameError.)"""
+    if name == "sgda":
+        pytest.importorskip("torch", reason="sgda needs the optional torch extra")
+    for key, eps, delta, protect in CASES[name]:
+        plan = planner.plan(problems[key], pf.DP(eps, delta, protect=protect),
+                            backend=name).chosen
+        if math.isinf(eps):
+            assert all(math.isinf(e) for _, e, _ in plan.budget), (name, key, plan.budget)
+            continue
+        assert plan.budget, (name, key)
+        for label, e, d in plan.budget:
+            assert isinstance(label, str) and label, (name, key)
+            assert 0 < e < math.inf and 0 <= d <= delta, (name, key, label, e, d)
+            assert d > 0 or e <= eps * (1 + 1e-9), (name, key, label, e)
