@@ -300,6 +300,9 @@ class HoldoutCheck:
     #: chosen by every row's label and its error, and a group-blind rule's, are exact
     #: (:func:`check`)
     labels_public: bool = False
+    #: which upper bounds certify: "linear" (every piece affine or |affine| in well-populated
+    #: rates: :func:`linear_upper_bounds`) or "box" (the coordinates' box, :func:`_intervals`)
+    bound: str = "box"
     #: ``holdout_on_violation="mix"``: the trained rule's weight p in the returned mixture
     #: "the trained rule w.p. p, else the constant" (None: no mixture was returned)
     mix_weight: object = None
@@ -410,7 +413,8 @@ class HoldoutCheck:
 
     def summary(self) -> str:
         lines = [f"held-out check on {self.n_held_out} rows ({self.n_train} trained on), "
-                 f"{self.confidence:.0%} confidence, tolerance {self.tolerance:g}:",
+                 f"{self.confidence:.0%} confidence, tolerance {self.tolerance:g}, "
+                 f"{'piecewise linear' if self.bound == 'linear' else 'box'} upper bounds:",
                  f"  error {self.error:.4f} [{self.error_interval[0]:.4f}, "
                  f"{self.error_interval[1]:.4f}]; best constant rule ({self.constant_label!r}) "
                  f"{self.constant_error:.4f}" + ("" if self.constant_label is None else
@@ -631,6 +635,89 @@ def laplace_sum_bound(k: int, scale: float, beta: float) -> float:
     return float(scale * np.min((math.log(2.0 / beta) - k * np.log1p(-u * u)) / u))
 
 
+def weighted_laplace_tail(a, scale: float, beta: float) -> float:
+    """t with P(Σ_c a_c L_c ≥ t) ≤ β for independent Laplace(``scale``) variables L_c (one
+    side).  One nonzero a: the exact tail |a|·scale·ln(1/(2β)).  More: Chernoff with
+    E e^{λ a L} = 1/(1 − a²scale²λ²), minimized over λ = u/(scale·max|a|) on a grid of
+    u ∈ (0, 1) — every grid point gives a valid bound.  0 when there is no noise.
+
+    Examples
+    --------
+    >>> round(weighted_laplace_tail([0.5], 2.0, 0.05), 4) == round(math.log(10), 4)
+    True
+    >>> weighted_laplace_tail([0.5, -0.5], 2.0, 0.05) > weighted_laplace_tail([0.5], 2.0, 0.05)
+    True
+    """
+    a = np.abs(np.asarray(a, dtype=float).reshape(-1))
+    a = a[a > 0]
+    if scale == 0 or a.size == 0:
+        return 0.0
+    if a.size == 1:
+        return float(a[0] * scale * math.log(1.0 / (2.0 * beta))) if beta < 0.5 else 0.0
+    lam = np.linspace(1e-3, 1 - 1e-3, 999) / (a.max() * scale)
+    log_mgf = -np.log1p(-(np.outer(lam, a) * scale) ** 2).sum(axis=1)
+    return float(np.min((math.log(1.0 / beta) + log_mgf) / lam))
+
+
+def _linear_sides(h) -> int:
+    """1 for an affine piece, 2 for |u| of an affine u (its estimate errs both ways), 0 for
+    any other (the linear bound does not apply: a convex h can exceed its tangent)."""
+    from ..expr.elementwise import Abs
+
+    if h.is_affine():
+        return 1
+    if isinstance(h, Abs) and not h.shape and h.args[0].is_affine():
+        return 2
+    return 0
+
+
+def linear_applies(gs, ell, C, n, den) -> bool:
+    """Whether every piece of every constraint is affine or |affine| in ℓ and reads only rates
+    whose normal approximation is trusted (:data:`NORMAL_MIN_COUNT` at the rule's estimate):
+    then :func:`linear_upper_bounds` gives the check's upper bounds (one confidence event for
+    all the constraints), else the box does."""
+    for g in gs:
+        for h, _ in _pieces(g):
+            sides = _linear_sides(h)
+            if not sides:
+                return False
+            # the rates the piece reads: u's gradient (|u|'s is 0 where u is, and would read none)
+            u = h if sides == 1 else h.args[0]
+            sgrad = np.asarray(u.grad(ell), dtype=float).reshape(-1)
+            if not np.all(np.isfinite(sgrad)) or not _normal_ok(sgrad, ell, C, n, den):
+                return False
+    return True
+
+
+def linear_upper_bounds(gs, ell, Jac, C, n, b, beta_sample, beta_noise) -> list:
+    """Per constraint g = max_j (h_j + c_j), an upper confidence bound of g(ℓ*) read piece by
+    piece, linearly in the released counts (docs/trust.md, *The confidence bounds*): for an
+    affine h_j, h_j(ℓ̂) + c_j + z·se_j + t_j; for |u_j|, |u_j(ℓ̂)| + c_j + z·se_j + t_j; where
+    a = ∇h_j·∂ℓ/∂C (``Jac``; a mixture passes p·∂ℓ/∂C), se_j = √(n·(Σ_c a_c²π_c − (Σ_c
+    a_cπ_c)²)) the violation test's Jensen bound on the sampling standard deviation (π = C/n:
+    the normal approximation, as the box's sampling part is), z the normal quantile at
+    β_sample/S and t_j the exact Chernoff tail of the Laplace noise Σ_c a_c L_c at β_noise/S
+    (:func:`weighted_laplace_tail`), S the number of sides of all the pieces (Bonferroni; |u|
+    counts two).  Call it only where :func:`linear_applies`."""
+    from scipy.stats import norm
+
+    pieces = [_pieces(g) for g in gs]
+    S = max(sum(_linear_sides(h) for ps in pieces for h, _ in ps), 1)
+    z = float(norm.ppf(1.0 - beta_sample / S))
+    pi = np.clip(np.asarray(C, dtype=float).ravel() / n, 0.0, 1.0)
+    out = []
+    for ps in pieces:
+        best = -math.inf
+        for h, c in ps:
+            u = h if _linear_sides(h) == 1 else h.args[0]
+            a = np.asarray(u.grad(ell), dtype=float).reshape(-1) @ Jac
+            se = math.sqrt(n * max(float(np.sum(a * a * pi) - np.sum(a * pi) ** 2), 0.0))
+            t = weighted_laplace_tail(a, b, beta_noise / S) if b > 0 else 0.0
+            best = max(best, float(h.value(ell)) + c + z * se + t)
+        out.append(best)
+    return out
+
+
 def unresolvable_note(c) -> str:
     """Why a constraint that is not :attr:`~ConstraintCheck.resolvable` could not have been
     certified: the bound's half-width at these held-out rates against level + tolerance."""
@@ -684,10 +771,11 @@ def resolution(problem, n: int, private: bool, options: "HoldoutOptions | None" 
     """:class:`Resolution` of every constraint of ``problem`` under the held-out check that a
     solve on ``n`` rows makes with ``options`` (default: 20 % held out, 95 %, tolerance 0.01).
     Public: it reads n, the options, the levels and the constraints' Lipschitz constants — the
-    check's own sampling width z·√(p(1 − p)/m) (z at its Bonferroni level over the coordinates
-    the constraints read; p = ½) summed over each piece's coordinates, set against level +
-    tolerance above the piece's lowest value.  Empty when the check would not run or nothing is
-    constrained.
+    check's own sampling width at p = ½ and m rows a rate, set against level + tolerance above
+    the piece's lowest value: where every piece is affine or |affine| (the check's linear
+    bound, :func:`linear_upper_bounds`) z·½·‖u‖₂/√m, z at β/S over the pieces' S sides; else
+    (the box) z·½·Σ_k u_k/√m, z at its Bonferroni level over the coordinates the constraints
+    read.  Empty when the check would not run or nothing is constrained.
 
     Examples
     --------
@@ -700,7 +788,7 @@ def resolution(problem, n: int, private: bool, options: "HoldoutOptions | None" 
     ...                   [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.005])
     >>> (res,) = resolution(prob, data.n, private=True)
     >>> round(res.rows), res.held_out, res.hopeless
-    (27727, 6000, True)
+    (11164, 6000, True)
     """
     from scipy.stats import norm
 
@@ -712,8 +800,13 @@ def resolution(problem, n: int, private: bool, options: "HoldoutOptions | None" 
     if private:
         beta /= 2                   # the other half covers the release's noise
     U = [np.asarray(g.coordinate_lipschitz(), dtype=float).reshape(-1) for g in problem.g]
-    k_used = max(1, len({int(k) for u in U for k in np.nonzero(u > 0)[0]}))
-    z = float(norm.ppf(1 - beta / (2 * k_used)))
+    sides = [_linear_sides(h) for g in problem.g for h, _ in _pieces(g)]
+    linear = all(sides)
+    if linear:                       # the check's linear bound (where its rates are populated)
+        z = float(norm.ppf(1 - beta / max(sum(sides), 1)))
+    else:                            # the box
+        k_used = max(1, len({int(k) for u in U for k in np.nonzero(u > 0)[0]}))
+        z = float(norm.ppf(1 - beta / (2 * k_used)))
     out = []
     for c, g in zip(problem.constraints, problem.g):
         level = _level(c)
@@ -721,11 +814,14 @@ def resolution(problem, n: int, private: bool, options: "HoldoutOptions | None" 
         widths = []
         for h, _ in _pieces(g):
             u = np.asarray(h.coordinate_lipschitz(), dtype=float).reshape(-1)
-            widths.append(float(np.sum(u)) if np.all(np.isfinite(u)) else math.inf)
+            if not np.all(np.isfinite(u)):
+                widths.append(math.inf)
+            else:
+                widths.append(float(np.sqrt(np.sum(u * u)) if linear else np.sum(u)))
         s = max(widths) if widths else math.inf
         if not math.isfinite(s):
             continue
-        # a zero-gap rule's bound: Σ_k u_k·z·½/√M over the piece's coordinates ≤ room
+        # a zero-gap rule's bound, z·½·s/√m with s = ‖u‖₂ (linear) or Σ_k u_k (box), ≤ room
         rows = (z * 0.5 * s / room) ** 2 if room > 0 else math.inf
         out.append(Resolution(str(c), level, rows, m))
     return out
@@ -1019,6 +1115,11 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     interval = (max(error - w_err, 0.0), min(error + w_err, 1.0))
 
     Jac = cell_jacobian(C, n, num, den)
+    # the upper bounds (the certificate): piece by piece and linear in the counts where every
+    # piece is affine or |affine| and reads well-populated rates — ~half the box's width for a
+    # parity gap on Adult — else the box; one confidence event either way
+    # (docs/trust.md, *The confidence bounds*)
+    linear = linear_applies(gs, ell, C, n, den)
 
     def judge(ell, lo, hi, Jac):
         """Each constraint's estimate, bounds and verdicts for the rule whose point estimate
@@ -1026,13 +1127,16 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
         whose ∂ℓ/∂C is ``Jac`` (the violation test's standard errors)."""
         # the violation test (normal approximation, per piece), at the check's whole confidence
         tests = violation_bounds(gs, ell, Jac, C, n, b, 1.0 - options.confidence, num, den)
+        lin = (linear_upper_bounds(gs, ell, Jac, C, n, b, beta, beta_noise) if linear
+               else [math.inf] * len(gs))
         out = []
-        for c, g, u, t_low in zip(problem.constraints, gs, U, tests):
+        for c, g, u, t_low, lin_up in zip(problem.constraints, gs, U, tests, lin):
             level = _level(c)
             est = float(g.value(ell))
             dev = np.maximum(ell - lo, hi - ell)
-            upper = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
-            upper = min(upper, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
+            box = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
+            box = min(box, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
+            upper = min(lin_up, float(g.range()[1])) if linear else box
             # the mirror bound g(ℓ*) ≥ g(ℓ̂) − Σ_k U_k|ℓ*_k − ℓ̂_k| on the same intervals (the
             # same joint confidence: one event covers both sides)
             lower = est - float(np.sum(u * dev)) if np.all(np.isfinite(u)) else -math.inf
@@ -1041,7 +1145,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
             out.append(ConstraintCheck(str(c), level, est + level, upper + level,
                                        upper <= options.tolerance, lower + level,
                                        lower > options.tolerance or t_low > options.tolerance,
-                                       upper - lower >= UNINFORMATIVE_WIDTH
+                                       box - lower >= UNINFORMATIVE_WIDTH
                                        and est > options.tolerance, t_low + level,
                                        margin=spread, lowest=float(g.range()[0]) + level,
                                        tolerance=options.tolerance))
@@ -1076,6 +1180,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constant_label=None if best_k is None else labels[best_k],
                        constraints=checks, certificate=cert, counts=C,
                        constant_exact=best_exact, labels_public=labels_public,
+                       bound="linear" if linear else "box",
                        groups=tuple(str(g) for g in getattr(held, "groups", ()) or ()))
     # (exact errors — public labels — can tie the constant's to the last bits: a tie keeps the
     # trained rule, which is no worse)
