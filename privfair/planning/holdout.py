@@ -234,8 +234,10 @@ class ConstraintCheck:
     estimate: float
     upper: float
     certified: bool
-    #: lower confidence bound (same joint confidence as ``upper``); ``violated`` when it is
-    #: above level + tolerance: the rule breaks the constraint on new data, confidently
+    #: lower confidence bound, on the box (the same confidence as ``upper``, from the box's
+    #: event; ``upper`` is the linear bound's where ``HoldoutCheck.bound`` is "linear");
+    #: ``violated`` when it is above level + tolerance: the rule breaks the constraint on new
+    #: data, confidently
     lower: float = -math.inf
     violated: bool = False
     #: the interval is at least :data:`UNINFORMATIVE_WIDTH` wide and the estimate is above
@@ -704,14 +706,13 @@ def linear_upper_bounds(gs, ell, Jac, C, n, b, beta_sample, beta_noise) -> list:
     pieces = [_pieces(g) for g in gs]
     S = max(sum(_linear_sides(h) for ps in pieces for h, _ in ps), 1)
     z = float(norm.ppf(1.0 - beta_sample / S))
-    pi = np.clip(np.asarray(C, dtype=float).ravel() / n, 0.0, 1.0)
     out = []
     for ps in pieces:
         best = -math.inf
         for h, c in ps:
             u = h if _linear_sides(h) == 1 else h.args[0]
             a = np.asarray(u.grad(ell), dtype=float).reshape(-1) @ Jac
-            se = math.sqrt(n * max(float(np.sum(a * a * pi) - np.sum(a * pi) ** 2), 0.0))
+            se = math.sqrt(sampling_variance(a, C, n))
             t = weighted_laplace_tail(a, b, beta_noise / S) if b > 0 else 0.0
             best = max(best, float(h.value(ell)) + c + z * se + t)
         out.append(best)
@@ -937,9 +938,14 @@ def delta_standard_error(s, Jac, C, n, b) -> float:
     Var(a·C) ≤ n·(Σ_c a_c²·π_c − (Σ_c a_c·π_c)²) with π = E C / n, read at π̂ = C̃ / n; the
     independent Laplace noise adds 2b²·Σ_c a_c²."""
     a = np.asarray(s, dtype=float) @ Jac
+    return math.sqrt(sampling_variance(a, C, n) + 2.0 * b * b * float(np.sum(a * a)))
+
+
+def sampling_variance(a, C, n) -> float:
+    """n·(Σ_c a_c²π_c − (Σ_c a_cπ_c)²), π = C/n clipped to [0, 1]: the Jensen bound on the
+    sampling variance of a·C (:func:`delta_standard_error`; :func:`linear_upper_bounds`)."""
     pi = np.clip(np.asarray(C, dtype=float).ravel() / n, 0.0, 1.0)
-    sampling = n * max(float(np.sum(a * a * pi) - np.sum(a * pi) ** 2), 0.0)
-    return math.sqrt(sampling + 2.0 * b * b * float(np.sum(a * a)))
+    return n * max(float(np.sum(a * a * pi) - np.sum(a * pi) ** 2), 0.0)
 
 
 #: the normal approximation of a rate's estimate is trusted only where its denominator d and
