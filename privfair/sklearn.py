@@ -602,11 +602,12 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                   pos_label=labels[1], feature_names=names,
                                   group_names=declared)
             except DataError as err:
-                if declared is None or err.field != "sensitive":
+                if err.field != "sensitive":
                     raise
-                raise DataError("sensitive_features", err.value,
-                                f"a row's group is not among the declared groups={declared}: "
-                                "add it to groups (or fix the row)") from None
+                # the Dataset's own reason (a length mismatch, an undeclared group), in the
+                # estimator's names: its parameter is groups=, its argument sensitive_features=
+                fix = err.fix.replace("group_names", "groups")
+                raise DataError("sensitive_features", err.value, fix) from None
             if data.n_groups < 2:       # inferred groups only (declared ones are checked ≥ 2)
                 raise DataError("sensitive_features", f"one group {data.groups}",
                                 "a fairness constraint needs at least two groups; omit "
