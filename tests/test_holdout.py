@@ -710,7 +710,7 @@ def test_an_unverifiable_constraint_falls_back_to_a_constant_that_keeps_it_exact
 
     out = run(tiny)
     (c,) = out.constraints
-    assert c.upper - c.lower >= UNINFORMATIVE_WIDTH and c.estimate > c.level + out.tolerance
+    assert c.box_upper - c.lower >= UNINFORMATIVE_WIDTH and c.estimate > c.level + out.tolerance
     assert c.uninformative and not c.violated and not c.certified
     assert out.error < out.constant_error            # not the error floor: the rule is better
     assert out.constant_exact and out.fallback and out.fallback_reason == "unverifiable"
@@ -764,6 +764,53 @@ def test_an_uninformative_check_names_the_groups_with_too_few_held_out_rows():
     res, msg = solve(0.3)
     assert not any(c.uninformative for c in res.holdout.constraints)
     assert "too few held-out rows" not in msg
+
+
+def test_an_uninformative_equalized_odds_check_names_group_label_cells_and_the_holdout_share():
+    """Equalized odds reads fpr and tpr, whose denominators are (group, label) cells: on 3,000
+    rows (600 held out) two equal groups have ~300 held-out rows each, enough for a parity gap
+    at 0.03 (1/(4·0.03²) = 278) but not for its (group, label) cells (~150) — the group is
+    independent of x and y, so the rule is fair on the population, yet its held-out estimate
+    reads ~0.1 and the check cannot tell (the rule is replaced).  The warning names
+    the cells ("a (y = 1)"), shows the box's interval (the one judged at least ½ wide, not
+    the narrower linear bound), and — the training part holding 4× those rows, enough to fit
+    — advises a larger held-out share rather than claiming the training part is too small;
+    ``holdout=0.4`` then gives a check that is no longer uninformative.  Control:
+    ``sparse_groups`` by group alone names nothing here."""
+    from privfair.planning.holdout import UNINFORMATIVE_WIDTH
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    a = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 2))                     # the group is independent of x and y
+    y = (X[:, 0] + rng.normal(size=n) > 0.15).astype(int)
+    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+
+    def solve(holdout):
+        r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 0).astype(int)]), data)
+        prob = pf.Problem(pf.minimize(r.error()),
+                          [pf.maximum(pf.abs(r.fpr["a"] - r.fpr["b"]),
+                                      pf.abs(r.tpr["a"] - r.tpr["b"])) <= 0.03])
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            res = prob.solve(pf.DP(1.0, protect="sensitive"), backend="exponential", seed=0,
+                             progress=False, holdout=holdout)
+        return res, " ".join(str(w.message) for w in got
+                             if issubclass(w.category, pf.errors.ResultStatusWarning))
+
+    res, msg = solve(0.2)
+    (c,) = res.holdout.constraints
+    assert c.per_label and c.uninformative and res.holdout.fallback_reason == "unverifiable"
+    assert c.box_upper - c.lower >= UNINFORMATIVE_WIDTH > c.upper - c.lower
+    assert f"[{c.lower:.3f}, {c.box_upper:.3f}]" in msg
+    cells = res.holdout.sparse_groups(0.03, per_label=True)
+    assert {g for g, _ in cells} == {"a (y = 0)", "a (y = 1)", "b (y = 0)", "b (y = 1)"}
+    assert all(100 < m < 278 for _, m in cells) and res.holdout.sparse_groups(0.03) == []
+    assert "a (y = 1) (~" in msg and "hold out a larger share (about holdout=" in msg
+    assert "too few to fit such a gap either" not in msg
+    res, msg = solve(0.4)
+    assert not res.holdout.constraints[0].uninformative
+    assert res.holdout.fallback_reason != "unverifiable"
 
 
 def test_the_sparse_hint_suggests_group_thresholds_only_for_a_group_blind_rule():

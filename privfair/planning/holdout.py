@@ -255,6 +255,12 @@ class ConstraintCheck:
     lowest: float = -math.inf
     #: the check's tolerance (certified when ``upper`` ≤ level + it)
     tolerance: float = math.inf
+    #: the box's upper bound (the coordinates' box, :func:`_intervals`): with ``lower`` the
+    #: interval whose width :attr:`uninformative` reads; ``upper`` where the bound is "box"
+    box_upper: float = math.inf
+    #: whether the constraint reads a rate conditional on the label (fpr, tpr, …): its rates'
+    #: denominators are (group, label) cells, not groups (:meth:`HoldoutCheck.sparse_groups`)
+    per_label: bool = False
 
     @property
     def resolvable(self) -> bool:
@@ -298,6 +304,8 @@ class HoldoutCheck:
     constant_exact: bool = False
     #: the declared group names (the public schema), in the counts' order
     groups: tuple = ()
+    #: the declared labels (the public schema), in the counts' order
+    labels: tuple = ()
     #: whether the labels were public (``protect="sensitive"``, or ε = ∞): the constant was then
     #: chosen by every row's label and its error, and a group-blind rule's, are exact
     #: (:func:`check`)
@@ -313,24 +321,36 @@ class HoldoutCheck:
     mixture: list = field(default_factory=list)
     mixture_error: float = math.nan
 
-    def sparse_groups(self, level: float) -> list:
+    def sparse_groups(self, level: float, per_label: bool = False) -> list:
         """``[(name, rows)]``: the groups whose held-out rows, read off the released counts
         (post-processing: a noisy count, rounded), are too few for a rate gap at ``level`` to
         be checked — a rate over m rows has a standard error up to 1/(2√m), which is above
-        the level below m = 1/(4·level²) rows (625 at 0.02).  Empty without counts or groups,
-        or at a level ≤ 0.
+        the level below m = 1/(4·level²) rows (625 at 0.02).  ``per_label``: the (group,
+        label) cells instead, named "group (y = label)" — the denominators of rates
+        conditional on the label (equalized odds' fpr and tpr).  Empty without counts or
+        groups, or at a level ≤ 0.
 
         Examples
         --------
         >>> res.holdout.sparse_groups(0.02)        # doctest: +SKIP
         [('Asian', 4), ('Native American', 2)]
+        >>> res.holdout.sparse_groups(0.03, per_label=True)        # doctest: +SKIP
+        [('Female (y = 1)', 215)]
         """
         if self.counts is None or not self.groups or not level > 0:
             return []
         need = 1.0 / (4.0 * level * level)
-        rows = np.asarray(self.counts, dtype=float).reshape(len(self.groups), -1).sum(axis=1)
-        return [(str(g), int(max(round(float(m)), 0))) for g, m in zip(self.groups, rows)
-                if m < need]
+        C = np.asarray(self.counts, dtype=float)
+        G = len(self.groups)
+        if not per_label:
+            rows = C.reshape(G, -1).sum(axis=1)
+            return [(str(g), int(max(round(float(m)), 0))) for g, m in zip(self.groups, rows)
+                    if m < need]
+        cells = C.reshape(G, C.shape[1], -1).sum(axis=2)          # (G, L)
+        labels = self.labels or tuple(range(cells.shape[1]))
+        return [(f"{g} (y = {lab})", int(max(round(float(cells[i, j])), 0)))
+                for i, g in enumerate(self.groups) for j, lab in enumerate(labels)
+                if cells[i, j] < need]
 
     def plot(self, axes=None):
         """The check at a glance: the rule's held-out error against the best constant's (top),
@@ -1154,9 +1174,11 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                                        box - lower >= UNINFORMATIVE_WIDTH
                                        and est > options.tolerance, t_low + level,
                                        margin=spread, lowest=float(g.range()[0]) + level,
-                                       tolerance=options.tolerance))
+                                       tolerance=options.tolerance, box_upper=box + level,
+                                       per_label=bool(conditional & set(g.support()))))
         return out
 
+    conditional = {int(k) for k in np.asarray(problem.rates.layout.rate).ravel()}
     checks = judge(ell, lo, hi, Jac)
 
     # the best constant rule (the floor): its error from the noisy label counts; among the
@@ -1187,7 +1209,8 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
                        constraints=checks, certificate=cert, counts=C,
                        constant_exact=best_exact, labels_public=labels_public,
                        bound="linear" if linear else "box",
-                       groups=tuple(str(g) for g in getattr(held, "groups", ()) or ()))
+                       groups=tuple(str(g) for g in getattr(held, "groups", ()) or ()),
+                       labels=tuple(str(v) for v in (() if result.labels is None else result.labels)))
     # (exact errors — public labels — can tie the constant's to the last bits: a tie keeps the
     # trained rule, which is no worse)
     worse = error > best_err + 1e-12

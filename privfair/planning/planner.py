@@ -348,12 +348,19 @@ def warn_status(result, stacklevel: int = 2) -> None:
             "trained rule is result.holdout.trained (holdout_on_violation='warn' returns it)")
     elif status.startswith("fallback") and result.holdout.fallback_reason == "unverifiable":
         chk = result.holdout
+        # the interval the rule read: the box's (the certificate's upper bound may be the
+        # narrower linear one, which is not what "too wide" was judged on)
         bad = "; ".join(f"{c.constraint}: estimate {c.estimate:.3f}, interval [{c.lower:.3f}, "
-                        f"{c.upper:.3f}]" for c in chk.constraints if c.uninformative)
+                        f"{min(c.box_upper, c.lower + 1.0):.3f}]"
+                        for c in chk.constraints if c.uninformative)
+        from .holdout import UNINFORMATIVE_WIDTH
+
         cls, msg = FallbackWarning, (
             f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's "
-            f"constraint estimate misses its level and its {chk.confidence:.0%} interval is too "
-            f"wide to say otherwise ({bad}: some group has too few held-out rows), so the best "
+            f"constraint estimate misses its level and its {chk.confidence:.0%} interval (over "
+            f"every rate at once) is at least {UNINFORMATIVE_WIDTH:g} wide, too wide to say "
+            f"otherwise ({bad}: some group, or some group's rows with one label, has too few "
+            "held-out rows), so the best "
             f"constant rule, which keeps every constraint exactly, is returned (always "
             f"{chk.constant_label!r}, error {chk.constant_error:.3f}); the trained rule is "
             "result.holdout.trained (holdout_on_violation='warn' returns it)")
@@ -396,19 +403,36 @@ def _sparse_hint(chk, result=None) -> str:
     trained = chk.trained if chk.trained is not None else result     # the rule that was fit
     reads_group = getattr(getattr(trained, "decision_set", None), "needs_sensitive", False)
     level = min(c.level for c in chk.constraints if c.uninformative)
-    few = chk.sparse_groups(level)
+    # a label-conditional rate (fpr, tpr) divides by a (group, label) cell, not by a group
+    per_label = any(c.per_label for c in chk.constraints if c.uninformative)
+    few = chk.sparse_groups(level, per_label=per_label)
     if not few:
         return ""
     named = ", ".join(f"{g} (~{m})" for g, m in few)
-    return (f". Groups with too few held-out rows to check a gap of {level:g} (about "
-            f"{math.ceil(1.0 / (4.0 * level * level))} are needed; released counts): {named}. "
-            f"The training part holds about {chk.n_train / max(chk.n_held_out, 1):.0f}× as "
-            "many rows per group, too few to fit such a gap either: merge small groups "
-            "(data.merge_groups({'new name': [groups]})), constrain only the large ones, ask "
-            "a looser level, or "
-            "give more rows" + ("" if reads_group else
-                                "; where the rule may read the group, per-group thresholds "
-                                "(pf.PostProcessed, docs/trust.md) fit such data better"))
+    what = "Groups (and labels)" if per_label else "Groups"
+    need = 1.0 / (4.0 * level * level)
+    ratio = chk.n_train / max(chk.n_held_out, 1)
+    head = (f". {what} with too few held-out rows to check a gap of {level:g} (about "
+            f"{math.ceil(need)} are needed; released counts): {named}. ")
+    if all(m * ratio >= need for _, m in few):
+        # every such cell is large enough in the training part: the check, not the fit, is
+        # short of rows (public: the share held out and the released counts)
+        total = chk.n_train + chk.n_held_out
+        share = min(1.0, chk.n_held_out / max(total, 1) * need / max(min(m for _, m in few), 1))
+        more = (f"hold out a larger share (about holdout={math.ceil(share * 20) / 20:g} would "
+                "give them enough rows)" if share <= 0.5 else "give more rows")
+        return head + (f"The training part holds about {ratio:.0f}× as many, enough to fit such "
+                       f"a gap but not to check it on the held-out share: {more}, ask a looser "
+                       "level, or pass holdout_on_violation='warn' to take the trained rule "
+                       "uncertified")
+    return head + (f"The training part holds about {ratio:.0f}× as "
+                   "many rows per group, too few to fit such a gap either: merge small groups "
+                   "(data.merge_groups({'new name': [groups]})), constrain only the large ones, "
+                   "ask a looser level, or "
+                   "give more rows" + ("" if reads_group else
+                                       "; where the rule may read the group, per-group "
+                                       "thresholds (pf.PostProcessed, docs/trust.md) fit such "
+                                       "data better"))
 
 
 def _training_part(problem, data):
