@@ -294,6 +294,43 @@ def test_a_rule_worse_than_a_constant_falls_back_to_the_constant(epsilon):
     assert res.certificate is res.holdout.trained.certificate
 
 
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_the_floor_compares_the_problems_objective_not_the_error(epsilon):
+    """5% of the rows are positive: the rule 1[x₀ > 1.2] has a balanced error (the mean of
+    fnr and fpr over the groups) near 0.15, against 0.5 for either constant, yet it errs more
+    than "always 0" (~0.1 against 0.05).  Minimizing the balanced error, the floor compares
+    that objective and keeps the rule (``floor == "objective"``); minimizing ``r.error()``
+    (control) it compares errors and falls back to "always 0"."""
+    from privfair.planning.holdout import objective_is_error
+
+    rng = np.random.default_rng(0)
+    n = 6000
+    a = rng.choice(["a", "b"], n)
+    y = (rng.uniform(size=n) < 0.05).astype(int)
+    X = rng.normal(size=(n, 2)) + 2.5 * y[:, None] * np.array([1.0, 0.0])
+    data = pf.Dataset(X, y, a, group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.FiniteSet([lambda X: (X[:, 0] > 1.2).astype(int)]), data)
+    balanced = 0.25 * (r.fnr["a"] + r.fnr["b"] + r.fpr["a"] + r.fpr["b"])
+    backend = "exponential" if epsilon < math.inf else "auto"
+    priv = pf.DP(epsilon, 1e-6, protect="sensitive")
+
+    prob = pf.Problem(pf.minimize(balanced))
+    assert not objective_is_error(prob)
+    res = prob.solve(priv, backend=backend, seed=0, progress=False)
+    chk = res.holdout
+    assert chk.floor == "objective" and not chk.fallback and res.status == "certified"
+    assert chk.objective < 0.25 < 0.45 < chk.constant_objective
+    assert chk.error > chk.constant_error                      # the error alone would fall back
+    assert "objective" in chk.summary()
+
+    control = pf.Problem(pf.minimize(r.error()))
+    assert objective_is_error(control)
+    with pytest.warns(FallbackWarning, match="rule's error"):
+        res = control.solve(priv, backend=backend, seed=0, progress=False)
+    assert res.holdout.floor == "error" and res.holdout.fallback_reason == "error"
+    assert res.holdout.constant_label == 0
+
+
 def test_the_non_private_check_is_exact():
     data = _data()
     res = _solve(_problem(data, level=1.0), pf.DP(float("inf"), protect="sensitive"))

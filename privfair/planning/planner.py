@@ -366,9 +366,12 @@ def warn_status(result, stacklevel: int = 2) -> None:
             "result.holdout.trained (holdout_on_violation='warn' returns it)")
     elif status.startswith("fallback"):
         chk = result.holdout
+        what, mine, theirs = (("objective", chk.objective, chk.constant_objective)
+                              if chk.floor == "objective" else
+                              ("error", chk.error, chk.constant_error))
         cls, msg = FallbackWarning, (
-            f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's error "
-            f"(estimated {chk.error:.3f}) exceeds the best constant rule's ({chk.constant_error:.3f}"
+            f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's {what} "
+            f"(estimated {mine:.3f}) exceeds the best constant rule's ({theirs:.3f}"
             f", always {chk.constant_label!r}), so the constant rule is returned; the trained "
             "rule is result.holdout.trained")
     elif status.startswith("not checked"):
