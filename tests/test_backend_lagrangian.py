@@ -114,6 +114,36 @@ def test_refuses_pure_dp_and_finite_sets():
     assert not v and "differentiable" in v.reason and "Thresholds" in v.reason
 
 
+def test_a_multi_class_linear_classifier_is_refused_with_the_torch_path(monkeypatch):
+    """L = 3 labels with pf.LinearClassifier: the differentiable backends refuse with the
+    TorchModel path, and where torch is not installed (the README's install) lagrangian_sgda
+    says how to get it — the one message of ``multiclass_hint``, which sgda shares.  Control:
+    with torch importable the install hint is not given."""
+    import importlib.util
+
+    rng = np.random.default_rng(0)
+    data = pf.Dataset(rng.normal(size=(300, 2)), rng.integers(0, 3, 300),
+                      rng.choice(["a", "b"], 300), group_names=["a", "b"], labels=[0, 1, 2])
+    r = pf.rates(pf.LinearClassifier(2), data)
+    prob = pf.Problem(pf.Minimize(r.error()))
+    an = prob.analyze(pf.DP(1.0, 1e-5, protect="row"))
+    real = importlib.util.find_spec
+
+    def reasons(backends):
+        return [BACKENDS[b].accepts(prob, an).reason for b in backends]
+
+    # sgda refuses without torch before it reads the labels ("needs torch …")
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    for why in reasons(["lagrangian_sgda"]):
+        assert "pf.TorchModel(torch.nn.Linear(d, L), d, L)" in why and "pip install torch" in why
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "torch" else real(name, *a))
+    has_torch = real("torch") is not None
+    for why in reasons(["lagrangian_sgda"] + (["sgda"] if has_torch else [])):
+        assert "pf.TorchModel" in why and "pip install" not in why
+
+
 def test_split_pieces_bound_the_constraint():
     from privfair.backends.lagrangian.split import split
 

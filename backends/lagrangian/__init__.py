@@ -343,8 +343,9 @@ class LagrangianSGDA(Backend):
         ds = getattr(r, "decisions", None)
         if isinstance(ds, LinearClassifier):
             if r.L != 2:
-                return Verdict(False, "pf.LinearClassifier is binary; use pf.TorchModel("
-                                      "torch.nn.Linear(d, L), d, L) for multi-class labels")
+                from privfair.models.decisions import multiclass_hint
+
+                return Verdict(False, multiclass_hint())
             # surrogate rates run on a Dask dataset too (#19): a pass clips its chunk's rows
             # to the public feature bound on the worker (models.RowTerms.clipped)
         elif type(ds).__name__ == "TorchModel":

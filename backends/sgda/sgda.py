@@ -188,8 +188,9 @@ class SGDABackend(Backend):
         ds = getattr(r, "decisions", None)
         if isinstance(ds, LinearClassifier):
             if r.L != 2:
-                return Verdict(False, "pf.LinearClassifier is binary; use pf.TorchModel("
-                                      "torch.nn.Linear(d, L), d, L) for multi-class labels")
+                from privfair.models.decisions import multiclass_hint
+
+                return Verdict(False, multiclass_hint())
         elif isinstance(ds, TorchModel):
             if ds.n_classes != r.L:
                 return Verdict(False, f"the model has {ds.n_classes} classes, the data {r.L}")

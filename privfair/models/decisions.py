@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier"]
+__all__ = ["DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "multiclass_hint"]
 
 #: Elements of a float64 work array per chunk in ``predict_all`` (64 MiB): memory stays bounded
 #: for millions of candidates or rows.
@@ -288,6 +288,20 @@ class Thresholds(_Finite):
 
     def __repr__(self):
         return f"Thresholds(size={self.size}, score={self.score!r})"
+
+
+def multiclass_hint() -> str:
+    """Why a ``LinearClassifier`` problem with L > 2 labels is refused, and what to do — one
+    home for the refusal of every backend that trains it (the torch path is named with its
+    install where torch is missing: the README's install has no torch)."""
+    import importlib.util
+
+    why = ("pf.LinearClassifier is binary; use pf.TorchModel(torch.nn.Linear(d, L), d, L) for "
+           "multi-class labels")
+    if importlib.util.find_spec("torch") is None:
+        why += (" (it needs torch, not installed here: pip install torch, or pip install "
+                "'privfair[gpu]')")
+    return why
 
 
 class LinearClassifier(DecisionSet):
