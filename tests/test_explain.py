@@ -199,3 +199,25 @@ def test_a_solve_does_not_plan_backends_that_cannot_beat_a_first_ranked_plan(mon
         warnings.simplefilter("ignore")
         res = prob.solve(privacy, seed=0, progress=False)
     assert not calls and res.backend == full.chosen.backend == "proxy_reductions"
+
+
+def test_explain_says_a_solve_plans_on_the_training_part():
+    """explain() ranks on all n rows; its last line gives the rows a solve plans and trains on
+    (n minus the held-out share), which is what the solve's own plan reads.  Control: with
+    holdout=0 there is no held-out check and no such line."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    data = pf.Dataset(rng.normal(size=(n, 2)), rng.integers(0, 2, n), rng.choice(["a", "b"], n),
+                      group_names=["a", "b"], labels=[0, 1])
+    r = pf.rates(pf.LinearClassifier(2), data)
+    prob = pf.Problem(pf.Minimize(r.error()), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+    priv = pf.DP(1.0, 1e-6, protect="row")
+    text = " ".join(prob.plan(priv).explain().split())
+    assert "planned on all 5,000 rows" in text and "on the 4,000 rows outside" in text
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = prob.solve(priv, seed=0, progress=False, epochs=1)
+    assert res.plan.problem.rates.data.n == 4000
+    assert "planned on all" not in prob.plan(priv).explain(holdout=0)

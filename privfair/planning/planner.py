@@ -98,6 +98,13 @@ class Plans:
                         "docs/trust.md):", "    ")
             for r in forecast:
                 out += wrap("   - " + r.line(), "    ")
+            # this ranking planned on every row; a solve plans on its training part, so its
+            # steps, noise and predicted risks are those of n − m rows (public: n, the share)
+            n = self.problem.rates.data.n
+            out += wrap(f"(the ranking above is planned on all {n:,} rows; a solve plans and "
+                        f"trains on the {n - forecast[0].held_out:,} rows outside the held-out "
+                        "part: its steps, noise scale and predicted risks are theirs — "
+                        "result.plan)", "    ")
         return "\n".join(out)
 
     def __str__(self):
