@@ -301,8 +301,6 @@ def test_the_floor_compares_the_problems_objective_not_the_error(epsilon):
     than "always 0" (~0.1 against 0.05).  Minimizing the balanced error, the floor compares
     that objective and keeps the rule (``floor == "objective"``); minimizing ``r.error()``
     (control) it compares errors and falls back to "always 0"."""
-    from privfair.planning.holdout import objective_is_error
-
     rng = np.random.default_rng(0)
     n = 6000
     a = rng.choice(["a", "b"], n)
@@ -315,7 +313,7 @@ def test_the_floor_compares_the_problems_objective_not_the_error(epsilon):
     priv = pf.DP(epsilon, 1e-6, protect="sensitive")
 
     prob = pf.Problem(pf.minimize(balanced))
-    assert not objective_is_error(prob)
+    assert not prob.minimizes_error()
     res = prob.solve(priv, backend=backend, seed=0, progress=False)
     chk = res.holdout
     assert chk.floor == "objective" and not chk.fallback and res.status == "certified"
@@ -324,7 +322,7 @@ def test_the_floor_compares_the_problems_objective_not_the_error(epsilon):
     assert "objective" in chk.summary()
 
     control = pf.Problem(pf.minimize(r.error()))
-    assert objective_is_error(control)
+    assert control.minimizes_error()
     with pytest.warns(FallbackWarning, match="rule's error"):
         res = control.solve(priv, backend=backend, seed=0, progress=False)
     assert res.holdout.floor == "error" and res.holdout.fallback_reason == "error"

@@ -56,9 +56,15 @@ def test_auto_is_cost_sensitive_for_parity_and_soft_for_equalized_odds():
     sur = pf.Problem(pf.Minimize(r.error()),
                      [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
     assert _plan(sur, priv).params["objective_surrogate"] == "log"
-    # an unconstrained fit (e.g. postprocessing's private score) keeps the soft term
+    # an unconstrained fit of the error (e.g. postprocessing's private score) keeps the soft
+    # term; an unconstrained minimax objective trains the cost-sensitive one (docs/lagrangian.md)
     r = pf.rates(pf.LinearClassifier(data.n_features, radius=1.0), data)
     assert _plan(pf.Problem(pf.Minimize(r.error())), priv).params["objective_surrogate"] == "log"
+    worst = pf.maximum(*[0.5 * (r.fpr[g] + r.fnr[g]) for g in ("a", "b")])
+    assert _plan(pf.Problem(pf.Minimize(worst)), priv).params["objective_surrogate"] == "cost_log"
+    # ... but with a label-conditional objective and a constraint, the soft term as before
+    withc = pf.Problem(pf.Minimize(worst), [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.05])
+    assert _plan(withc, priv).params["objective_surrogate"] == "log"
 
 
 def test_options_passed_by_the_user_win_over_the_recipe():

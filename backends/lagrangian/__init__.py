@@ -90,7 +90,8 @@ def _table():
                    "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy), "
                    "or 'auto': 'cost_log' for a binary pf.LinearClassifier with constraints, "
                    "none of which (nor the objective) reads a label-conditional rate (e.g. "
-                   "demographic parity), else "
+                   "demographic parity), or without constraints and an objective other than "
+                   "the error (e.g. minimax), else "
                    "'log' (docs/lagrangian.md, *The default recipe*)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
         Option("soft_scale", "str", "auto", choices=("auto", "capped", "fixed", "angle"),

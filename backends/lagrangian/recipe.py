@@ -12,7 +12,8 @@ Two recipes (docs/lagrangian.md, *The default recipe*; #18):
 ``objective_surrogate="auto"`` (the default) picks "cost" for a binary ``pf.LinearClassifier``
 without a rate surrogate, with at least one constraint, whose objective and constraints read no
 label-conditional rate
-(error, joint masses, selection rates — demographic parity), else "soft".  Why, measured on
+(error, joint masses, selection rates — demographic parity), or with no constraint and an
+objective other than the error (since 2026-11-27: :func:`recipe_for`), else "soft".  Why, measured on
 validation splits only (ε = 1; Adult on 5 folds of adult.data, the 50-feature synthetic of
 bench/gpu.py; error / violation): Adult DP ≤ 0.005 row 0.1775 / 0.0097 against 0.1857 / 0.0170;
 DP ≤ 0.01 sensitive 0.1804 / 0.0098 against 0.1852 / 0.0129; the synthetic (both units)
@@ -62,18 +63,26 @@ def reads_label_conditional(problem) -> bool:
 
 
 def recipe_for(problem, asked: str) -> str:
-    """The objective surrogate a run trains: ``asked`` unless it is "auto" — then "cost_log"
-    for a binary ``pf.LinearClassifier`` without a rate surrogate with at least one constraint,
-    whose objective and constraints read no label-conditional rate, else "log" (module
-    docstring; an unconstrained fit — e.g. ``postprocessing``'s private score — keeps the soft
-    term it was validated with)."""
+    """The objective surrogate a run trains: ``asked`` unless it is "auto" — then, for a
+    binary ``pf.LinearClassifier`` without a rate surrogate, "cost_log" when
+
+    * there is at least one constraint and neither the objective nor a constraint reads a
+      label-conditional rate (parity problems), or
+    * there is no constraint and the objective is not the plain error (minimax or penalized
+      objectives: max_g ½(fpr_g + fnr_g), error + max_g fnr_g — measured better or equal on
+      Adult, COMPAS and the 50-feature synthetic, docs/lagrangian.md),
+
+    else "log" (module docstring; the unconstrained *error* — e.g. ``postprocessing``'s
+    private score — keeps the soft term it was validated with)."""
     if asked != "auto":
         return asked
     r = problem.rates
-    if (type(r.decisions).__name__ == "LinearClassifier" and getattr(r, "surrogate", None) is None
-            and r.L == 2 and len(problem.g) > 0 and not reads_label_conditional(problem)):
-        return "cost_log"
-    return "log"
+    if (type(r.decisions).__name__ != "LinearClassifier" or getattr(r, "surrogate", None)
+            is not None or r.L != 2):
+        return "log"
+    if problem.g:
+        return "log" if reads_label_conditional(problem) else "cost_log"
+    return "log" if problem.minimizes_error() else "cost_log"
 
 
 def fill(o: dict, surrogate: str) -> dict:

@@ -328,6 +328,41 @@ class Problem:
         new.rates = self.rates.with_group_mass_bound(bound, source=source)
         return new
 
+    def minimizes_error(self) -> bool:
+        """Whether the objective f is the misclassification rate Σ_g Σ_{y≠ŷ} joint[g, y, ŷ]
+        (``r.error()``): affine, 0 at ℓ = 0, with that gradient — read off the expression
+        (public).  The held-out check's floor compares errors then and f itself otherwise
+        (docs/trust.md); ``lagrangian_sgda``'s recipe keeps the soft term for the plain
+        unconstrained error.
+
+        Examples
+        --------
+        >>> import numpy as np, privfair as pf
+        >>> rng = np.random.default_rng(0)
+        >>> data = pf.Dataset(rng.normal(size=(100, 2)), rng.integers(0, 2, 100),
+        ...                   rng.choice(["a", "b"], 100), group_names=["a", "b"], labels=[0, 1])
+        >>> r = pf.rates(pf.LinearClassifier(2), data)
+        >>> pf.Problem(pf.minimize(r.error())).minimizes_error()
+        True
+        >>> pf.Problem(pf.minimize(pf.maximum(r.fnr["a"], r.fnr["b"]))).minimizes_error()
+        False
+        """
+        import numpy as np
+
+        f, lay = self.f, self.rates.layout
+        if not f.is_affine():
+            return False
+        w = np.zeros(lay.K)
+        for g in range(lay.G):
+            for y in range(lay.L):
+                for j in range(lay.L):
+                    if y != j:
+                        w[int(lay.joint[g, y, j])] = 1.0
+        zero = np.zeros(lay.K)
+        grad = np.asarray(f.grad(zero), dtype=float).reshape(-1)
+        return (abs(float(f.value(zero))) < 1e-12 and grad.shape == w.shape
+                and bool(np.allclose(grad, w)))
+
     def plan(self, privacy, backend: str = "auto", alpha: float = 0.05, **options):
         """Rank the backends for this problem; ``.explain()`` says why one is chosen.
 

@@ -323,7 +323,7 @@ class HoldoutCheck:
     #: what the floor compares: "error" (the objective is the misclassification rate: the
     #: rule's error against each constant's) or "objective" (any other f: f at the rule's
     #: estimated ℓ against f at each constant's ℓ — a floor on what the problem minimizes;
-    #: :func:`objective_is_error`)
+    #: :meth:`privfair.Problem.minimizes_error`)
     floor: str = "error"
     #: f at the rule's estimated ℓ, and at the best constant's ℓ (``floor="objective"``; nan
     #: otherwise) — post-processing of the one release
@@ -591,26 +591,6 @@ def _point(C, n, num, den) -> np.ndarray:
         d = n if b is None else max(flat[b].sum(), 1.0)
         out[k] = flat[a].sum() / d
     return np.clip(out, 0.0, 1.0)
-
-
-def objective_is_error(problem) -> bool:
-    """Whether ``problem``'s objective f is the misclassification rate Σ_g Σ_{y≠ŷ} joint[g, y, ŷ]
-    (``r.error()``): affine, 0 at ℓ = 0, with that gradient — read off the expression
-    (public).  Then the floor compares errors (exact under public labels); any other f is
-    compared as itself (:attr:`HoldoutCheck.floor`)."""
-    f = problem.f
-    lay = problem.rates.layout
-    if not f.is_affine():
-        return False
-    w = np.zeros(lay.K)
-    for g in range(lay.G):
-        for y in range(lay.L):
-            for j in range(lay.L):
-                if y != j:
-                    w[int(lay.joint[g, y, j])] = 1.0
-    zero = np.zeros(lay.K)
-    grad = np.asarray(f.grad(zero), dtype=float).reshape(-1)
-    return abs(float(f.value(zero))) < 1e-12 and grad.shape == w.shape and np.allclose(grad, w)
 
 
 def constant_coordinates(code: int, n_gy, n, *, cells=None) -> tuple:
@@ -1223,7 +1203,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
     # the floor compares what the problem minimizes: errors where f is the error (exact with
     # public labels), else f itself — a constant that errs less may be the worst rule for
     # another objective (max_g fnr_g: "always 0" errs 0.25 on Adult and has fnr 1)
-    on_error = objective_is_error(problem)
+    on_error = problem.minimizes_error()
     f_rule = math.nan if on_error else float(problem.f.value(ell))
     best_k, best_err, best_key, best_exact, best_ell = None, math.inf, (math.inf,), False, None
     best_obj = math.nan
