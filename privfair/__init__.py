@@ -24,7 +24,7 @@ from .planning import holdout
 from .statistics import metrics, scores
 from .analysis.compiler import Analysis, analyze
 from .data.dataset import Dataset
-from .models.decisions import DecisionSet, FiniteSet, LinearClassifier, Thresholds
+from .models.decisions import DecisionSet, FiniteSet, LinearClassifier, SoftmaxClassifier, Thresholds
 from .models.cells import ProxyCells
 from .models.postprocess import PostProcessed
 from .models.torch_model import TorchModel  # torch is imported lazily
@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "scores", "holdout", "DP", "BudgetFilter", "Accountant", "Certificate", "Result", "Dataset", "datasets", "errors", "metrics", "privacy",
-    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "ProxyCells", "PostProcessed", "TorchModel",
+    "DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "SoftmaxClassifier", "ProxyCells", "PostProcessed", "TorchModel",
     "rates", "Rates", "estimate_group_mass_bound",
     "Expression", "Variable", "Constant", "Constraint",
     "abs", "maximum", "pos", "sum", "norm1", "norm2", "norm_inf", "square", "lse", "smax",

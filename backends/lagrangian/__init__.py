@@ -3,7 +3,8 @@
 Problem.  min_θ max_{λ ≥ 0, ‖λ‖₁ ≤ λ_max}  f(ℓ(θ)) + Σ_j λ_j g_j(ℓ(θ)) for any objective f and
 constraints g_j ≤ 0 of privfair's language (general expressions of ℓ, not only linear rate
 constraints), over a differentiable decision set: ``pf.LinearClassifier`` (numpy; torch is not
-needed) or ``pf.TorchModel`` (torch, CPU or CUDA; multi-class labels), any number of groups.
+needed), ``pf.SoftmaxClassifier`` (multi-class linear rules in numpy, in memory) or
+``pf.TorchModel`` (torch, CPU or CUDA; multi-class labels), any number of groups.
 
 Algorithm.  RaCO-DP (Yaghini, Cebere, Menart, Bellet, Papernot, ICLR 2026, arXiv 2505.22703;
 docs/lagrangian.md), generalized: per Poisson-subsampled step one private histogram of the
@@ -257,7 +258,8 @@ def _soft_scale(asked, rates, protect):
     for a ``LinearClassifier`` without a surrogate as asked, "auto" being "capped" under
     ``protect="row"`` and "fixed" under "sensitive"; for a ``TorchModel`` the same "auto" rule
     ("angle" is for the linear rule only: a TorchModel asking it reads "fixed"); "fixed" for
-    surrogate rates (their masses are the surrogate's).  The TorchModel's "auto" followed the
+    surrogate rates (their masses are the surrogate's) — and a ``SoftmaxClassifier`` always
+    reads the fixed κ (``models.SoftmaxAdapter``).  The TorchModel's "auto" followed the
     linear rule's on 2026-11-26 after its validation (``--model torch``, docs/lagrangian.md):
     under "row" the 50-feature synthetic went from the constant fallback (0.4706) to 0.2775 /
     DP 0.0169 with "capped", Adult within the seed spread, COMPAS and the 8-group set falling
@@ -349,6 +351,12 @@ class LagrangianSGDA(Backend):
                 return Verdict(False, multiclass_hint())
             # surrogate rates run on a Dask dataset too (#19): a pass clips its chunk's rows
             # to the public feature bound on the worker (models.RowTerms.clipped)
+        elif type(ds).__name__ == "SoftmaxClassifier":
+            if ds.n_classes != r.L:
+                return Verdict(False, f"the model has {ds.n_classes} classes, the data {r.L}")
+            if getattr(r.data, "rows_on_workers", False):
+                return Verdict(False, "pf.SoftmaxClassifier runs in memory only; on a Dask "
+                                      "dataset use pf.TorchModel(torch.nn.Linear(d, L), d, L)")
         elif type(ds).__name__ == "TorchModel":
             # on a Dask dataset too (#19): each step is a pass on the workers, which compute
             # their sampled rows' per-example gradients on CPU (models.torch_batch_pass); a
@@ -358,8 +366,8 @@ class LagrangianSGDA(Backend):
             if ds.n_classes != r.L:
                 return Verdict(False, f"the model has {ds.n_classes} classes, the data {r.L}")
         else:
-            return Verdict(False, "the decision set must be differentiable (pf.LinearClassifier "
-                                  f"or pf.TorchModel); got {type(ds).__name__}")
+            return Verdict(False, "the decision set must be differentiable (pf.LinearClassifier, "
+                                  f"pf.SoftmaxClassifier or pf.TorchModel); got {type(ds).__name__}")
         priv = analysis.privacy
         if priv.is_private and priv.delta <= 0:
             return Verdict(False, "the Gaussian release needs δ > 0, e.g. pf.DP(1.0, 1e-5)")
@@ -492,12 +500,14 @@ class LagrangianSGDA(Backend):
         from privfair.results.result import Result
 
         from . import solver
-        from .models import LinearAdapter, TorchAdapter
+        from .models import LinearAdapter, SoftmaxAdapter, TorchAdapter
 
         problem, P = plan.problem, plan.params
         r = problem.rates
         log_obj = P["objective_surrogate"] == "log"
-        if type(r.decisions).__name__ == "TorchModel":
+        if type(r.decisions).__name__ == "SoftmaxClassifier":
+            adapter = SoftmaxAdapter(r, log_objective=log_obj, sharpness=P["sharpness"])
+        elif type(r.decisions).__name__ == "TorchModel":
             dev = "cuda" if device == "cuda" else "cpu"
             adapter = TorchAdapter(r, device=dev, log_objective=log_obj,
                                    sharpness=P["sharpness"],

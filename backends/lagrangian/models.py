@@ -474,6 +474,100 @@ class LinearAdapter:
         return self.ds.project(np.asarray(theta, dtype=float))
 
 
+class SoftmaxAdapter:
+    """``pf.SoftmaxClassifier`` (L ≥ 2 labels) in numpy, in memory; see the module docstring.
+
+    The soft prediction is p_i = softmax(κ·s_i), s_i = W x̃_i the logits (x̃ = (x, 1)), κ the
+    ``sharpness`` (the fixed scale: the capped and angular bands are the binary rule's).  The
+    row term is the module's: u_f·p_i/sg[max(p_i(y_i), p_min)] + u_g·p_i ("log") or (u_f +
+    u_g)·p_i ("linear"); with a = the row's coefficient vector (the sg weight included),
+
+        ∂(a·p_i)/∂W = δ_i ⊗ x̃_i,   δ_i = κ·p_i ⊙ (a − (a·p_i)·1)
+
+    a rank-one matrix whose Frobenius norm is ‖δ_i‖₂·‖x̃_i‖₂ — so per-example clipping is the
+    factor min(1, C/(‖δ_i‖·‖x̃_i‖)) on δ_i and the batch's clipped sum is Σ_i c_i δ_i ⊗ x̃_i:
+    one (L × m)·(m × (d + 1)) product.  Every factor reads row i, θ and the coefficients (functions
+    of earlier releases) only: the privacy proof of ``solver`` applies unchanged (per-row norm
+    ≤ C, the histogram's p_i on the simplex).  In memory only (a Dask dataset is refused by the
+    backend's ``accepts``)."""
+
+    batch_blas = True      # the solver runs its steps with BLAS on one thread (solver.train)
+    #: no row source: the solver gathers the batches itself (solver.GatheredBatches)
+    rows = None
+
+    def __init__(self, rates, log_objective=True, sharpness=1.0):
+        ds = rates.decisions
+        self.ds, self.rates = ds, rates
+        self.P, self.L, self.d = ds.P, ds.n_classes, ds.n_features
+        self.k = float(sharpness)
+        self.log_objective = bool(log_objective)
+        self.X = np.asarray(rates.data.X, dtype=float)
+        self.y = np.asarray(rates.data.y)
+        self.theta0 = np.zeros(self.P)
+        # ‖x̃_i‖ = ‖(x_i, 1)‖ of every row, once (the clipping factor reads it)
+        self.xn = np.sqrt(np.einsum("ij,ij->i", self.X, self.X) + 1.0)
+
+    def _probs(self, theta, X) -> np.ndarray:
+        W = np.asarray(theta, dtype=float).reshape(self.L, self.d + 1)
+        S = self.k * (X @ W[:, :-1].T + W[:, -1])
+        S -= S.max(axis=1, keepdims=True)
+        E = np.exp(S)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def step(self, theta, idx, Uf=None, Ug=None, clip=None):
+        """One read of the batch ``idx``: (its prediction masses (len(idx), L), Σ_i
+        clip_C(∇ψ_i) as a flat vector of length P (None without ``Uf``), the number of clipped
+        rows)."""
+        idx = np.asarray(idx)
+        k = idx.shape[0]
+        want = Uf is not None
+        if k == 0:
+            return np.zeros((0, self.L)), (np.zeros(self.P) if want else None), 0
+        X = self.X[idx]
+        p = self._probs(theta, X)
+        if not want:
+            return p, None, 0
+        Uf, Ug = np.asarray(Uf, dtype=float), np.asarray(Ug, dtype=float)
+        if self.log_objective:
+            # the positive public weight 1/max(p_i(y_i), p_min), outside the gradient (sg)
+            wt = 1.0 / np.maximum(p[np.arange(k), self.y[idx]], P_MIN)
+            a = Uf * wt[:, None] + Ug
+        else:
+            a = Uf + Ug
+        delta = self.k * p * (a - np.sum(a * p, axis=1, keepdims=True))
+        clipped = 0
+        if clip is not None:
+            norms = np.linalg.norm(delta, axis=1) * self.xn[idx]
+            over = norms > clip
+            clipped = int(np.count_nonzero(over))
+            delta = delta * np.where(over, clip / np.where(over, norms, 1.0), 1.0)[:, None]
+        grad = np.concatenate([delta.T @ X, delta.sum(axis=0)[:, None]], axis=1)
+        return p, grad.ravel(), clipped
+
+    def grad_sum(self, theta, idx, Uf, Ug, clip=None):
+        """(Σ_i clip(∇ψ_i), number of clipped rows) over the rows ``idx``."""
+        _, g, clipped = self.step(theta, idx, Uf, Ug, clip)
+        return g, clipped
+
+    def probs(self, theta, idx) -> np.ndarray:
+        """(len(idx), L) prediction masses of the rows ``idx`` (None: every row)."""
+        return self._probs(theta, self.X if idx is None else self.X[np.asarray(idx)])
+
+    def label_totals(self, theta, L) -> np.ndarray:
+        """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L)."""
+        C = np.zeros((L, L))
+        np.add.at(C, self.y, self.probs(theta, None))
+        return C
+
+    def project(self, theta):
+        """Nothing during training (as the binary rule's without a surrogate)."""
+        return theta
+
+    def release(self, theta) -> np.ndarray:
+        """θ scaled into the user's ball: the same rule argmax_k (positive scaling)."""
+        return self.ds.project(np.asarray(theta, dtype=float))
+
+
 def coefficient_rows(table, cell):
     """The rows ``table[c]`` of a coefficient table (G, L, L) or (L, L) flattened to its
     last axis, for the codes ``cell`` (g·L + y, or y): one ``np.take`` along axis 0 instead of

@@ -26,7 +26,8 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "multiclass_hint"]
+__all__ = ["DecisionSet", "FiniteSet", "Thresholds", "LinearClassifier", "SoftmaxClassifier",
+           "multiclass_hint"]
 
 #: Elements of a float64 work array per chunk in ``predict_all`` (64 MiB): memory stays bounded
 #: for millions of candidates or rows.
@@ -296,10 +297,11 @@ def multiclass_hint() -> str:
     install where torch is missing: the README's install has no torch)."""
     import importlib.util
 
-    why = ("pf.LinearClassifier is binary; use pf.TorchModel(torch.nn.Linear(d, L), d, L) for "
-           "multi-class labels")
+    why = ("pf.LinearClassifier is binary; for multi-class labels use "
+           "pf.SoftmaxClassifier(d, L) (numpy: lagrangian_sgda) or pf.TorchModel("
+           "torch.nn.Linear(d, L), d, L)")
     if importlib.util.find_spec("torch") is None:
-        why += (" (it needs torch, not installed here: pip install torch, or pip install "
+        why += (" (TorchModel needs torch, not installed here: pip install torch, or pip install "
                 "'privfair[gpu]')")
     return why
 
@@ -373,3 +375,80 @@ class LinearClassifier(DecisionSet):
 
     def __repr__(self):
         return f"LinearClassifier(n_features={self.n_features}, radius={self.radius})"
+
+
+class SoftmaxClassifier(DecisionSet):
+    """Multi-class linear rules in an ℓ2 ball, in numpy: θ = (W, b) ∈ R^{L×(d+1)}, ‖θ‖₂ ≤ radius.
+
+    Decision θ — a vector of length L·(d + 1), class k's (w_k, b_k) in row-major order —
+    predicts argmax_k (x·w_k + b_k) (ties: the smallest code).  ``lagrangian_sgda`` trains it on
+    the soft prediction softmax(κ·(W x + b)) (``sharpness`` κ) in numpy, without torch: the
+    multi-class counterpart of :class:`LinearClassifier`, whose rules are binary.  Scaling θ
+    keeps every prediction, so the released θ is scaled into the ball (the same rule).
+
+    Parameters
+    ----------
+    n_features : int
+        d, the number of features (≥ 1).
+    n_classes : int
+        L, the number of labels (≥ 2; the data's declared labels, in their order).
+    radius : float
+        Radius of the ℓ2 ball over the whole θ, > 0 and finite.
+
+    Attributes
+    ----------
+    P = L·(d + 1), diameter = 2·radius, size = inf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privfair.models.decisions import SoftmaxClassifier
+    >>> C = SoftmaxClassifier(2, 3)
+    >>> C.P
+    9
+    >>> theta = np.array([1.0, 0.0, 0.0,   0.0, 1.0, 0.0,   0.0, 0.0, 0.5])
+    >>> C.predict(theta, np.array([[2.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+    array([0, 1, 2])
+    """
+
+    def __init__(self, n_features: int, n_classes: int, radius: float = 1.0):
+        for name, v, low in (("n_features", n_features, 1), ("n_classes", n_classes, 2)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+                raise InvalidInputError(name, v, f"pass an integer ≥ {low}"
+                                        + (", e.g. data.n_features" if low == 1 else
+                                           ", e.g. data.n_labels"))
+        if (isinstance(radius, bool) or not isinstance(radius, numbers.Real)
+                or not math.isfinite(radius) or radius <= 0):
+            raise InvalidInputError("radius", radius, "pass a positive finite radius, e.g. radius=1.0")
+        self.n_features, self.n_classes = int(n_features), int(n_classes)
+        self.radius = float(radius)
+        self.P = self.n_classes * (self.n_features + 1)
+        self.diameter = 2.0 * self.radius
+
+    def theta(self, theta) -> np.ndarray:
+        """The decision as a validated (L, d + 1) float64 matrix (class k's (w_k, b_k) in row k)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.size != self.P or theta.ndim not in (1, 2):
+            raise InvalidInputError("decision", f"shape {theta.shape}",
+                                    f"pass a vector of length n_classes·(n_features + 1) = "
+                                    f"{self.P}")
+        return theta.reshape(self.n_classes, self.n_features + 1)
+
+    def margins(self, theta, X) -> np.ndarray:
+        """The logits x·w_k + b_k, shape (n, L)."""
+        W = self.theta(theta)
+        return as_matrix(X, self.n_features) @ W[:, :-1].T + W[:, -1]
+
+    def predict(self, decision, X) -> np.ndarray:
+        """Label codes argmax_k (x·w_k + b_k) (int64)."""
+        return np.argmax(self.margins(decision, X), axis=1).astype(np.int64)
+
+    def project(self, theta) -> np.ndarray:
+        """The Euclidean projection of θ (as a flat vector) onto the ball."""
+        theta = self.theta(theta).ravel()
+        norm = np.linalg.norm(theta)
+        return theta if norm <= self.radius else theta * (self.radius / norm)
+
+    def __repr__(self):
+        return (f"SoftmaxClassifier(n_features={self.n_features}, n_classes={self.n_classes}, "
+                f"radius={self.radius})")
