@@ -58,32 +58,52 @@ def test_the_decision_set_predicts_the_argmax_and_projects_without_changing_it()
         pf.SoftmaxClassifier(2, 3, radius=0)
 
 
-def test_the_row_gradient_matches_finite_differences_and_each_clipped_row_is_within_c():
-    """The adapter's per-row term ψ(θ) = u_f·p/sg[max(p_y, p_min)] + u_g·p (p = softmax(κ·Wx̃)):
-    its gradient against central differences (the weight held at θ), and with clip C every
-    row's contribution has norm ≤ C (the precondition of the privacy proof)."""
+@pytest.mark.parametrize("soft_scale, scale", [("fixed", 0.3), ("capped", 3.0)])
+def test_the_row_gradient_matches_finite_differences_and_each_clipped_row_is_within_c(
+        soft_scale, scale):
+    """The adapter's per-row term ψ(θ) = u_f·q/sg[max(q_y, p_min)] + u_g·p — q = softmax(s),
+    p = softmax(κ_i·s), s = W x̃, κ_i = κ or under "capped" min(κ, κ_a·√(d+1)/(‖θ‖‖x̃‖)) (at
+    ‖θ‖ ≈ 9 the band binds: its radial part is in the gradient) — against central differences
+    (the weight held at θ); with clip C every row's contribution has norm ≤ C (the precondition
+    of the privacy proof)."""
     data = _data()
     r = pf.rates(pf.SoftmaxClassifier(2, 3), data)
-    ad = SoftmaxAdapter(r, log_objective=True, sharpness=5.0)
+    ad = SoftmaxAdapter(r, log_objective=True, sharpness=5.0, soft_scale=soft_scale,
+                        angle_sharpness=10.0)
     rng = np.random.default_rng(1)
-    theta = rng.normal(size=ad.P) * 0.3
-    for i in range(5):
+    theta = rng.normal(size=ad.P) * scale
+
+    def kappa(t, x):
+        if soft_scale == "fixed":
+            return 5.0
+        return min(5.0, 10.0 * np.sqrt(3.0) / (np.linalg.norm(t) * np.sqrt(x @ x + 1.0)))
+
+    def softmax(v):
+        e = np.exp(v - v.max())
+        return e / e.sum()
+
+    active = 0
+    for i in range(6):
         idx = np.array([i])
+        x = data.X[i]
         uf, ug = rng.normal(size=(1, 3)), rng.normal(size=(1, 3))
         _, g, _ = ad.step(theta, idx, uf, ug, clip=None)
-        p0 = ad.probs(theta, idx)[0]
-        wt = 1.0 / max(p0[data.y[i]], P_MIN)
+        logits = lambda t: t.reshape(3, 3)[:, :2] @ x + t.reshape(3, 3)[:, 2]   # noqa: E731
+        wt = 1.0 / max(softmax(logits(theta))[data.y[i]], P_MIN)
+        active += kappa(theta, x) < 5.0
 
         def psi(t):
-            p = ad.probs(t, idx)[0]
-            return float(uf[0] @ p * wt + ug[0] @ p)
+            s = logits(t)
+            return float(uf[0] @ softmax(s) * wt + ug[0] @ softmax(kappa(t, x) * s))
 
         eps = 1e-6
         num = np.array([(psi(theta + eps * e) - psi(theta - eps * e)) / (2 * eps)
                         for e in np.eye(ad.P)])
         np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(ad.probs(theta, idx)[0], softmax(kappa(theta, x) * logits(theta)))
         _, gc, clipped = ad.step(theta, idx, uf * 100, ug * 100, clip=0.5)
         assert np.linalg.norm(gc) <= 0.5 * (1 + 1e-9) and clipped == 1
+    assert (active > 0) == (soft_scale == "capped")
 
 
 @pytest.mark.parametrize("unit", ["row", "sensitive"])
@@ -145,9 +165,10 @@ def _pair():
 
 def _runs(runs, multiplier=1.0):
     """One full-batch step (T = 1, q = 1), the released θ (``output="last"``, radius 100:
-    nothing rescaled), 98% of the release on the gradient, clip 0.5: at θ₀ = 0 row 0's row
-    term has gradient norm (5/3)·√6·√2 ≈ 5.8 > 0.5, so its clipped contribution turns with
-    its label — the substitution shift the event charges for."""
+    nothing rescaled), 98% of the release on the gradient, clip 0.5: at θ₀ = 0 (λ = 0: the
+    objective's cross-entropy only) row 0's row term is (1/3)·(1 − 3·e_y) ⊗ x̃, of norm
+    (√6/3)·√2 ≈ 1.15 > 0.5, so its clipped contribution turns with its label — the
+    substitution shift the event charges for."""
     b = BACKENDS["lagrangian_sgda"]
     privacy = pf.DP(1.0, 1e-2, protect="row")
     opts = dict(batch_size=100, epochs=1, output="last", hist_share=0.02, clip=0.5)

@@ -258,8 +258,8 @@ def _soft_scale(asked, rates, protect):
     for a ``LinearClassifier`` without a surrogate as asked, "auto" being "capped" under
     ``protect="row"`` and "fixed" under "sensitive"; for a ``TorchModel`` the same "auto" rule
     ("angle" is for the linear rule only: a TorchModel asking it reads "fixed"); "fixed" for
-    surrogate rates (their masses are the surrogate's) — and a ``SoftmaxClassifier`` always
-    reads the fixed κ (``models.SoftmaxAdapter``).  The TorchModel's "auto" followed the
+    surrogate rates (their masses are the surrogate's); a ``SoftmaxClassifier`` as a
+    ``TorchModel`` (``models.SoftmaxAdapter``: the capped band with √(d+1) per logit).  The TorchModel's "auto" followed the
     linear rule's on 2026-11-26 after its validation (``--model torch``, docs/lagrangian.md):
     under "row" the 50-feature synthetic went from the constant fallback (0.4706) to 0.2775 /
     DP 0.0169 with "capped", Adult within the seed spread, COMPAS and the 8-group set falling
@@ -276,7 +276,7 @@ def _soft_scale(asked, rates, protect):
         if asked == "auto":
             return "capped" if protect == "row" else "fixed"
         return asked
-    if kind == "TorchModel":
+    if kind in ("TorchModel", "SoftmaxClassifier"):
         if asked == "auto":
             return "capped" if protect == "row" else "fixed"
         return "capped" if asked == "capped" else "fixed"
@@ -506,7 +506,9 @@ class LagrangianSGDA(Backend):
         r = problem.rates
         log_obj = P["objective_surrogate"] == "log"
         if type(r.decisions).__name__ == "SoftmaxClassifier":
-            adapter = SoftmaxAdapter(r, log_objective=log_obj, sharpness=P["sharpness"])
+            adapter = SoftmaxAdapter(r, log_objective=log_obj, sharpness=P["sharpness"],
+                                     soft_scale=P.get("soft_scale", "fixed"),
+                                     angle_sharpness=P.get("angle_sharpness", 10.0))
         elif type(r.decisions).__name__ == "TorchModel":
             dev = "cuda" if device == "cuda" else "cpu"
             adapter = TorchAdapter(r, device=dev, log_objective=log_obj,

@@ -477,45 +477,69 @@ class LinearAdapter:
 class SoftmaxAdapter:
     """``pf.SoftmaxClassifier`` (L ≥ 2 labels) in numpy, in memory; see the module docstring.
 
-    The soft prediction is p_i = softmax(κ·s_i), s_i = W x̃_i the logits (x̃ = (x, 1)), κ the
-    ``sharpness`` (the fixed scale: the capped and angular bands are the binary rule's).  The
-    row term is the module's: u_f·p_i/sg[max(p_i(y_i), p_min)] + u_g·p_i ("log") or (u_f +
-    u_g)·p_i ("linear"); with a = the row's coefficient vector (the sg weight included),
+    With s_i = W x̃_i the logits (x̃ = (x, 1)), the constraints read the sharpened prediction
+    p_i = softmax(κ_i·s_i) — κ_i = κ (``soft_scale="fixed"``) or, under "capped", min(κ,
+    κ_a·√(d+1)/(‖θ‖·‖x̃_i‖)) (the binary rule's band, √P per logit as for a ``TorchModel``) —
+    and the "log" objective the unsharpened q_i = softmax(s_i), as the binary rule and the
+    ``TorchModel`` do: ψ_i = u_f·q_i/sg[max(q_i(y_i), p_min)] + u_g·p_i (or (u_f + u_g)·p_i,
+    "linear").  With g(p, a) = p ⊙ (a − (a·p)·1) (the gradient of a·softmax in its logits),
 
-        ∂(a·p_i)/∂W = δ_i ⊗ x̃_i,   δ_i = κ·p_i ⊙ (a − (a·p_i)·1)
+        ∇ψ_i = δ_i ⊗ x̃_i − r_i·θ/‖θ‖²,   δ_i = g(q_i, u_f/sg[·]) + κ_i·g(p_i, u_g),
+                                          r_i = κ_i·(s_i·g(p_i, u_g)) on the rows whose κ_i
+                                          reads ‖θ‖ (else 0)
 
-    a rank-one matrix whose Frobenius norm is ‖δ_i‖₂·‖x̃_i‖₂ — so per-example clipping is the
-    factor min(1, C/(‖δ_i‖·‖x̃_i‖)) on δ_i and the batch's clipped sum is Σ_i c_i δ_i ⊗ x̃_i:
-    one (L × m)·(m × (d + 1)) product.  Every factor reads row i, θ and the coefficients (functions
-    of earlier releases) only: the privacy proof of ``solver`` applies unchanged (per-row norm
-    ≤ C, the histogram's p_i on the simplex).  In memory only (a Dask dataset is refused by the
-    backend's ``accepts``)."""
+    (the radial term is ∂κ_i/∂θ = −κ_i·θ/‖θ‖²).  Its norm² is ‖δ_i‖²‖x̃_i‖² − 2r_i(δ_i·s_i)/‖θ‖²
+    + r_i²/‖θ‖², so per-example clipping is a factor c_i on (δ_i, r_i) and the batch's clipped
+    sum is Σ c_i δ_i ⊗ x̃_i − (Σ c_i r_i)·θ/‖θ‖²: one (L × m)·(m × (d + 1)) product.  Every
+    factor reads row i, θ and the coefficients (functions of earlier releases) only: the privacy
+    proof of ``solver`` applies unchanged (per-row norm ≤ C; the histogram's p_i on the
+    simplex).  In memory only (a Dask dataset is refused by the backend's ``accepts``)."""
 
     batch_blas = True      # the solver runs its steps with BLAS on one thread (solver.train)
     #: no row source: the solver gathers the batches itself (solver.GatheredBatches)
     rows = None
 
-    def __init__(self, rates, log_objective=True, sharpness=1.0):
+    def __init__(self, rates, log_objective=True, sharpness=1.0, soft_scale="fixed",
+                 angle_sharpness=10.0):
         ds = rates.decisions
         self.ds, self.rates = ds, rates
         self.P, self.L, self.d = ds.P, ds.n_classes, ds.n_features
         self.k = float(sharpness)
+        self.capped = soft_scale == "capped"
+        self.angle_k = float(angle_sharpness)
         self.log_objective = bool(log_objective)
         self.X = np.asarray(rates.data.X, dtype=float)
         self.y = np.asarray(rates.data.y)
         self.theta0 = np.zeros(self.P)
-        # ‖x̃_i‖ = ‖(x_i, 1)‖ of every row, once (the clipping factor reads it)
+        # ‖x̃_i‖ = ‖(x_i, 1)‖ of every row, once (the band and the clipping factor read it)
         self.xn = np.sqrt(np.einsum("ij,ij->i", self.X, self.X) + 1.0)
 
-    def _probs(self, theta, X) -> np.ndarray:
+    def _logits(self, theta, X):
         W = np.asarray(theta, dtype=float).reshape(self.L, self.d + 1)
-        S = self.k * (X @ W[:, :-1].T + W[:, -1])
-        S -= S.max(axis=1, keepdims=True)
+        return X @ W[:, :-1].T + W[:, -1]
+
+    @staticmethod
+    def _softmax(S):
+        S = S - S.max(axis=1, keepdims=True)
         E = np.exp(S)
         return E / E.sum(axis=1, keepdims=True)
 
+    def _kappa(self, theta, xn):
+        """(κ_i per row, the mask of rows whose κ_i reads ‖θ‖, ‖θ‖): κ ("fixed"), or
+        min(κ, κ_a·√(d+1)/(‖θ‖·‖x̃_i‖)) ("capped")."""
+        nt = max(1e-12, float(np.linalg.norm(theta)))
+        if not self.capped:
+            return np.full(xn.shape[0], self.k), np.zeros(xn.shape[0], bool), nt
+        ang = self.angle_k * np.sqrt(self.d + 1.0) / (nt * xn)
+        act = ang < self.k
+        return np.where(act, ang, self.k), act, nt
+
+    def _probs(self, theta, X, xn):
+        kap, _, _ = self._kappa(theta, xn)
+        return self._softmax(kap[:, None] * self._logits(theta, X))
+
     def step(self, theta, idx, Uf=None, Ug=None, clip=None):
-        """One read of the batch ``idx``: (its prediction masses (len(idx), L), Σ_i
+        """One read of the batch ``idx``: (its sharpened prediction masses (len(idx), L), Σ_i
         clip_C(∇ψ_i) as a flat vector of length P (None without ``Uf``), the number of clipped
         rows)."""
         idx = np.asarray(idx)
@@ -523,35 +547,54 @@ class SoftmaxAdapter:
         want = Uf is not None
         if k == 0:
             return np.zeros((0, self.L)), (np.zeros(self.P) if want else None), 0
-        X = self.X[idx]
-        p = self._probs(theta, X)
+        theta = np.asarray(theta, dtype=float)
+        X, xn = self.X[idx], self.xn[idx]
+        S = self._logits(theta, X)
+        kap, act, nt = self._kappa(theta, xn)
+        p = self._softmax(kap[:, None] * S)
         if not want:
             return p, None, 0
         Uf, Ug = np.asarray(Uf, dtype=float), np.asarray(Ug, dtype=float)
+
+        def g(q, a):
+            return q * (a - np.sum(a * q, axis=1, keepdims=True))
+
+        gc = g(p, Ug)                                  # the constraints' part, per κ·s
         if self.log_objective:
-            # the positive public weight 1/max(p_i(y_i), p_min), outside the gradient (sg)
-            wt = 1.0 / np.maximum(p[np.arange(k), self.y[idx]], P_MIN)
-            a = Uf * wt[:, None] + Ug
+            q = self._softmax(S)
+            # the positive public weight 1/max(q_i(y_i), p_min), outside the gradient (sg)
+            wt = 1.0 / np.maximum(q[np.arange(k), self.y[idx]], P_MIN)
+            delta = g(q, Uf * wt[:, None]) + kap[:, None] * gc
         else:
-            a = Uf + Ug
-        delta = self.k * p * (a - np.sum(a * p, axis=1, keepdims=True))
+            gf = g(p, Uf)
+            gc = gc + gf
+            delta = kap[:, None] * gc
+        r = np.where(act, kap * np.sum(S * gc, axis=1), 0.0)
         clipped = 0
         if clip is not None:
-            norms = np.linalg.norm(delta, axis=1) * self.xn[idx]
+            ds_ = np.sum(delta * S, axis=1)
+            norms = np.sqrt(np.maximum(np.sum(delta * delta, axis=1) * xn * xn
+                                       - 2.0 * r * ds_ / nt ** 2 + r * r / nt ** 2, 0.0))
             over = norms > clip
             clipped = int(np.count_nonzero(over))
-            delta = delta * np.where(over, clip / np.where(over, norms, 1.0), 1.0)[:, None]
-        grad = np.concatenate([delta.T @ X, delta.sum(axis=0)[:, None]], axis=1)
-        return p, grad.ravel(), clipped
+            f = np.where(over, clip / np.where(over, norms, 1.0), 1.0)
+            delta, r = delta * f[:, None], r * f
+        grad = np.concatenate([delta.T @ X, delta.sum(axis=0)[:, None]], axis=1).ravel()
+        if act.any():
+            grad = grad - (float(r.sum()) / nt ** 2) * theta
+        return p, grad, clipped
 
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):
         """(Σ_i clip(∇ψ_i), number of clipped rows) over the rows ``idx``."""
-        _, g, clipped = self.step(theta, idx, Uf, Ug, clip)
-        return g, clipped
+        _, g_, clipped = self.step(theta, idx, Uf, Ug, clip)
+        return g_, clipped
 
     def probs(self, theta, idx) -> np.ndarray:
-        """(len(idx), L) prediction masses of the rows ``idx`` (None: every row)."""
-        return self._probs(theta, self.X if idx is None else self.X[np.asarray(idx)])
+        """(len(idx), L) sharpened prediction masses of the rows ``idx`` (None: every row)."""
+        if idx is None:
+            return self._probs(theta, self.X, self.xn)
+        idx = np.asarray(idx)
+        return self._probs(theta, self.X[idx], self.xn[idx])
 
     def label_totals(self, theta, L) -> np.ndarray:
         """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L)."""
