@@ -18,10 +18,10 @@ import pytest
 
 import privfair as pf
 from privfair.backends import BACKENDS
-from privfair.privacy import Accountant, reduced_noise
+from privfair.privacy import Accountant
 from privfair.privacy.testing import check_dp_heldout
 
-from _synthetic import binary
+from _synthetic import binary, multiclass, released_runs
 
 
 def _problem(data, level=0.05):
@@ -268,14 +268,9 @@ def _runs(unit, runs, multiplier=1.0):
                           [pf.abs(r.selection["a"] - r.selection["b"]) <= 0.1])
         plan = b.plan(prob, prob.analyze(privacy), privacy, opts)
         assert plan.params["T"] == 1 and plan.params["sampling_rate"] == 1.0
-        rows = []
-        with reduced_noise(multiplier):
-            for s in range(runs):
-                res = b.run(plan, rng=np.random.default_rng(10_000 * (multiplier < 1) + s),
-                            accountant=Accountant(delta=privacy.delta), progress=False)
-                rows.append(np.asarray(res.decisions[0]) if unit == "row"
-                            else res.info["rates_estimate"][: r.K_joint])
-        out.append(np.asarray(rows))
+        K = r.K_joint
+        out.append(released_runs(b, plan, runs, lambda res: res.decisions[0] if unit == "row"
+                                 else res.info["rates_estimate"][:K], multiplier))
     return out
 
 
@@ -296,25 +291,10 @@ def test_neighbouring_datasets_pass_and_the_half_noise_control_is_refuted(unit):
 
 
 # ------------------------------------------------------------------ multi-class, 8 groups
-def _multiclass(n, seed):
-    """8 groups (one of 1%), 3 labels whose distribution and a feature depend on the group."""
-    rng = np.random.default_rng(seed)
-    p = np.array([0.01] + [0.99 / 7] * 7)
-    g = rng.choice(8, n, p=p)
-    shift = (g - 3.5) / 3.5
-    logits = np.stack([np.zeros(n), 0.8 * shift, -0.8 * shift], axis=1)
-    pr = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    y = (pr.cumsum(axis=1) < rng.random(n)[:, None]).sum(axis=1)
-    X = np.column_stack([np.eye(3)[y] @ np.array([[1.0, 0], [0, 1.0], [-1.0, -1.0]]) * 1.2
-                         + rng.normal(size=(n, 2)), shift + 0.5 * rng.normal(size=n)])
-    return pf.Dataset(X, y, sensitive=g.astype(str), group_names=[str(i) for i in range(8)],
-                      labels=[0, 1, 2])
-
-
 @pytest.mark.slow
 def test_multiclass_eight_groups_reduce_the_violation():
     torch = pytest.importorskip("torch", reason="pf.TorchModel needs the optional torch extra")
-    train, held = _multiclass(6000, 0), _multiclass(6000, 1)
+    train, held = multiclass(6000, 0), multiclass(6000, 1)
 
     def model():
         torch.manual_seed(0)

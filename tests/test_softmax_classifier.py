@@ -18,11 +18,10 @@ import pytest
 import privfair as pf
 from privfair.backends import BACKENDS
 from privfair.errors import InvalidInputError
-from privfair.privacy import Accountant, reduced_noise
 from privfair.privacy.testing import check_dp_heldout
 
+from _synthetic import multiclass, released_runs
 from backends.lagrangian.models import P_MIN, SoftmaxAdapter
-from test_backend_lagrangian import _multiclass
 
 
 def _data(n=600, seed=0, L=3):
@@ -138,7 +137,7 @@ def test_a_multi_class_linear_classifier_refusal_names_the_softmax_classifier():
 def test_multiclass_eight_groups_reduce_the_violation_in_numpy():
     """The TorchModel test's problem (8 groups, one of 1%; 3 labels) with the numpy rule; the
     trained rules compared (holdout=0: the held-out check's constant would meet any level)."""
-    train, held = _multiclass(6000, 0), _multiclass(6000, 1)
+    train, held = multiclass(6000, 0), multiclass(6000, 1)
     r = pf.rates(pf.SoftmaxClassifier(3, 3), train)
     gaps = [pf.abs(r.rate(str(g), y, k) - r.rate("1", y, k))
             for g in range(8) if g != 1 for y in range(3) for k in range(3)]
@@ -179,13 +178,7 @@ def _runs(runs, multiplier=1.0):
                           [pf.abs(r.rate("a", 0, 0) - r.rate("b", 0, 0)) <= 0.1])
         plan = b.plan(prob, prob.analyze(privacy), privacy, opts)
         assert plan.params["T"] == 1 and plan.params["sampling_rate"] == 1.0
-        rows = []
-        with reduced_noise(multiplier):
-            for s in range(runs):
-                res = b.run(plan, rng=np.random.default_rng(10_000 * (multiplier < 1) + s),
-                            accountant=Accountant(delta=privacy.delta), progress=False)
-                rows.append(np.asarray(res.decisions[0]))
-        out.append(np.asarray(rows))
+        out.append(released_runs(b, plan, runs, lambda res: res.decisions[0], multiplier))
     return out
 
 
