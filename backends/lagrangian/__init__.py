@@ -101,7 +101,8 @@ def _table():
                    "angular band of θ's direction; 'fixed' κ_i = κ (before #18); 'angle' "
                    "κ_i = κ·√P/(max(1, ‖θ‖)·‖x̃_i‖) (pf.LinearClassifier only); 'auto': "
                    "'capped' under protect='row', 'fixed' under 'sensitive' (a "
-                   "pf.LinearClassifier or a pf.TorchModel); surrogate rates read their own "
+                   "pf.LinearClassifier, pf.SoftmaxClassifier or pf.TorchModel); surrogate "
+                   "rates read their own "
                    "masses"),
         Option("sensitive_algorithm", "str", "row", choices=("row", "split"),
                doc="protect='sensitive': 'row' runs the row unit's steps (each row's whole "
