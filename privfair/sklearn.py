@@ -35,8 +35,8 @@ Design
   (``InvalidInputError``, ``InvalidPrivacyError`` — both ``ValueError``) before anything is
   released.
 * ``X`` is validated by scikit-learn (numeric, finite, 2-D; pandas DataFrames keep their column
-  names: ``feature_names_in_``); ``y`` must be binary (``classes_``, the positive class is
-  ``classes_[1]``); ``sensitive_features`` is anything :class:`privfair.Dataset` accepts as
+  names: ``feature_names_in_``); ``y`` has two labels (``classes_``, the positive class is
+  ``classes_[1]``) or more (below); ``sensitive_features`` is anything :class:`privfair.Dataset` accepts as
   ``sensitive`` (an array, a pandas Series or DataFrame — several columns form intersectional
   groups).  The sensitive attribute is used only to fit: the fitted rule never reads it
   (except ``decision_set="group_thresholds"``, below).
@@ -89,6 +89,13 @@ Design
   ``random_state`` (default: ``seed``), so a row gets the same prediction in every call and
   batch.  ``predict(X, randomized=False)`` thresholds the expected prediction at 1/2, which
   voids the fairness guarantee.
+* Three labels and more (``classes_`` of size K ≥ 3): ``decision_set`` ``"auto"`` or
+  ``"linear"`` fits the multi-class linear rule :class:`privfair.SoftmaxClassifier`
+  (``lagrangian_sgda``, numpy, either unit); ``"equalized_odds"`` bounds every
+  |P(ŷ = k | y = j, g) − P(ŷ = k | y = j, h)|; ``predict_proba`` is (n, K) in the order of
+  ``classes_``.  ``"demographic_parity"``, ``pos_label`` and the binary decision sets are
+  refused with an :class:`~privfair.errors.InvalidInputError` before anything is spent
+  (docs/sklearn.md, *Three labels and more*).
 * Every fit is checked out of sample (docs/trust.md): ``holdout`` of the rows are held out of
   training and, privately, the released rule's error and constraint are estimated on them with
   a confidence bound; ``status_`` is ``"certified"``, ``"constraint not certified at level c"``,
@@ -263,7 +270,8 @@ def _check_int(name, value, low, optional=False):
 
 
 class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
-    """A differentially private, fairness-constrained binary classifier.
+    """A differentially private, fairness-constrained classifier (two labels, or more: the
+    softmax rule — see the module docstring).
 
     Parameters
     ----------
@@ -316,10 +324,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         with ``sensitive_features`` (the set of groups is part of the public schema and is never
         read from the private column); a declared group may have no rows.  ``None`` is allowed
         for the non-private reference fit (``epsilon=inf``), which reads them from the data.
-    classes : sequence of two labels or None, default None
+    classes : sequence of labels or None, default None
         The public labels ``[negative, positive]`` (``classes_``; the positive class is
-        ``classes[1]``); every y must be one of them, and y may hold only one of them.
-        ``None``: ``np.unique(y)``, which must have two values (warns under ``protect="row"``
+        ``classes[1]``), or three and more in order (a multi-class fit); every y must be one of
+        them, and y may hold only some of them.
+        ``None``: ``np.unique(y)``, which must have two values or more (warns under ``protect="row"``
         with a finite ε, where y is private: :class:`UndeclaredClassesWarning`).
     pos_label : label or None, default None
         The positive class (the one fpr, tpr and selection rates count, and
@@ -354,7 +363,7 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,) -- ``classes`` when declared, else ``np.unique(y)``
+    classes_ : ndarray of shape (K,) -- ``classes`` when declared, else ``np.unique(y)``
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X was a DataFrame with string column names)
     groups_ : list -- the declared ``groups`` as given (``[0, 1]`` stays ``[0, 1]``; read from
@@ -452,13 +461,15 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 if len(names) < 2 or len(set(names)) != len(names):
                     raise InvalidInputError("groups", value, "declare at least two distinct "
                                             "groups, e.g. groups=['F', 'M']")
-            elif len(items) != 2 or items[0] == items[1]:
-                raise InvalidInputError("classes", value, "declare the two labels "
-                                        "[negative, positive], e.g. classes=[0, 1]")
+            elif len(items) < 2 or len({repr(c) for c in items}) != len(items):
+                raise InvalidInputError("classes", value, "declare the distinct labels in order "
+                                        "— two as [negative, positive], e.g. classes=[0, 1], "
+                                        "or three and more, e.g. classes=[0, 1, 2]")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False    # binary labels: the rates are FPR/TPR
+        # three labels and more: the softmax rule (decision_set "auto" or "linear") only
+        tags.classifier_tags.multi_class = self.decision_set in ("auto", "linear")
         # a private fit on the checks' tiny data sets is noisy by design
         tags.classifier_tags.poor_score = True
         tags.non_deterministic = self.seed is None
@@ -551,10 +562,6 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                 raise DataError("y", y[i], f"row {i} has a label outside the declared classes "
                                 f"{list(self.classes)}; fix it or declare classes=[...] with it")
         else:
-            y_type = type_of_target(y, input_name="y")
-            if y_type not in ("binary",) and np.unique(y).size > 2:
-                raise ValueError("Only binary classification is supported. The type of the "
-                                 f"target is {y_type}.")
             classes = np.unique(y)
             if classes.size < 2:
                 raise ValueError(f"y has only one class ({classes[0]!r}); PrivateFairClassifier "
@@ -566,7 +573,15 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                               f"{classes.tolist()!r})", UndeclaredClassesWarning,
                               stacklevel=2)
         self.classes_ = classes
-        if self.pos_label is None:
+        multiclass = classes.size > 2
+        if multiclass:
+            self._check_multiclass(classes)
+            # the dataset's labels are classes_ in order (code k = classes_[k]); no positive
+            # class: the rates are P(ŷ = k | group, y = j) for every pair of labels
+            pos_index, labels = None, classes.tolist()
+            code = {repr(c): k for k, c in enumerate(labels)}
+            y01 = np.array([code[repr(v)] for v in y.tolist()], dtype=np.int64)
+        elif self.pos_label is None:
             pos_index = 1
         else:
             hits = [i for i, c in enumerate(classes.tolist()) if c == self.pos_label]
@@ -575,13 +590,15 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                         f"choose one of the classes {classes.tolist()}")
             pos_index = hits[0]
         self._pos_index = pos_index
-        self.pos_label_ = classes[pos_index]
-        y01 = (y == classes[pos_index]).astype(np.int64)
-        # the dataset's labels are [negative, positive] (code 1 = the positive class), so
-        # result_.predict and result_.sample speak them too
-        labels = [classes[1 - pos_index], classes[pos_index]]
+        self.pos_label_ = None if multiclass else classes[pos_index]
+        if not multiclass:
+            y01 = (y == classes[pos_index]).astype(np.int64)
+            # the dataset's labels are [negative, positive] (code 1 = the positive class), so
+            # result_.predict and result_.sample speak them too
+            labels = [classes[1 - pos_index], classes[pos_index]]
         y_lab = np.empty(len(y01), dtype=object)
         y_lab[:] = [labels[k] for k in y01]
+        positive = None if multiclass else labels[1]
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(c) for c in names]
         n = X.shape[0]
@@ -594,12 +611,12 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                           "sensitive_features=... for a private fair fit",
                           NoSensitiveFeaturesWarning, stacklevel=2)
             data = pf.Dataset(X, y_lab, np.full(n, "all", dtype=object), labels=labels,
-                              pos_label=labels[1], feature_names=names, group_names=["all"])
+                              pos_label=positive, feature_names=names, group_names=["all"])
         else:
             declared = None if self.groups is None else list(self.groups)
             try:
                 data = pf.Dataset(X, y_lab, sensitive_features, labels=labels,
-                                  pos_label=labels[1], feature_names=names,
+                                  pos_label=positive, feature_names=names,
                                   group_names=declared)
             except DataError as err:
                 if err.field != "sensitive":
@@ -627,8 +644,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                     "protect='row' protects: pass decision_set='linear' (or "
                                     "'auto'), or protect='sensitive'")
         if decision_set == "linear":
-            r = pf.rates(pf.LinearClassifier(X.shape[1]), data,
-                         group_mass_bound=None if fallback else self.group_mass_bound)
+            rule = (pf.SoftmaxClassifier(X.shape[1], classes.size) if multiclass
+                    else pf.LinearClassifier(X.shape[1]))
+            r = pf.rates(rule, data, group_mass_bound=None if fallback else self.group_mass_bound)
         elif decision_set == "group_thresholds":
             r = pf.rates(pf.PostProcessed(pf.LinearClassifier(X.shape[1])), data,
                          group_mass_bound=self.group_mass_bound)
@@ -653,7 +671,10 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         if not fallback and self.constraint is not None:
             terms = []
             for g, h in itertools.combinations(data.groups, 2):
-                if self.constraint == "equalized_odds":
+                if multiclass:      # equalized odds: every P(ŷ = k | y = j), j and k labels
+                    terms += [pf.abs(r.rate(g, j, k) - r.rate(h, j, k))
+                              for j in labels for k in labels]
+                elif self.constraint == "equalized_odds":
                     terms += [pf.abs(r.fpr[g] - r.fpr[h]), pf.abs(r.tpr[g] - r.tpr[h])]
                 else:
                     terms.append(pf.abs(r.selection[g] - r.selection[h]))
@@ -706,6 +727,29 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         self.status_ = result.status
         return self
 
+    def _check_multiclass(self, classes):
+        """Refuse, before anything is released, what has no multi-class form: a positive class,
+        demographic parity (P(ŷ = k | group) is not among ℓ's coordinates) and the decision sets
+        other than the softmax rule (cells and thresholds rank one binary score)."""
+        shown = classes.tolist()
+        if self.pos_label is not None:
+            raise InvalidInputError("pos_label", self.pos_label, f"y has {len(shown)} classes "
+                                    f"{shown}, which have no positive class (the rates are "
+                                    "P(ŷ = k | group, y = j) for every pair of labels): drop "
+                                    "pos_label")
+        if self.constraint == "demographic_parity":
+            raise InvalidInputError(
+                "constraint", self.constraint, f"y has {len(shown)} classes {shown}: demographic "
+                "parity over several labels (P(ŷ = k | group) equal across groups) is not one "
+                "of the rates privfair states yet; pass constraint='equalized_odds' (every "
+                "P(ŷ = k | y = j) equal across groups) or None, or binary labels")
+        if self.decision_set not in ("auto", "linear"):
+            raise InvalidInputError(
+                "decision_set", self.decision_set, "Only binary classification is supported "
+                f"by the {self.decision_set} rules (they rank one binary score), and y has "
+                f"{len(shown)} classes {shown}: pass decision_set='linear' (or 'auto'), a "
+                "multi-class linear rule (pf.SoftmaxClassifier) trained by lagrangian_sgda")
+
     def _decision_set(self, fallback, n_groups):
         """The decision set a fit uses: ``decision_set``, with ``"auto"`` resolved.
 
@@ -717,10 +761,11 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         rule."""
         if fallback:
             public = self.protect == "sensitive" or self.public_score is not None
-            return "thresholds" if public else "linear"
+            return "thresholds" if public and self.classes_.size == 2 else "linear"
         if self.decision_set != "auto":
             return self.decision_set
-        return "cells" if self.protect == "sensitive" and n_groups == 2 else "linear"
+        binary = self.classes_.size == 2
+        return "cells" if self.protect == "sensitive" and n_groups == 2 and binary else "linear"
 
     # ------------------------------------------------------------------ predict
     def _expected(self, X, sensitive_features=None):
@@ -729,11 +774,13 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         return np.clip(self.result_.predict_proba(X, _sensitive(sensitive_features)), 0.0, 1.0)
 
     def predict_proba(self, X, sensitive_features=None):
-        """``[P(ŷ = classes_[0]), P(ŷ = classes_[1])]`` of the randomized classifier, (n, 2).
+        """``[P(ŷ = classes_[0]), P(ŷ = classes_[1]), …]`` of the randomized classifier, (n, K).
 
         ``sensitive_features`` (as given to ``fit``) is read by ``decision_set=
         "group_thresholds"`` only, whose rule decides with the group."""
         p = self._expected(X, sensitive_features)
+        if p.ndim == 2:             # multi-class: (n, K), already in the order of classes_
+            return p
         out = np.column_stack([1.0 - p, p])
         return out if self._positive() == 1 else out[:, ::-1]
 
@@ -765,6 +812,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
             random_state = self.seed
         codes = self.result_.predict_codes(X, _sensitive(sensitive_features),
                                            random_state=random_state, randomized=randomized)
+        if self.classes_.size > 2:                  # code k = classes_[k]
+            return self.classes_[codes]
         ip = self._positive()
         pair = self.classes_[[1 - ip, ip]]          # code 0 = negative, 1 = positive
         return pair[codes]

@@ -372,7 +372,8 @@ class LagrangianSGDA(Backend):
         priv = analysis.privacy
         if priv.is_private and priv.delta <= 0:
             return Verdict(False, "the Gaussian release needs δ > 0, e.g. pf.DP(1.0, 1e-5)")
-        if priv.protect == "sensitive" and r.G < 2:
+        # (at ε = ∞ nothing is released, so one group is only a non-private fit: accepted)
+        if priv.is_private and priv.protect == "sensitive" and r.G < 2:
             return Verdict(False, "protect='sensitive' with one group: nothing is private; "
                                   "declare the groups")
         return Verdict(True)

@@ -429,7 +429,7 @@ class HoldoutCheck:
                 seen.add("mixture")
             bottom.plot([c.level] * 2, [y - 0.3, y + 0.3], "k-", lw=1)
             bottom.plot([c.level + self.tolerance] * 2, [y - 0.3, y + 0.3], "k--", lw=1)
-            bottom.annotate(_short(c.constraint), (0.01, y + 0.33), xycoords=("axes fraction",
+            bottom.annotate(short_text(c.constraint), (0.01, y + 0.33), xycoords=("axes fraction",
                             "data"), fontsize=7, va="bottom")
         bottom.set_yticks([])
         bottom.set_ylim(-0.6, len(self.constraints) - 0.2)
@@ -461,7 +461,7 @@ class HoldoutCheck:
                        "NOT certified; the interval is too wide to tell" if c.uninformative
                        else f"NOT certified; {unresolvable_note(c)}" if not c.resolvable
                        else "NOT certified")
-            lines.append(f"  {c.constraint}: estimate {c.estimate:.4f}, bounds "
+            lines.append(f"  {short_text(c.constraint, 120)}: estimate {c.estimate:.4f}, bounds "
                          f"[{c.lower:.4f}, {c.upper:.4f}], test lower bound {c.test_lower:.4f} "
                          f"vs level {c.level:g} ({verdict})")
         if self.mix_weight is not None:
@@ -469,15 +469,25 @@ class HoldoutCheck:
                          f"else always {self.constant_label!r}; estimated error "
                          f"{self.mixture_error:.4f}")
             for c in self.mixture:
-                lines.append(f"    {c.constraint}: estimate {c.estimate:.4f}, bounds "
+                lines.append(f"    {short_text(c.constraint, 120)}: estimate {c.estimate:.4f}, bounds "
                              f"[{c.lower:.4f}, {c.upper:.4f}] vs level {c.level:g} ("
                              + ("certified" if c.certified else "NOT certified") + ")")
         return "\n".join(lines)
 
 
-def _short(text: str, width: int = 90) -> str:
-    """A constraint's text cut to ``width`` characters for a plot's label."""
-    return text if len(text) <= width else text[:width - 1] + "…"
+def short_text(text: str, width: int = 90) -> str:
+    """A constraint's text cut to about ``width`` characters, its comparison kept (a plot's
+    label, a warning): a gap over many groups and labels prints hundreds of terms.
+
+    >>> short_text("maximum(" + ", ".join(["abs(a - b)"] * 30) + ") <= 0.05", 40)
+    'maximum(abs(a - b), abs(a - b) … <= 0.05'
+    """
+    if len(text) <= width:
+        return text
+    cut = text.rfind(")")
+    tail = text[cut + 1:].strip() if 0 <= cut and len(text) - cut <= 20 else ""
+    return text[:max(width - len(tail) - 3, 10)].rstrip() + " … " + tail if tail else \
+        text[:width - 1] + "…"
 
 
 class ConstantRule(DecisionSet):
@@ -911,12 +921,19 @@ def _hyperplane_lower(h, ell, dev) -> float:
     return float(h.value(ell)) - float(np.sum(np.abs(s) * dev))
 
 
-def _vertex_bound(g, ell, lo, hi) -> float:
+def vertex_bound(g, ell, lo, hi) -> float:
     """max of a *convex* g over the box {ℓ: lo ≤ ℓ ≤ hi on g's support, ℓ̂ elsewhere}: a convex
     function attains its maximum over a box at a vertex, so enumerating the 2^s vertices is
     exact (and tighter than the Lipschitz bound for a max of terms: max(|a − b|, |c − d|)
     widens by the worse pair's widths, not by all four).  inf when g is not proven convex or
-    its support is larger than :data:`MAX_VERTEX_SUPPORT`."""
+    its support is larger than :data:`MAX_VERTEX_SUPPORT`.
+
+    A maximum of terms (:func:`_pieces`) is bounded term by term — the maximum of a maximum over
+    the box is the maximum of each term's — so a gap over many groups and labels (a multi-class
+    equalized odds reads 27 rates with 3 groups) needs only each term's few vertices."""
+    pieces = _pieces(g)
+    if len(pieces) > 1:
+        return max(vertex_bound(h, ell, lo, hi) + c for h, c in pieces)
     sup = sorted(g.support())
     if not g.is_convex() or len(sup) > MAX_VERTEX_SUPPORT:
         return math.inf
@@ -1173,7 +1190,7 @@ def check(problem, result, held, *, epsilon, options: HoldoutOptions, rng, relat
             est = float(g.value(ell))
             dev = np.maximum(ell - lo, hi - ell)
             box = est + float(np.sum(u * dev)) if np.all(np.isfinite(u)) else math.inf
-            box = min(box, float(g.range()[1]), _vertex_bound(g, ell, lo, hi))
+            box = min(box, float(g.range()[1]), vertex_bound(g, ell, lo, hi))
             upper = min(lin_up, float(g.range()[1])) if linear else box
             # the mirror bound g(ℓ*) ≥ g(ℓ̂) − Σ_k U_k|ℓ*_k − ℓ̂_k| on the same intervals (the
             # same joint confidence: one event covers both sides)
