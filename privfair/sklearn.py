@@ -92,9 +92,9 @@ Design
 * Three labels and more (``classes_`` of size K ≥ 3): ``decision_set`` ``"auto"`` or
   ``"linear"`` fits the multi-class linear rule :class:`privfair.SoftmaxClassifier`
   (``lagrangian_sgda``, numpy, either unit); ``"equalized_odds"`` bounds every
-  |P(ŷ = k | y = j, g) − P(ŷ = k | y = j, h)|; ``predict_proba`` is (n, K) in the order of
-  ``classes_``.  ``"demographic_parity"``, ``pos_label`` and the binary decision sets are
-  refused with an :class:`~privfair.errors.InvalidInputError` before anything is spent
+  |P(ŷ = k | y = j, g) − P(ŷ = k | y = j, h)|, ``"demographic_parity"`` every
+  |P(ŷ = k | g) − P(ŷ = k | h)|; ``predict_proba`` is (n, K) in the order of ``classes_``.
+  ``pos_label`` and the binary decision sets are refused with an :class:`~privfair.errors.InvalidInputError` before anything is spent
   (docs/sklearn.md, *Three labels and more*).
 * Every fit is checked out of sample (docs/trust.md): ``holdout`` of the rows are held out of
   training and, privately, the released rule's error and constraint are estimated on them with
@@ -671,9 +671,13 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         if not fallback and self.constraint is not None:
             terms = []
             for g, h in itertools.combinations(data.groups, 2):
-                if multiclass:      # equalized odds: every P(ŷ = k | y = j), j and k labels
+                if multiclass and self.constraint == "equalized_odds":
+                    # every P(ŷ = k | y = j), j and k labels
                     terms += [pf.abs(r.rate(g, j, k) - r.rate(h, j, k))
                               for j in labels for k in labels]
+                elif multiclass:    # demographic parity: every P(ŷ = k | group)
+                    terms += [pf.abs(r.selection_rate(g, k) - r.selection_rate(h, k))
+                              for k in labels]
                 elif self.constraint == "equalized_odds":
                     terms += [pf.abs(r.fpr[g] - r.fpr[h]), pf.abs(r.tpr[g] - r.tpr[h])]
                 else:
@@ -728,21 +732,15 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _check_multiclass(self, classes):
-        """Refuse, before anything is released, what has no multi-class form: a positive class,
-        demographic parity (P(ŷ = k | group) is not among ℓ's coordinates) and the decision sets
-        other than the softmax rule (cells and thresholds rank one binary score)."""
+        """Refuse, before anything is released, what has no multi-class form: a positive class
+        and the decision sets other than the softmax rule (cells and thresholds rank one binary
+        score)."""
         shown = classes.tolist()
         if self.pos_label is not None:
             raise InvalidInputError("pos_label", self.pos_label, f"y has {len(shown)} classes "
                                     f"{shown}, which have no positive class (the rates are "
                                     "P(ŷ = k | group, y = j) for every pair of labels): drop "
                                     "pos_label")
-        if self.constraint == "demographic_parity":
-            raise InvalidInputError(
-                "constraint", self.constraint, f"y has {len(shown)} classes {shown}: demographic "
-                "parity over several labels (P(ŷ = k | group) equal across groups) is not one "
-                "of the rates privfair states yet; pass constraint='equalized_odds' (every "
-                "P(ŷ = k | y = j) equal across groups) or None, or binary labels")
         if self.decision_set not in ("auto", "linear"):
             raise InvalidInputError(
                 "decision_set", self.decision_set, "Only binary classification is supported "

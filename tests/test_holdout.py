@@ -659,8 +659,10 @@ def test_the_floor_admits_a_constant_when_a_tiny_groups_noisy_counts_clip_to_0()
     ell, exact = constant_coordinates(0, n_gy, 800)
     K_joint = 8 * 9
     assert exact[K_joint:].all()
-    np.testing.assert_array_equal(ell[K_joint:].reshape(8, 3, 3),
+    np.testing.assert_array_equal(ell[K_joint:2 * K_joint].reshape(8, 3, 3),
                                   np.broadcast_to(np.eye(3)[[0, 0, 0]], (8, 3, 3)))
+    # and every P(ŷ = k | g) is 1[k = 0]
+    np.testing.assert_array_equal(ell[2 * K_joint:].reshape(8, 3), np.eye(3)[[0] * 8])
 
 
 @pytest.mark.parametrize("epsilon", [1.0, math.inf])

@@ -1,6 +1,7 @@
 """PrivateFairClassifier with three labels and more: the softmax rule (pf.SoftmaxClassifier,
-lagrangian_sgda), equalized odds over every P(ŷ = k | y = j), and the refusals of what has no
-multi-class form — each before anything is spent.  Statistical (slow): on three groups the
+lagrangian_sgda), equalized odds over every P(ŷ = k | y = j), demographic parity over every
+P(ŷ = k | g), and the refusals of what has no multi-class form — each before anything is
+spent.  Statistical (slow): on three groups the
 fair fit's held-out violation is far below the unconstrained fit's."""
 
 import itertools
@@ -75,6 +76,34 @@ def test_a_three_label_fit_is_a_softmax_rule_under_equalized_odds(protect):
     assert cert.delta <= 1.0 / len(X) ** 2 * (1 + 1e-9)
 
 
+def dp(clf, X, a):
+    """The randomized rule's parity gap: max over labels k and pairs of groups of
+    |P(ŷ = k | g) − P(ŷ = k | h)| (the expected prediction)."""
+    P = clf.predict_proba(X)
+    return max(abs(P[a == g, k].mean() - P[a == h, k].mean())
+               for g, h in itertools.combinations(GROUPS, 2) for k in range(len(CLASSES)))
+
+
+def test_demographic_parity_over_every_label():
+    X, y, a = three_labels(3000, 4)
+    clf = fit(X, y, a, constraint="demographic_parity", epsilon=2.0, level=0.05, holdout=0)
+    (c,) = clf.problem_.constraints
+    # 3 pairs of groups × 3 predictions, each a coordinate P(ŷ = k | g) of ℓ
+    assert str(c).count("abs(") == 9 and "selection[a,yhat=mid]" in str(c)
+    r = clf.problem_.rates
+    assert r.names[int(r.layout.class_selection[2, 1])] == "selection[c,yhat=mid]"
+    # the released rule's exact ℓ on the training rows: its selection coordinates are the
+    # groups' mean predicted probabilities of each label
+    ell = r.evaluate_mixture(clf.result_.decisions, clf.result_.weights)
+    P = clf.predict_proba(X)
+    for gi, g in enumerate(GROUPS):
+        for k in range(3):
+            assert ell[int(r.layout.class_selection[gi, k])] == pytest.approx(
+                P[a == g, k].mean(), abs=1e-9)
+    assert r.selection_rate("b", "high").value(ell) == pytest.approx(P[a == "b", 2].mean())
+    assert clf.certificate_.epsilon <= 2.0 * (1 + 1e-9)
+
+
 def test_classes_read_from_y_and_an_unconstrained_fit():
     X, y, a = three_labels(2000, 1)
     labels = np.select([y == "low", y == "mid"], [0, 1], 2)
@@ -91,7 +120,6 @@ def test_classes_read_from_y_and_an_unconstrained_fit():
 
 @pytest.mark.parametrize("params, field", [
     ({"pos_label": "high"}, "pos_label"),
-    ({"constraint": "demographic_parity"}, "constraint"),
     ({"decision_set": "cells", "protect": "sensitive"}, "decision_set"),
     ({"decision_set": "thresholds", "protect": "sensitive"}, "decision_set"),
     ({"decision_set": "group_thresholds"}, "decision_set"),
@@ -130,3 +158,7 @@ def test_the_fair_fit_cuts_the_held_out_violation():
     assert eo(fair, Xt, yt, at) < 0.5 * eo(free, Xt, yt, at)
     const = 1 - max(np.mean(yt == c) for c in CLASSES)
     assert 1 - fair.score(Xt, yt) < const            # better than the best constant rule
+    parity = fit(X, y, a, constraint="demographic_parity", level=0.05, epsilon=1.0, holdout=0)
+    assert dp(free, Xt, at) > 0.4
+    assert dp(parity, Xt, at) < 0.5 * dp(free, Xt, at)
+    assert 1 - parity.score(Xt, yt) < const

@@ -60,12 +60,17 @@ def test_multiclass_layout():
     d = _data(L=3, groups=("a", "b"))
     fs = [lambda X: np.digitize(X[:, 0], [-0.5, 0.5]), lambda X: np.zeros(len(X), int)]
     r = rates(FiniteSet(fs), d, group_mass_bound=0.05)
-    assert r.K == 2 * 9 * 2 and r.names[1] == "cell[a,y=0,yhat=1]"
+    # joint cells, rates, then P(ŷ = k | g): 2·9 + 2·9 + 2·3
+    assert r.K == 2 * 9 * 2 + 2 * 3 and r.names[1] == "cell[a,y=0,yhat=1]"
+    assert r.names[36] == "selection[a,yhat=0]" and r.names[41] == "selection[b,yhat=2]"
     assert r.names[18] == "rate[a,y=0,yhat=0]"
     ell = r.evaluate(0)
     C = _exact(d, np.digitize(d.X[:, 0], [-0.5, 0.5]))
     assert ell[:18] == pytest.approx(C.ravel() / d.n)
-    assert ell[18:].reshape(2, 3, 3).sum(axis=2) == pytest.approx(np.ones((2, 3)))
+    assert ell[18:36].reshape(2, 3, 3).sum(axis=2) == pytest.approx(np.ones((2, 3)))
+    n_g = C.sum(axis=(1, 2))
+    assert ell[36:].reshape(2, 3) == pytest.approx(C.sum(axis=1) / np.maximum(
+        n_g, 0.05 * 3 * d.n)[:, None])
     with pytest.raises(InvalidInputError) as e:
         r.fp["a"]
     assert "r.cell" in str(e.value)

@@ -43,6 +43,21 @@ def test_layout_is_the_schema_and_covers_every_coordinate_once(labels):
         assert lay.joint[2, 1, 0] == r.fn.index(r.groups[2])
     else:
         assert lay.selection is None
+        # P(ŷ = k | g) for every prediction k: one block per group, after the rates
+        assert [r.names[k] for k in lay.class_selection[1]] == \
+            [f"selection[{r.groups[1]},yhat={k}]" for k in labels]
+        assert lay.class_selection.min() > lay.rate.max()
+        assert r.selection_rate(r.groups[0], 2).support() == {int(lay.class_selection[0, 2])}
+
+
+def test_selection_rate_of_binary_labels_reads_the_one_selection_coordinate():
+    r = rates(Thresholds([0.0, 0.5]), _data(labels=(0, 1)), group_mass_bound=0.01)
+    ell = r.evaluate(0.5)
+    g = r.groups[1]
+    assert r.selection_rate(g, 1).value(ell) == pytest.approx(ell[r.selection.index(g)])
+    assert r.selection_rate(g, 0).value(ell) == pytest.approx(1 - ell[r.selection.index(g)])
+    with pytest.raises(InvalidInputError, match="yhat"):
+        r.selection_rate(g, 2)
 
 
 def test_hull_diameter_bounds_every_pair_of_decisions():
@@ -117,6 +132,9 @@ def test_layout_coefficients_are_the_exact_chain_rule_through_the_counts(labels)
                                                             rel=1e-12, abs=1e-12)
         masses = lay.coefficients(w, (den[0] / r.n, den[1] / r.n), n=1.0)
         np.testing.assert_allclose(masses, c, rtol=1e-12, atol=1e-12)
+        v = rng.normal(size=r.L)       # any direction: the contraction of c along it
+        np.testing.assert_allclose(lay.coefficients(w, den, n=r.n, along=v), c @ v,
+                                   rtol=1e-12, atol=1e-12)
         if r.L == 2:
             a = r.cell_coefficients(w)
             np.testing.assert_allclose(a * r.n, c[..., 1] - c[..., 0], rtol=1e-12, atol=1e-12)

@@ -71,6 +71,10 @@ def _supports(r, rng):
            "two_joint_cells": [int(r.layout.joint[0, 0, 0]), int(r.layout.joint[1, 0, 0])]}
     if r.L == 2:
         sup["eo"] = [r.fpr.index(g) for g in r.groups] + [r.tpr.index(g) for g in r.groups]
+    else:       # multi-class selection rates P(ŷ = k | g): every one, one group's, one pair
+        cs = r.layout.class_selection
+        sup.update({"selection": cs.ravel().tolist(), "selection_block": cs[0].tolist(),
+                    "dp_pair": [int(cs[0, 1]), int(cs[1, 1])]})
     return sup
 
 
@@ -243,3 +247,50 @@ def test_exhaustive_tiny_datasets_bound_is_exact():
                 assert observed <= claimed * (1 + 1e-12), (relation, s, p, observed, claimed)
                 if s.startswith(("coord", "block")) or s == "joint":
                     assert observed == pytest.approx(claimed, rel=1e-12), (relation, s, p)
+
+
+def test_multiclass_selection_bounds_are_attained_on_tiny_datasets():
+    """Every dataset of n = 3 rows over x ∈ {0, 1, 2}, 2 groups, 3 labels, every neighbour, three
+    multi-class rules: the bound on the selection rates P(ŷ = k | g) holds everywhere and is
+    attained for each single selection coordinate and each group's selection block (so a bound
+    2x too small fails, and so does one 2x too large)."""
+    n = 3
+    vals = list(itertools.product([0.0, 1.0, 2.0], ["a", "b"], [0, 1, 2]))
+    bound = {("a", 0): 0.5, ("a", 1): 0.1, ("a", 2): 0.1, ("b", 0): 0.1, ("b", 1): 0.1,
+             ("b", 2): 0.1}
+    C = FiniteSet([lambda X: X[:, 0].astype(int), lambda X: (2 - X[:, 0]).astype(int),
+                   lambda X: np.where(X[:, 0] > 0, 1, 0)])
+    seed = Dataset(np.array([[0.0], [1.0], [2.0]]), [0, 1, 2], ["a", "b", "a"],
+                   labels=[0, 1, 2], group_names=["a", "b"])
+    combos = list(itertools.product(range(len(vals)), repeat=n))
+    ell = {}
+    for combo in combos:
+        D = seed
+        for i, v in enumerate(combo):
+            x, g, lab = vals[v]
+            D = D.with_row(i, x=[x], group=g, label=lab)
+        ell[combo] = rates(C, D, group_mass_bound=bound).evaluate_all()
+    r = rates(C, seed, group_mass_bound=bound)
+    cs = r.layout.class_selection
+    supports = {f"sel {g},{k}": [int(cs[g, k])] for g in range(2) for k in range(3)}
+    supports.update({f"block {g}": cs[g].tolist() for g in range(2)})
+    supports["all selection"] = cs.ravel().tolist()
+    for relation in ("sensitive", "row"):
+        worst = {(s, p): 0.0 for s in supports for p in ORD}
+        for combo in combos:
+            for i in range(n):
+                for v in range(len(vals)):
+                    x, g, lab = vals[v]
+                    ox, og, olab = vals[combo[i]]
+                    if v == combo[i] or (relation == "sensitive" and (x, lab) != (ox, olab)):
+                        continue
+                    d = ell[combo[:i] + (v,) + combo[i + 1:]] - ell[combo]
+                    for s_, idx in supports.items():
+                        for p, o in ORD.items():
+                            worst[s_, p] = max(worst[s_, p], float(
+                                np.linalg.norm(d[:, idx], ord=o, axis=1).max()))
+        for (s_, p), observed in worst.items():
+            claimed = r.delta_l(p, relation, supports[s_])
+            assert observed <= claimed * (1 + 1e-12), (relation, s_, p, observed, claimed)
+            if s_ != "all selection":
+                assert observed == pytest.approx(claimed, rel=1e-12), (relation, s_, p)

@@ -591,6 +591,10 @@ def coordinate_cells(G: int, L: int):
                 for j in range(L):
                     num.append([cells[g, y, j]])
                     den.append(list(cells[g, y, :]))
+        for g in range(G):                  # selection[g, ŷ]: Σ_y C[g, y, ŷ] / the group's rows
+            for j in range(L):
+                num.append(list(cells[g, :, j]))
+                den.append(list(cells[g].ravel()))
     return num, den
 
 

@@ -8,7 +8,8 @@ from weights on ℓ to per-row coefficients (:meth:`Layout.coefficients`).
    ``tn, fp, fn, tp``; names ``"fp[Female]"``; multi-class ``"cell[g,y=a,yhat=b]"``.
 2. **conditional rates** -- per group, binary: ``fpr, tnr`` (over rows of g with y=0),
    ``tpr, fnr`` (y=1) and ``selection`` (all rows of g); multi-class: the row-normalised
-   confusion matrix ``"rate[g,y=a,yhat=b]"``.  The denominators are clamped
+   confusion matrix ``"rate[g,y=a,yhat=b]"``, then every group's prediction rates
+   ``"selection[g,yhat=b]"`` (P(ŷ = b | g), all rows of g).  The denominators are clamped
    (:mod:`privfair.statistics.sensitivity`).
 
 The layout depends on the groups and labels only, never on the rows, so backends read ℓ's
@@ -48,6 +49,8 @@ class Layout:
     rate : int array (G, L, L) -- the coordinate of the conditional rate P(ŷ | g, y) (binary:
         fpr = rate[g, 0, 1], tnr = rate[g, 0, 0], tpr = rate[g, 1, 1], fnr = rate[g, 1, 0]).
     selection : int array (G,) or None -- the selection-rate coordinates (binary labels only).
+    class_selection : int array (G, L) or None -- multi-class labels only: the coordinate of
+        P(ŷ = k | g), every prediction k (binary labels: ``selection`` is P(ŷ = 1 | g)).
     names : tuple of str -- the name of every coordinate.
     is_conditional : bool array (K,) -- which coordinates are conditional rates.
     """
@@ -61,6 +64,7 @@ class Layout:
     selection: object
     names: tuple
     is_conditional: np.ndarray
+    class_selection: object = None
 
     @classmethod
     def of(cls, groups, label_values) -> "Layout":
@@ -76,7 +80,7 @@ class Layout:
                                  else f"cell[{g},y={lv[y]},yhat={lv[j]}]")
         k = K_joint
         rate = np.zeros((G, L, L), dtype=np.int64)
-        sel = None
+        sel = csel = None
         if L == 2:
             sel = np.zeros(G, dtype=np.int64)
             for gi, g in enumerate(groups):
@@ -92,7 +96,11 @@ class Layout:
             names += [f"rate[{g},y={lv[y]},yhat={lv[j]}]"
                       for g in groups for y in range(L) for j in range(L)]
             k += G * L * L
-        return cls(G, L, k, K_joint, joint, rate, sel, tuple(names), np.arange(k) >= K_joint)
+            csel = k + np.arange(G * L).reshape(G, L)
+            names += [f"selection[{g},yhat={lv[j]}]" for g in groups for j in range(L)]
+            k += G * L
+        return cls(G, L, k, K_joint, joint, rate, sel, tuple(names), np.arange(k) >= K_joint,
+                   csel)
 
     def support_mask(self, support) -> np.ndarray:
         """The boolean mask (K,) of a support S: indices, an expression (its ``support()``), or
@@ -110,7 +118,8 @@ class Layout:
 
     def from_counts(self, C, n, denominators) -> np.ndarray:
         """ℓ from per-(g, y, ŷ) counts C of shape (..., G, L, L): the joint block C/n, the
-        conditional rates C/d, the selection rates (binary) (C[g,0,1] + C[g,1,1])/d_g — the one
+        conditional rates C/d, the selection rates (C[g,0,1] + C[g,1,1])/d_g (binary; multi-class
+        Σ_y C[g,y,k]/d_g for every k) — the one
         home of "ℓ from counts" (``Rates.from_counts`` at the clamped denominators; the
         lagrangian solver at a noisy batch histogram's).  ``denominators`` = (d (G, L), d_g (G,)),
         in the units of ``n``."""
@@ -122,16 +131,22 @@ class Layout:
         out[..., self.rate.ravel()] = (C / den[:, :, None]).reshape(lead + (-1,))
         if self.selection is not None:
             out[..., self.selection] = (C[..., 0, 1] + C[..., 1, 1]) / denominators[1]
+        if self.class_selection is not None:
+            dg = np.asarray(denominators[1], dtype=float)[:, None]
+            out[..., self.class_selection.ravel()] = (C.sum(axis=-2) / dg).reshape(lead + (-1,))
         return out
 
     def blocks(self):
-        """(joint blocks, conditional blocks, selection coordinates), each a list of index
+        """(joint blocks, conditional blocks, selection blocks), each a list of index
         arrays: the coordinates of one (g, y) joint block (mass n_gy/n, moved between its
         cells by a decision), of one (g, y) conditional block (one denominator), and each
-        selection rate alone."""
+        binary selection rate alone — multi-class, each group's prediction rates (one
+        denominator, summing to n_g/d_g ≤ 1, like a conditional block)."""
         joint = [self.joint[g, y] for g in range(self.G) for y in range(self.L)]
         cond = [self.rate[g, y] for g in range(self.G) for y in range(self.L)]
         sel = [] if self.selection is None else [np.array([k]) for k in self.selection]
+        if self.class_selection is not None:
+            sel = [self.class_selection[g] for g in range(self.G)]
         return joint, cond, sel
 
     def geometry(self, support) -> dict:
@@ -177,8 +192,9 @@ class Layout:
 
             n·∂(w·ℓ)/∂p(ŷ) = w_J[g,y,ŷ] + n·(w_R[g,y,ŷ]/d[g,y] + [ŷ = 1]·w_S[g]/d_g[g])
 
-        (w_J, w_R, w_S: the weights on the joint, conditional and selection coordinates; the
-        selection term exists for binary labels only).
+        (w_J, w_R, w_S: the weights on the joint, conditional and selection coordinates; with
+        multi-class labels the selection term is w_S[g, ŷ]/d_g[g], every prediction ŷ having
+        its own rate).
 
         Parameters
         ----------
@@ -186,7 +202,7 @@ class Layout:
         denominators : (d (G, L), d_g (G,) or None)
             The conditional denominators, in the units of ``n``: counts (clamped n_{g,y}, or the
             public n·q) with ``n`` the row count, or masses π with ``n = 1``.  ``d_g`` (the
-            selection denominators) is read for binary labels only.
+            selection denominators, the group's rows) is read where ℓ has selection rates.
         n : float, default 1.0
             The factor of the joint block's 1/n: the result is n·∂(w·ℓ)/∂p, the coefficient of
             the *sum* over rows (divide by n for the mean form).
@@ -215,6 +231,9 @@ class Layout:
             if binary:   # the selection rate counts the mass on ŷ = 1 (0·w_S on ŷ = 0: exact)
                 cond = cond + (w[self.selection][:, None, None] * (np.arange(2) == 1)
                                / np.asarray(denominators[1], dtype=float)[:, None, None])
+            if self.class_selection is not None:    # P(ŷ | g): every label y alike
+                cond = cond + (w[self.class_selection][:, None, :]
+                               / np.asarray(denominators[1], dtype=float)[:, None, None])
             return wJ + n * cond
         v = np.asarray(along, dtype=float).reshape(-1)
         if v.shape != (self.L,):
@@ -224,4 +243,7 @@ class Layout:
         cond = (wR @ v) / den
         if binary:
             cond = cond + (v[1] * w[self.selection] / np.asarray(denominators[1], float))[:, None]
+        if self.class_selection is not None:
+            cond = cond + ((w[self.class_selection] @ v)
+                           / np.asarray(denominators[1], float))[:, None]
         return wJ @ v + n * cond

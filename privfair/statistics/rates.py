@@ -89,7 +89,8 @@ class _Accessor:
     def index(self, group) -> int:
         if self._offsets is None:
             raise InvalidInputError(f"rates.{self._name}", "multi-class labels",
-                                    "use r.cell(g, y, yhat) or r.rate(g, y, yhat)")
+                                    "use r.cell(g, y, yhat), r.rate(g, y, yhat) or "
+                                    "r.selection_rate(g, yhat)")
         return int(self._offsets[self._owner._group_index(group)])
 
     def __getitem__(self, group):
@@ -305,6 +306,18 @@ class Rates:
         gi = self._group_index(g)
         return self.vector[int(self.layout.rate[gi, self.label_index(y, "y"),
                                                 self.label_index(yhat, "yhat")])]
+
+    def selection_rate(self, g, yhat):
+        """P(ŷ = yhat | g), the share of group g's rows predicted ``yhat`` (clamped denominator):
+        an expression.  Binary labels: ``r.selection[g]`` for the positive label, and
+        1 − ``r.selection[g]`` for the other (the coordinate is P(ŷ = 1 | g) only)."""
+        gi = self._group_index(g)
+        j = self.label_index(yhat, "yhat")
+        cs = self.layout.class_selection
+        if cs is not None:
+            return self.vector[int(cs[gi, j])]
+        sel = self.vector[int(self.layout.selection[gi])]
+        return sel if j == 1 else 1.0 - sel
 
     def error(self):
         """Misclassification rate Σ_g Σ_{y≠ŷ} joint[g, y, ŷ] (an affine expression)."""

@@ -89,9 +89,9 @@ class Influence:
     """Which coordinates of ℓ one row touches, and by how much, given its profile.
 
     A profile is (group, label, prediction).  A row *contributes* to its joint cell, its
-    conditional-rate cell and (binary, ŷ = 1) its group's selection rate; it also sits in the
-    *denominators* of its (group, label) rate block and of its group's selection rate, so moving
-    it rescales those blocks.  ``bounds()`` gives the per-coordinate change bound: 1/n for joint
+    conditional-rate cell and its group's selection rate of its prediction (binary: only where
+    ŷ = 1, the one selection coordinate); it also sits in the *denominators* of its (group,
+    label) rate block and of its group's selection rates, so moving it rescales those blocks.  ``bounds()`` gives the per-coordinate change bound: 1/n for joint
     coordinates, 1/max(1, n·q) for conditional ones (NaN when no group-mass bound is known).
     """
 
@@ -114,13 +114,17 @@ class Influence:
         r = self._r
         g, y, j = self._idx(group, label, prediction)
         out = [int(r.layout.joint[g, y, j]), int(r.layout.rate[g, y, j])]
+        if r.layout.class_selection is not None:
+            return out + [int(r.layout.class_selection[g, j])]
         return out + ([int(r.layout.selection[g])] if r.L == 2 and j == 1 else [])
 
     def denominator_block(self, group, label) -> list:
         """Conditional coordinates whose denominator counts a row of this group and label."""
         r = self._r
         g, y, _ = self._idx(group, label, label)
-        return sorted(int(k) for k in r.layout.rate[g, y]) + ([int(r.layout.selection[g])] if r.L == 2 else [])
+        sel = ([int(r.layout.selection[g])] if r.L == 2 else
+               [int(k) for k in r.layout.class_selection[g]])
+        return sorted(int(k) for k in r.layout.rate[g, y]) + sel
 
     def _constants(self, group_mass_bound, S):
         r = self._r
@@ -145,6 +149,8 @@ class Influence:
             b[r.layout.rate] = np.maximum(c["own"], c["other"])[:, :, None]
             if r.L == 2:
                 b[r.layout.selection] = np.maximum(cg["own"], cg["other"])
+            else:
+                b[r.layout.class_selection] = np.maximum(cg["own"], cg["other"])[:, None]
         return b
 
     def delta(self, norm, relation, S, group_mass_bound=None) -> float:
@@ -168,8 +174,15 @@ class Influence:
         if L == 2:   # selection: the row's own cell if it predicts 1, else "another" cell
             sel = S[r.layout.selection][:, None, None] * np.where(np.arange(2) == 1, cg["own"][:, None, None],
                                                        cg["other"][:, None, None])
-        else:
-            sel = np.zeros((G, 1, 1))
+        else:        # the group's selection block, as a conditional block (denominator n_g):
+            # the row's own prediction's rate and every other rate of the block, per (g, ŷ)
+            inS = S[r.layout.class_selection]                           # (G, L)
+            s_other = (inS.sum(axis=1, keepdims=True) - inS) > 0
+            pick_g = {"l1": cg["l1"], "l2": cg["l2"],
+                      "linf": np.maximum(cg["own"], cg["other"])}[norm][:, None]
+            sel = np.where(inS & s_other, pick_g,
+                           np.where(inS, cg["own"][:, None],
+                                    np.where(s_other, cg["other"][:, None], 0.0)))[:, None, :]
         side = _reduce([jw, block, sel], norm)                  # (G, L, L): one side of a move
         best = 0.0
         if G >= 2:  # the group changes: old and new sides touch disjoint coordinates
@@ -188,5 +201,8 @@ class Influence:
                     ent += [block[:, y, j], block[:, y2, j2]]
                 if L == 2 and j != j2:
                     ent.append(S[r.layout.selection] * cg["fixed"])
+                elif j != j2:    # one of the group's rows moves from ŷ = j to j2: two rates
+                    cs = r.layout.class_selection
+                    ent += [S[cs[:, j]] * cg["fixed"], S[cs[:, j2]] * cg["fixed"]]
                 best = max(best, float(_reduce(ent, norm).max()))
         return math.sqrt(best) if norm == "l2" else best
