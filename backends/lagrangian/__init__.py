@@ -87,11 +87,13 @@ def _table():
         Option("n_checkpoints", "int", 20, low=1, doc="size of the mixture"),
         Option("objective_surrogate", "str", "auto",
                choices=("auto", "log", "linear", "cost_log"),
-               doc="'log' (cross-entropy for the error), 'linear', 'cost_log' (binary "
-                   "pf.LinearClassifier: the whole row term as a cost-sensitive cross-entropy), "
-                   "or 'auto': 'cost_log' for a binary pf.LinearClassifier with constraints, "
-                   "none of which (nor the objective) reads a label-conditional rate (e.g. "
-                   "demographic parity), or without constraints and an objective other than "
+               doc="'log' (cross-entropy for the error), 'linear', 'cost_log' "
+                   "(pf.LinearClassifier or pf.SoftmaxClassifier: the whole row term as a "
+                   "cost-sensitive cross-entropy), "
+                   "or 'auto': 'cost_log' for a pf.LinearClassifier or pf.SoftmaxClassifier "
+                   "with constraints, none of which (nor the objective) reads a label-"
+                   "conditional rate (e.g. demographic parity), or for a binary "
+                   "pf.LinearClassifier without constraints and an objective other than "
                    "the error (e.g. minimax), else "
                    "'log' (docs/lagrangian.md, *The default recipe*)"),
         Option("sharpness", default=5.0, doc="κ of the constraints' soft predictions", **pos),
@@ -390,14 +392,14 @@ class LagrangianSGDA(Backend):
         surrogate = recipe.recipe_for(problem, o["objective_surrogate"])
         o = recipe.fill(dict(o, objective_surrogate=surrogate), surrogate)
         if o["objective_surrogate"] == "cost_log" and (
-                type(r.decisions).__name__ != "LinearClassifier"
+                type(r.decisions).__name__ not in ("LinearClassifier", "SoftmaxClassifier")
                 or getattr(r, "surrogate", None) is not None):
             from privfair.errors import InvalidInputError
 
             raise InvalidInputError(
                 "objective_surrogate", "cost_log",
-                "'cost_log' is implemented for a binary pf.LinearClassifier without a rate "
-                "surrogate; use 'log' here")
+                "'cost_log' is implemented for pf.LinearClassifier (without a rate surrogate) "
+                "and pf.SoftmaxClassifier; use 'log' here")
         if o.get("batch_size"):
             q = min(1.0, max(1.0 / n, min(float(n), o["batch_size"]) / n))
         else:
@@ -510,7 +512,8 @@ class LagrangianSGDA(Backend):
         if type(r.decisions).__name__ == "SoftmaxClassifier":
             adapter = SoftmaxAdapter(r, log_objective=log_obj, sharpness=P["sharpness"],
                                      soft_scale=P.get("soft_scale", "fixed"),
-                                     angle_sharpness=P.get("angle_sharpness", 10.0))
+                                     angle_sharpness=P.get("angle_sharpness", 10.0),
+                                     cost_sensitive=P["objective_surrogate"] == "cost_log")
         elif type(r.decisions).__name__ == "TorchModel":
             dev = "cuda" if device == "cuda" else "cpu"
             adapter = TorchAdapter(r, device=dev, log_objective=log_obj,

@@ -500,9 +500,10 @@ class SoftmaxAdapter:
     rows = None
 
     def __init__(self, rates, log_objective=True, sharpness=1.0, soft_scale="fixed",
-                 angle_sharpness=10.0):
+                 angle_sharpness=10.0, cost_sensitive=False):
         ds = rates.decisions
         self.ds, self.rates = ds, rates
+        self.cost_sensitive = bool(cost_sensitive)
         self.P, self.L, self.d = ds.P, ds.n_classes, ds.n_features
         self.k = float(sharpness)
         self.capped = soft_scale == "capped"
@@ -559,8 +560,23 @@ class SoftmaxAdapter:
         def g(q, a):
             return q * (a - np.sum(a * q, axis=1, keepdims=True))
 
-        gc = g(p, Ug)                                  # the constraints' part, per κ·s
-        if self.log_objective:
+        if self.cost_sensitive:
+            # "cost_log": the whole row term as −Σ_k w_k log q_k(s), q = softmax(s), with
+            # w = max(c) − c ≥ 0 for the row's costs c = u_f + u_g of predicting each label —
+            # minimised where q ∝ w, so the argmax is the cheapest label (for two labels the
+            # binary rule's |d|·CE towards the cheaper one; for the error alone the
+            # cross-entropy).  Its gradient in s is (Σ_k w_k)·q − w; no band, no radial part.
+            cost = Uf + Ug
+            w = cost.max(axis=1, keepdims=True) - cost
+            delta = w.sum(axis=1, keepdims=True) * self._softmax(S) - w
+            r = np.zeros(k)
+            act = np.zeros(k, dtype=bool)
+            gc = None
+        else:
+            gc = g(p, Ug)                              # the constraints' part, per κ·s
+        if gc is None:
+            pass
+        elif self.log_objective:
             q = self._softmax(S)
             # the positive public weight 1/max(q_i(y_i), p_min), outside the gradient (sg)
             wt = 1.0 / np.maximum(q[np.arange(k), self.y[idx]], P_MIN)
@@ -569,7 +585,8 @@ class SoftmaxAdapter:
             gf = g(p, Uf)
             gc = gc + gf
             delta = kap[:, None] * gc
-        r = np.where(act, kap * np.sum(S * gc, axis=1), 0.0)
+        if gc is not None:
+            r = np.where(act, kap * np.sum(S * gc, axis=1), 0.0)
         clipped = 0
         if clip is not None:
             ds_ = np.sum(delta * S, axis=1)
