@@ -155,6 +155,10 @@ else:
             return estimator._validate_data(*args, **kwargs)
 
 _CONSTRAINTS = ("equalized_odds", "demographic_parity", None)
+#: what fit passes to Problem.solve itself (backend_options may not set them)
+_OWN_SOLVE_ARGUMENTS = frozenset({"backend", "device", "seed", "progress", "alpha", "budget",
+                                  "holdout", "holdout_on_violation", "holdout_certify",
+                                  "privacy", "_warn_status"})
 _DECISION_SETS = ("auto", "linear", "cells", "thresholds", "group_thresholds")
 
 
@@ -349,6 +353,12 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         rule at the largest weight whose held-out upper bounds meet the level + tolerance
         (``status_`` "certified (mixed with a constant rule)"): a certified rule, paid in error
         (docs/trust.md, *Certified on request*).
+    backend_options : dict or None, default None
+        Options of the backend that runs, as ``Problem.solve(..., **options)`` takes them
+        (``privfair backends`` and docs/backends.md list each backend's), e.g.
+        ``{"objective_surrogate": "cost_log"}`` or ``{"epochs": 20}`` for ``lagrangian_sgda``.
+        Validated by the solve before anything is released: an unknown name or a bad value
+        raises :class:`~privfair.errors.InvalidInputError` naming it.  ``None``: the defaults.
     budget : privfair.BudgetFilter or None, default None
         The running budget of the training rows, shared by every fit on them: each private fit
         reserves its (ε, δ) from it before drawing any noise, and a fit that would overspend it
@@ -380,7 +390,9 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                  protect="row", backend="auto", decision_set="auto", score_bins=None,
                  proxy_bins=None, n_thresholds=50, public_score=None, group_mass_bound=None, alpha=0.05,
                  seed=None, groups=None, classes=None, budget=None, pos_label=None,
-                 holdout=0.2, holdout_on_violation=ON_VIOLATION, holdout_certify=False):
+                 holdout=0.2, holdout_on_violation=ON_VIOLATION, holdout_certify=False,
+                 backend_options=None):
+        self.backend_options = backend_options
         self.groups = groups
         self.holdout_certify = holdout_certify
         self.holdout_on_violation = holdout_on_violation
@@ -443,6 +455,20 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                     "pass 'mix' (the trained rule mixed with a constant rule "
                                     "that keeps the constraint, when the held-out rows show it "
                                     "violated), 'fallback' (the constant rule) or 'warn'")
+        if self.backend_options is not None and not (
+                isinstance(self.backend_options, dict)
+                and all(isinstance(k, str) for k in self.backend_options)):
+            raise InvalidInputError("backend_options", self.backend_options,
+                                    "pass a dict of option names to values, e.g. "
+                                    "{'epochs': 20}, or None")
+        clash = sorted(set(self.backend_options or {}) & _OWN_SOLVE_ARGUMENTS)
+        if clash:
+            raise InvalidInputError("backend_options", clash[0],
+                                    f"{clash[0]!r} is the estimator's own parameter or set by "
+                                    "fit: pass it as PrivateFairClassifier("
+                                    f"{clash[0]}=...), not in backend_options"
+                                    if clash[0] in self.get_params() else
+                                    f"{clash[0]!r} is set by fit, not a backend option")
         if not isinstance(self.holdout_certify, bool):
             raise InvalidInputError("holdout_certify", self.holdout_certify, "pass True or False")
         if self.budget is not None and not callable(getattr(self.budget, "reserve", None)):
@@ -714,7 +740,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                alpha=float(self.alpha), budget=budget,
                                holdout=float(self.holdout),
                                holdout_on_violation=self.holdout_on_violation,
-                               holdout_certify=self.holdout_certify, _warn_status=False)
+                               holdout_certify=self.holdout_certify, _warn_status=False,
+                               **(self.backend_options or {}))
         # the status warning points at the caller's fit (the solve's own would point here,
         # and Python's default filter would show it once per process)
         from privfair.planning.planner import warn_status

@@ -162,3 +162,20 @@ def test_the_fair_fit_cuts_the_held_out_violation():
     assert dp(free, Xt, at) > 0.4
     assert dp(parity, Xt, at) < 0.5 * dp(free, Xt, at)
     assert 1 - parity.score(Xt, yt) < const
+
+
+def test_backend_options_reach_the_backend_and_bad_ones_spend_nothing():
+    X, y, a = three_labels(2000, 5)
+    clf = fit(X, y, a, constraint="equalized_odds", epsilon=1.0, holdout=0,
+              backend_options={"objective_surrogate": "cost_log", "epochs": 2})
+    assert clf.result_.plan.params["objective_surrogate"] == "cost_log"
+    assert clf.result_.plan.params["epochs"] == 2
+    budget = pf.BudgetFilter(1.0, 1e-3)
+    for bad, field in [({"nonsense": 1}, "nonsense"), ({"lr": -1.0}, "lr"),
+                       ({"holdout": 0.5}, "backend_options"), ("epochs=2", "backend_options")]:
+        clf = PrivateFairClassifier(groups=GROUPS, classes=CLASSES, budget=budget, seed=0,
+                                    backend_options=bad)
+        with pytest.raises(InvalidInputError) as e:
+            clf.fit(X, y, sensitive_features=a)
+        assert e.value.field == field, e.value
+    assert budget.spent == (0.0, 0.0)
