@@ -594,7 +594,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
                                  "needs samples of both classes, or declared classes=[...]")
             if private and self.protect == "row":
                 warnings.warn("the classes were read from y, which protect='row' protects: which "
-                              "labels occur (and a refusal when only one does) depends on the "
+                              "labels occur (the model's classes, and a refusal when only one "
+                              "does or when a binary-only option meets three) depends on the "
                               "private data; declare them: PrivateFairClassifier(classes="
                               f"{classes.tolist()!r})", UndeclaredClassesWarning,
                               stacklevel=2)
