@@ -208,38 +208,49 @@ def test_block_constants_match_a_full_scan():
             assert c["l1"] <= 2 / Q + 1e-15
 
 
-def test_exhaustive_tiny_datasets_bound_is_exact():
-    """Every dataset of n = 3 rows over x ∈ {0, 1}, 2 groups, 2 labels (512 datasets), every
-    neighbour, three decisions: the bound holds everywhere and is attained for each single
-    coordinate and each conditional block.  Unequal declared bounds make n·q > 1 somewhere,
-    so both clamp regimes (m ≤ n·q and m > n·q) are exercised."""
-    n, vals = 3, list(itertools.product([0.0, 1.0], ["a", "b"], [0, 1]))
-    bound = {("a", 0): 0.7, ("a", 1): 0.1, ("b", 0): 0.1, ("b", 1): 0.1}
-    C = Thresholds([-1.0, 0.5, 2.0], score=0)
-    seed = Dataset(np.array([[0.0], [0.0], [1.0]]), [0, 1, 0], ["a", "b", "a"])
-    datasets, ell = list(itertools.product(range(8), repeat=n)), {}
-    for combo in datasets:
+def _every_tiny_dataset(seed, vals, C, bound):
+    """{combo: ℓ(D)} for every dataset D of ``seed.n`` rows whose rows take the values ``vals``
+    — (x, group, label) triples; ``combo`` holds each row's index into ``vals``."""
+    ell = {}
+    for combo in itertools.product(range(len(vals)), repeat=seed.n):
         D = seed
         for i, v in enumerate(combo):
             x, g, lab = vals[v]
             D = D.with_row(i, x=[x], group=g, label=lab)
         ell[combo] = rates(C, D, group_mass_bound=bound).evaluate_all()
+    return ell
+
+
+def _neighbour_changes(ell, vals, relation):
+    """ℓ(D') − ℓ(D) for every neighbouring pair of the enumerated datasets: one row replaced
+    (``"row"``), or only its group changed (``"sensitive"``)."""
+    for combo in ell:
+        for i in range(len(combo)):
+            for v in range(len(vals)):
+                x, _, lab = vals[v]
+                ox, _, olab = vals[combo[i]]
+                if v == combo[i] or (relation == "sensitive" and (x, lab) != (ox, olab)):
+                    continue
+                yield ell[combo[:i] + (v,) + combo[i + 1:]] - ell[combo]
+
+
+def test_exhaustive_tiny_datasets_bound_is_exact():
+    """Every dataset of n = 3 rows over x ∈ {0, 1}, 2 groups, 2 labels (512 datasets), every
+    neighbour, three decisions: the bound holds everywhere and is attained for each single
+    coordinate and each conditional block.  Unequal declared bounds make n·q > 1 somewhere,
+    so both clamp regimes (m ≤ n·q and m > n·q) are exercised."""
+    vals = list(itertools.product([0.0, 1.0], ["a", "b"], [0, 1]))
+    bound = {("a", 0): 0.7, ("a", 1): 0.1, ("b", 0): 0.1, ("b", 1): 0.1}
+    C = Thresholds([-1.0, 0.5, 2.0], score=0)
+    seed = Dataset(np.array([[0.0], [0.0], [1.0]]), [0, 1, 0], ["a", "b", "a"])
+    ell = _every_tiny_dataset(seed, vals, C, bound)
     r = rates(C, seed, group_mass_bound=bound)
     supports = {f"coord {k}": [k] for k in range(r.K)}
     supports.update({f"block {g},{y}": [int(k) for k in r.layout.rate[g, y]] for g in range(2) for y in range(2)})
     supports.update({"all": list(range(r.K)), "joint": list(range(r.K_joint)),
                      "eo": [r.fpr.index("a"), r.fpr.index("b"), r.tpr.index("a"), r.tpr.index("b")]})
     for relation in ("sensitive", "row"):
-        diffs = []
-        for combo in datasets:
-            for i in range(n):
-                for v in range(8):
-                    x, g, lab = vals[v]
-                    ox, og, olab = vals[combo[i]]
-                    if v == combo[i] or (relation == "sensitive" and (x, lab) != (ox, olab)):
-                        continue
-                    diffs.append(ell[combo[:i] + (v,) + combo[i + 1:]] - ell[combo])
-        diffs = np.stack(diffs)                                  # (pairs, decisions, K)
+        diffs = np.stack(list(_neighbour_changes(ell, vals, relation)))  # (pairs, decisions, K)
         for s, idx in supports.items():
             for p, o in ORD.items():
                 observed = float(np.linalg.norm(diffs[:, :, idx], ord=o, axis=2).max())
@@ -254,7 +265,6 @@ def test_multiclass_selection_bounds_are_attained_on_tiny_datasets():
     multi-class rules: the bound on the selection rates P(ŷ = k | g) holds everywhere and is
     attained for each single selection coordinate and each group's selection block (so a bound
     2x too small fails, and so does one 2x too large)."""
-    n = 3
     vals = list(itertools.product([0.0, 1.0, 2.0], ["a", "b"], [0, 1, 2]))
     bound = {("a", 0): 0.5, ("a", 1): 0.1, ("a", 2): 0.1, ("b", 0): 0.1, ("b", 1): 0.1,
              ("b", 2): 0.1}
@@ -262,14 +272,7 @@ def test_multiclass_selection_bounds_are_attained_on_tiny_datasets():
                    lambda X: np.where(X[:, 0] > 0, 1, 0)])
     seed = Dataset(np.array([[0.0], [1.0], [2.0]]), [0, 1, 2], ["a", "b", "a"],
                    labels=[0, 1, 2], group_names=["a", "b"])
-    combos = list(itertools.product(range(len(vals)), repeat=n))
-    ell = {}
-    for combo in combos:
-        D = seed
-        for i, v in enumerate(combo):
-            x, g, lab = vals[v]
-            D = D.with_row(i, x=[x], group=g, label=lab)
-        ell[combo] = rates(C, D, group_mass_bound=bound).evaluate_all()
+    ell = _every_tiny_dataset(seed, vals, C, bound)
     r = rates(C, seed, group_mass_bound=bound)
     cs = r.layout.class_selection
     supports = {f"sel {g},{k}": [int(cs[g, k])] for g in range(2) for k in range(3)}
@@ -277,18 +280,11 @@ def test_multiclass_selection_bounds_are_attained_on_tiny_datasets():
     supports["all selection"] = cs.ravel().tolist()
     for relation in ("sensitive", "row"):
         worst = {(s, p): 0.0 for s in supports for p in ORD}
-        for combo in combos:
-            for i in range(n):
-                for v in range(len(vals)):
-                    x, g, lab = vals[v]
-                    ox, og, olab = vals[combo[i]]
-                    if v == combo[i] or (relation == "sensitive" and (x, lab) != (ox, olab)):
-                        continue
-                    d = ell[combo[:i] + (v,) + combo[i + 1:]] - ell[combo]
-                    for s_, idx in supports.items():
-                        for p, o in ORD.items():
-                            worst[s_, p] = max(worst[s_, p], float(
-                                np.linalg.norm(d[:, idx], ord=o, axis=1).max()))
+        for d in _neighbour_changes(ell, vals, relation):
+            for s_, idx in supports.items():
+                for p, o in ORD.items():
+                    worst[s_, p] = max(worst[s_, p],
+                                       float(np.linalg.norm(d[:, idx], ord=o, axis=1).max()))
         for (s_, p), observed in worst.items():
             claimed = r.delta_l(p, relation, supports[s_])
             assert observed <= claimed * (1 + 1e-12), (relation, s_, p, observed, claimed)
