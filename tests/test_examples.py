@@ -19,6 +19,7 @@ ARGS = {
     "problem_adult_eo": ["--subsample", "3000", "--seed", "0"],
     "compare_published_algorithms": ["--subsample", "3000", "--seed", "0", "--oracle-B", "3"],
     "group_thresholds_row": ["--subsample", "3000", "--seed", "0"],
+    "multiclass_sklearn": ["--n", "3000", "--seed", "0"],
     # Dask's scheduler in this process (--workers 0): the smoke test starts no cluster
     "adult_parquet_dask": ["--subsample", "3000", "--seed", "0", "--workers", "0",
                            "--files", "3"],

@@ -464,8 +464,10 @@ class LagrangianSGDA(Backend):
                          "which is DP for a whole row replaced and so for its group changing "
                          "(docs/lagrangian.md)")
         if o["objective_surrogate"] == "cost_log":
-            notes.append("trains the cost-sensitive row term (label 1[d < 0], weight |d|: the "
-                         f"reductions approach's best response), lr {o['lr']:g}, lr_dual "
+            notes.append("trains the cost-sensitive row term (a cross-entropy towards the "
+                         "cheaper label, weighted by the cost difference — two labels: label "
+                         "1[d < 0], weight |d|; the reductions approach's best response), lr "
+                         f"{o['lr']:g}, lr_dual "
                          f"{o['lr_dual']:g}, {o['lr_schedule']} / {o['dual_schedule']} steps"
                          + (" — objective_surrogate='auto' for a parity problem (no "
                             "label-conditional rate)" if "objective_surrogate" not in (options or {})
