@@ -164,3 +164,52 @@ def test_smax_runs_on_exponential_only():
     assert plans.chosen.backend == "exponential"
     res = nonconvex.solve(pf.DP(1.0, protect="sensitive"), seed=0)
     assert res.certificate.epsilon <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("relation", ["sensitive", "row"])
+def test_multiclass_parity_exact_probabilities_satisfy_the_ratio_for_every_neighbour(relation):
+    """Three labels, a parity constraint on the selection rates P(ŷ = k | g) (ℓ's multi-class
+    selection block): the exponential mechanism's exact output probabilities on D and on every
+    neighbour D' (one row's group changed; or the whole row replaced, from a small pool of
+    values) are within e^ε of each other — the analysis' Δh, read off the selection rates'
+    sensitivity, covers the realized score change (here up to 0.43·Δh: Δh is a worst case over
+    all datasets; that the selection rates' own bound is attained, so not loose, is
+    tests/test_stats_sensitivity.py's multi-class test, and this mechanism's refuted control is
+    test_end_to_end_privacy_with_negative_control)."""
+    from privfair.privacy import exponential_mechanism_probabilities
+
+    eps = 0.5
+    rng = np.random.default_rng(5)
+    n = 12
+    x = rng.normal(size=n)
+    y = np.digitize(x + 0.3 * rng.normal(size=n), [-0.4, 0.4])
+    a = np.array(["a", "b"] * (n // 2))
+    D = pf.Dataset(x[:, None], y, sensitive=a, group_names=["a", "b"], labels=[0, 1, 2])
+    cuts = [(-1.0, 0.0), (-0.4, 0.4), (0.0, 1.0), (-2.0, 2.0), (0.5, 0.6)]
+    rules = pf.FiniteSet([(lambda X, lo=lo, hi=hi: np.digitize(X[:, 0], [lo, hi]))
+                          for lo, hi in cuts])
+
+    def scores(data):
+        r = pf.rates(rules, data, group_mass_bound=0.1)
+        parity = pf.maximum(*[pf.abs(r.selection_rate("a", k) - r.selection_rate("b", k))
+                              for k in range(3)])
+        prob = pf.Problem(pf.minimize(r.error()), [parity <= 0.1])
+        an = prob.analyze(pf.DP(eps, protect=relation), alpha=0.2)
+        assert set(parity.support()) <= set(r.layout.class_selection.ravel().tolist())
+        return -an.h_value(r.evaluate_all()), an.sensitivity_h
+
+    sD, delta_h = scores(D)
+    assert delta_h > 0
+    pD = exponential_mechanism_probabilities(sD, delta_h, eps)
+    for i in range(n):
+        values = ([(x[i], g, y[i]) for g in ("a", "b")] if relation == "sensitive" else
+                  [(v, g, lab) for v in (-1.0, 0.0, 1.0) for g in ("a", "b") for lab in (0, 1, 2)])
+        for v, g, lab in values:
+            if (v, g, lab) == (x[i], a[i], y[i]):
+                continue
+            sDp, delta_hp = scores(D.with_row(i, x=[v], group=g, label=lab))
+            assert delta_hp == delta_h               # Δh depends on public quantities only
+            assert np.max(np.abs(sD - sDp)) <= delta_h + 1e-12
+            pDp = exponential_mechanism_probabilities(sDp, delta_h, eps)
+            assert np.all(pD <= np.exp(eps) * pDp * (1 + 1e-9))
+            assert np.all(pDp <= np.exp(eps) * pD * (1 + 1e-9))
