@@ -16,22 +16,23 @@ import privfair as pf  # noqa: E402
 from privfair.errors import InvalidInputError  # noqa: E402
 from privfair.sklearn import PrivateFairClassifier  # noqa: E402
 
-CLASSES = ["low", "mid", "high"]
-GROUPS = ["a", "b", "c"]
+def _example():
+    """examples/multiclass_sklearn.py: its data generator is the one these tests fit."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "multiclass_sklearn.py"
+    spec = importlib.util.spec_from_file_location("multiclass_sklearn", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def three_labels(n, seed):
-    """Three groups whose label distribution and a proxy feature depend on the group; the first
-    two features depend on the label only (a rule reading them alone has equalized odds ≈ 0)."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, 3, n)
-    shift = g - 1.0
-    logits = np.stack([np.zeros(n), 0.8 * shift, -0.8 * shift], axis=1)
-    pr = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    y = (pr.cumsum(axis=1) < rng.random(n)[:, None]).sum(axis=1)
-    X = np.column_stack([np.eye(3)[y] @ np.array([[1.0, 0], [0, 1.0], [-1.0, -1.0]]) * 1.2
-                         + rng.normal(size=(n, 2)), shift + 0.5 * rng.normal(size=n)])
-    return X, np.asarray(CLASSES)[y], np.asarray(GROUPS)[g]
+_EX = _example()
+CLASSES, GROUPS = _EX.CLASSES, _EX.REGIONS          # ["low", "mid", "high"], three regions
+#: (X, y, region): three groups whose label shares and a proxy feature depend on the group; the
+#: first two features depend on the label only (a rule reading them alone has EO ≈ 0)
+three_labels = _EX.grades
 
 
 def fit(X, y, a, **params):
@@ -59,7 +60,7 @@ def test_a_three_label_fit_is_a_softmax_rule_under_equalized_odds(protect):
     assert isinstance(clf.result_.decision_set, pf.SoftmaxClassifier)
     # one constraint: 3 pairs of groups × 3 true labels × 3 predictions
     (c,) = clf.problem_.constraints
-    assert str(c).count("abs(") == 27 and "rate[a,y=low,yhat=high]" in str(c)
+    assert str(c).count("abs(") == 27 and "rate[north,y=low,yhat=high]" in str(c)
     P = clf.predict_proba(X)
     assert P.shape == (len(X), 3)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
@@ -89,9 +90,9 @@ def test_demographic_parity_over_every_label():
     clf = fit(X, y, a, constraint="demographic_parity", epsilon=2.0, level=0.05, holdout=0)
     (c,) = clf.problem_.constraints
     # 3 pairs of groups × 3 predictions, each a coordinate P(ŷ = k | g) of ℓ
-    assert str(c).count("abs(") == 9 and "selection[a,yhat=mid]" in str(c)
+    assert str(c).count("abs(") == 9 and "selection[north,yhat=mid]" in str(c)
     r = clf.problem_.rates
-    assert r.names[int(r.layout.class_selection[2, 1])] == "selection[c,yhat=mid]"
+    assert r.names[int(r.layout.class_selection[2, 1])] == "selection[south,yhat=mid]"
     # the released rule's exact ℓ on the training rows: its selection coordinates are the
     # groups' mean predicted probabilities of each label
     ell = r.evaluate_mixture(clf.result_.decisions, clf.result_.weights)
@@ -100,7 +101,7 @@ def test_demographic_parity_over_every_label():
         for k in range(3):
             assert ell[int(r.layout.class_selection[gi, k])] == pytest.approx(
                 P[a == g, k].mean(), abs=1e-9)
-    assert r.selection_rate("b", "high").value(ell) == pytest.approx(P[a == "b", 2].mean())
+    assert r.selection_rate("centre", "high").value(ell) == pytest.approx(P[a == "centre", 2].mean())
     assert clf.certificate_.epsilon <= 2.0 * (1 + 1e-9)
 
 
