@@ -36,9 +36,9 @@ Design
   released.
 * ``X`` is validated by scikit-learn (numeric, finite, 2-D; pandas DataFrames keep their column
   names: ``feature_names_in_``); ``y`` has two labels (``classes_``, the positive class is
-  ``classes_[1]``) or more (below); ``sensitive_features`` is anything :class:`privfair.Dataset` accepts as
-  ``sensitive`` (an array, a pandas Series or DataFrame — several columns form intersectional
-  groups).  The sensitive attribute is used only to fit: the fitted rule never reads it
+  ``classes_[1]``) or more (below); ``sensitive_features`` is anything
+  :class:`privfair.Dataset` accepts as ``sensitive`` (an array, a pandas Series or DataFrame —
+  several columns form intersectional groups).  The sensitive attribute is used only to fit: the fitted rule never reads it
   (except ``decision_set="group_thresholds"``, below).
 * The schema is public.  The groups are the ``groups`` parameter, never read from the private
   ``sensitive_features``: a private fit (finite ε) with sensitive features and without
@@ -94,8 +94,9 @@ Design
   (``lagrangian_sgda``, numpy, either unit); ``"equalized_odds"`` bounds every
   |P(ŷ = k | y = j, g) − P(ŷ = k | y = j, h)|, ``"demographic_parity"`` every
   |P(ŷ = k | g) − P(ŷ = k | h)|; ``predict_proba`` is (n, K) in the order of ``classes_``.
-  ``pos_label`` and the binary decision sets are refused with an :class:`~privfair.errors.InvalidInputError` before anything is spent
-  (docs/sklearn.md, *Three labels and more*).
+  ``pos_label`` and the binary decision sets are refused with an
+  :class:`~privfair.errors.InvalidInputError` before anything is spent (docs/sklearn.md,
+  *Three labels and more*).
 * Every fit is checked out of sample (docs/trust.md): ``holdout`` of the rows are held out of
   training and, privately, the released rule's error and constraint are estimated on them with
   a confidence bound; ``status_`` is ``"certified"``, ``"constraint not certified at level c"``,
@@ -332,8 +333,8 @@ class PrivateFairClassifier(ClassifierMixin, BaseEstimator):
         The public labels ``[negative, positive]`` (``classes_``; the positive class is
         ``classes[1]``), or three and more in order (a multi-class fit); every y must be one of
         them, and y may hold only some of them.
-        ``None``: ``np.unique(y)``, which must have two values or more (warns under ``protect="row"``
-        with a finite ε, where y is private: :class:`UndeclaredClassesWarning`).
+        ``None``: ``np.unique(y)``, which must have two values or more (warns under
+        ``protect="row"`` with a finite ε, where y is private: :class:`UndeclaredClassesWarning`).
     pos_label : label or None, default None
         The positive class (the one fpr, tpr and selection rates count, and
         ``predict_proba[:, list(classes_).index(pos_label)]``): one of ``classes`` (or of the

@@ -14,9 +14,9 @@ without a rate surrogate, with at least one constraint, whose objective and cons
 label-conditional rate
 (error, joint masses, selection rates — demographic parity), or with no constraint and an
 objective other than the error (since 2026-11-27: :func:`recipe_for`), and for a multi-class
-``pf.SoftmaxClassifier`` parity problem (since the fifteenth session), else "soft".  Why, measured on
-validation splits only (ε = 1; Adult on 5 folds of adult.data, the 50-feature synthetic of
-bench/gpu.py; error / violation): Adult DP ≤ 0.005 row 0.1775 / 0.0097 against 0.1857 / 0.0170;
+``pf.SoftmaxClassifier`` parity problem (since the fifteenth session), else "soft".  Why,
+measured on validation splits only (ε = 1; Adult on 5 folds of adult.data, the 50-feature
+synthetic of bench/gpu.py; error / violation): Adult DP ≤ 0.005 row 0.1775 / 0.0097 against 0.1857 / 0.0170;
 DP ≤ 0.01 sensitive 0.1804 / 0.0098 against 0.1852 / 0.0129; the synthetic (both units)
 0.2776 / 0.0088 against 0.2807 / 0.0064; COMPAS and the 8-group set return the constant under
 both.  But equalized odds (rates conditional on the label) with "cost": 0.1603 / **0.0702**

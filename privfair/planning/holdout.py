@@ -469,7 +469,8 @@ class HoldoutCheck:
                          f"else always {self.constant_label!r}; estimated error "
                          f"{self.mixture_error:.4f}")
             for c in self.mixture:
-                lines.append(f"    {short_text(c.constraint, 120)}: estimate {c.estimate:.4f}, bounds "
+                lines.append(f"    {short_text(c.constraint, 120)}: estimate {c.estimate:.4f}, "
+                             "bounds "
                              f"[{c.lower:.4f}, {c.upper:.4f}] vs level {c.level:g} ("
                              + ("certified" if c.certified else "NOT certified") + ")")
         return "\n".join(lines)

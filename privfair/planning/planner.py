@@ -324,14 +324,17 @@ def warn_status(result, stacklevel: int = 2) -> None:
     from ..errors import FallbackWarning, UncertifiedConstraintWarning, UncheckedResultWarning
     from .holdout import short_text, unresolvable_note
 
+    def named(c):               # a gap over many groups and labels prints hundreds of terms
+        return short_text(c.constraint, 120)
+
     status = getattr(result, "status", "certified")
     if status.startswith("certified"):          # also "certified (mixed with a constant rule)"
         return
     if status.startswith("fallback") and result.holdout.mix_weight is not None:
         chk = result.holdout
-        bad = "; ".join(f"{short_text(c.constraint, 120)}: estimate {c.estimate:.3f}, lower bound "
+        bad = "; ".join(f"{named(c)}: estimate {c.estimate:.3f}, lower bound "
                         f"{max(c.lower, c.test_lower):.3f}" for c in chk.constraints if c.violated)
-        mixed = "; ".join(f"{short_text(c.constraint, 120)}: estimate {c.estimate:.3f}, upper bound "
+        mixed = "; ".join(f"{named(c)}: estimate {c.estimate:.3f}, upper bound "
                           f"{c.upper:.3f}" for c in chk.mixture)
         cls, msg = FallbackWarning, (
             f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule violates "
@@ -345,7 +348,7 @@ def warn_status(result, stacklevel: int = 2) -> None:
             "constant, 'warn' the trained rule)")
     elif status.startswith("fallback") and result.holdout.fallback_reason == "violation":
         chk = result.holdout
-        bad = "; ".join(f"{short_text(c.constraint, 120)}: estimate {c.estimate:.3f}, lower bound "
+        bad = "; ".join(f"{named(c)}: estimate {c.estimate:.3f}, lower bound "
                         f"{max(c.lower, c.test_lower):.3f}" for c in chk.constraints if c.violated)
         cls, msg = FallbackWarning, (
             f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule violates "
@@ -357,7 +360,7 @@ def warn_status(result, stacklevel: int = 2) -> None:
         chk = result.holdout
         # the interval the rule read: the box's (the certificate's upper bound may be the
         # narrower linear one, which is not what "too wide" was judged on)
-        bad = "; ".join(f"{short_text(c.constraint, 120)}: estimate {c.estimate:.3f}, interval [{c.lower:.3f}, "
+        bad = "; ".join(f"{named(c)}: estimate {c.estimate:.3f}, interval [{c.lower:.3f}, "
                         f"{min(c.box_upper, c.lower + 1.0):.3f}]"
                         for c in chk.constraints if c.uninformative)
         from .holdout import UNINFORMATIVE_WIDTH
@@ -387,7 +390,7 @@ def warn_status(result, stacklevel: int = 2) -> None:
             "holdout=0.2 with enough rows, or check result.metrics on held-out data)")
     else:
         bad = [c for c in result.holdout.constraints if not c.certified]
-        detail = "; ".join(f"{short_text(c.constraint, 120)}: held-out estimate {c.estimate:.4f}, "
+        detail = "; ".join(f"{named(c)}: held-out estimate {c.estimate:.4f}, "
                            f"{result.holdout.confidence:.0%} upper bound {c.upper:.4f} > "
                            f"{c.level:g} + tolerance {result.holdout.tolerance:g}"
                            + (f", and its lower bound {c.lower:.4f} is above it too: violated"

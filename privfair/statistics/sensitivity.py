@@ -91,8 +91,9 @@ class Influence:
     A profile is (group, label, prediction).  A row *contributes* to its joint cell, its
     conditional-rate cell and its group's selection rate of its prediction (binary: only where
     ŷ = 1, the one selection coordinate); it also sits in the *denominators* of its (group,
-    label) rate block and of its group's selection rates, so moving it rescales those blocks.  ``bounds()`` gives the per-coordinate change bound: 1/n for joint
-    coordinates, 1/max(1, n·q) for conditional ones (NaN when no group-mass bound is known).
+    label) rate block and of its group's selection rates, so moving it rescales those blocks.
+    ``bounds()`` gives the per-coordinate change bound: 1/n for joint coordinates,
+    1/max(1, n·q) for conditional ones (NaN when no group-mass bound is known).
     """
 
     def __init__(self, rates: "Rates"):
