@@ -75,6 +75,27 @@ def test_hull_diameter_bounds_every_pair_of_decisions():
     assert r.layout.hull_diameter([]) == {"l1": 0.0, "l2": 0.0, "linf": 0.0}
 
 
+def test_hull_diameter_bounds_every_pair_of_multiclass_decisions():
+    """Three labels: the selection block of a group (P(ŷ = k | g), summing to ≤ 1) is bounded as
+    a conditional block is — every pair of decisions within the public diameter."""
+    data = _data(400, seed=4, labels=(0, 1, 2))
+    cuts = [(a, b) for a in np.linspace(-1.5, 0.5, 5) for b in np.linspace(0.0, 2.0, 5) if a < b]
+    fs = [(lambda X, a=a, b=b: np.digitize(X[:, 0], [a, b])) for a, b in cuts]
+    fs += [(lambda X, a=a, b=b: 2 - np.digitize(X[:, 1], [a, b])) for a, b in cuts]
+    r = rates(FiniteSet(fs), data, group_mass_bound=0.02)
+    ells = r.evaluate_all()
+    cs = r.layout.class_selection
+    for S in [cs.ravel().tolist(), cs[0].tolist(), list(range(r.K)),
+              cs[:, 1].tolist() + [int(k) for k in r.layout.rate[0, 2]]]:
+        D = r.layout.hull_diameter(S)
+        diffs = (ells[:, None, S] - ells[None, :, S]).reshape(-1, len(S))
+        for norm, o in (("l1", 1), ("l2", 2), ("linf", np.inf)):
+            assert np.linalg.norm(diffs, ord=o, axis=1).max() <= D[norm] + 1e-12
+    # one group's block: two rules that move all its rows between two labels reach ℓ1 ≈ 2
+    one = (ells[:, None, cs[0]] - ells[None, :, cs[0]]).reshape(-1, 3)
+    assert np.abs(one).sum(axis=1).max() > 1.0
+
+
 def _linear(surrogate="logistic", n=200, seed=2):
     data = _data(n, seed=seed, groups=("a", "b"))
     return rates(LinearClassifier(2, radius=1.5), data, surrogate=surrogate,
