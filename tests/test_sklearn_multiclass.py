@@ -180,3 +180,21 @@ def test_backend_options_reach_the_backend_and_bad_ones_spend_nothing():
             clf.fit(X, y, sensitive_features=a)
         assert e.value.field == field, e.value
     assert budget.spent == (0.0, 0.0)
+
+
+def test_an_unresolvable_check_without_small_groups_says_what_to_hold_out():
+    """Every (group, label) cell holds hundreds of held-out rows, yet the check bounds 27 rates
+    at once and cannot resolve 0.05: the fallback's warning says no group is short and advises
+    a held-out share (post-processing of the released bounds), and that share keeps the rule."""
+    X, y, a = three_labels(20_000, 0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        clf = PrivateFairClassifier(groups=GROUPS, classes=CLASSES, level=0.05, seed=0).fit(
+            X, y, sensitive_features=a)
+    assert clf.status_ == "fallback: constant rule"
+    (msg,) = [str(x.message) for x in w if issubclass(x.category, pf.errors.FallbackWarning)]
+    assert "No group is short of held-out rows" in msg
+    share = float(msg.split("about holdout=")[1].split(")")[0])
+    assert 0.2 < share <= 0.5
+    again = fit(X, y, a, level=0.05, holdout=share)
+    assert not again.status_.startswith("fallback"), again.status_

@@ -369,8 +369,8 @@ def warn_status(result, stacklevel: int = 2) -> None:
             f"privfair: {status} — on {chk.n_held_out} held-out rows the trained rule's "
             f"constraint estimate misses its level and its {chk.confidence:.0%} interval (over "
             f"every rate at once) is at least {UNINFORMATIVE_WIDTH:g} wide, too wide to say "
-            f"otherwise ({bad}: some group, or some group's rows with one label, has too few "
-            "held-out rows), so the best "
+            f"otherwise ({bad}: too few held-out rows for the rates it reads — below, which), "
+            "so the best "
             f"constant rule, which keeps every constraint exactly, is returned (always "
             f"{chk.constant_label!r}, error {chk.constant_error:.3f}); the trained rule is "
             "result.holdout.trained (holdout_on_violation='warn' returns it)")
@@ -420,7 +420,7 @@ def _sparse_hint(chk, result=None) -> str:
     per_label = any(c.per_label for c in chk.constraints if c.uninformative)
     few = chk.sparse_groups(level, per_label=per_label)
     if not few:
-        return ""
+        return _wide_hint(chk)
     named = ", ".join(f"{g} (~{m})" for g, m in few)
     what = "Groups (and labels)" if per_label else "Groups"
     need = 1.0 / (4.0 * level * level)
@@ -446,6 +446,26 @@ def _sparse_hint(chk, result=None) -> str:
                                        "; where the rule may read the group, per-group "
                                        "thresholds (pf.PostProcessed, docs/trust.md) fit such "
                                        "data better"))
+
+
+def _wide_hint(chk) -> str:
+    """The advice when an uninformative check names no small group: every rate rests on enough
+    rows, but the check bounds all the rates its constraints read at once (a gap over many
+    groups and labels reads dozens), so the box's interval is wider than
+    :data:`~privfair.planning.holdout.UNINFORMATIVE_WIDTH`.  Its sampling width shrinks as
+    1/√(held-out rows): the share that would narrow the widest interval below that width, with
+    a margin (public: the shares and the released bounds)."""
+    from .holdout import UNINFORMATIVE_WIDTH
+
+    width = max(c.box_upper - c.lower for c in chk.constraints if c.uninformative)
+    total = chk.n_train + chk.n_held_out
+    share = chk.n_held_out / max(total, 1) * 1.2 * (width / UNINFORMATIVE_WIDTH) ** 2
+    more = (f"hold out a larger share (about holdout={math.ceil(share * 20) / 20:g})"
+            if share <= 0.5 else "give more rows")
+    return (". No group is short of held-out rows: the check bounds every rate its constraints "
+            "read at once (a gap over many groups and labels reads dozens), which widens each "
+            f"interval: {more}, ask a looser level, or pass holdout_on_violation='warn' to take "
+            "the trained rule uncertified")
 
 
 def _training_part(problem, data):
