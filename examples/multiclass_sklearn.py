@@ -11,7 +11,8 @@ on fresh test rows, the unconstrained fit beside demographic parity (every P(ŷ 
 within ``level`` across regions) and equalized odds (every P(ŷ = k | y = j, region)), each with
 its held-out status and privacy certificate; ``--plot`` saves each region's predicted label
 shares — what demographic parity equalizes.  docs/sklearn.md, *Three labels and more*, has the
-measured numbers and the limits (equalized odds pays much error today).
+measured numbers and the limits (equalized odds pays much error today).  Needs scikit-learn
+(``pip install 'privfair[sklearn]'``).
 """
 
 import argparse

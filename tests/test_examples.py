@@ -26,7 +26,7 @@ ARGS = {
 }
 
 #: examples that need an optional extra, and the modules it provides
-NEEDS = {"adult_parquet_dask": ("dask.dataframe", "pyarrow")}
+NEEDS = {"adult_parquet_dask": ("dask.dataframe", "pyarrow"), "multiclass_sklearn": ("sklearn",)}
 
 
 def _load(name):
