@@ -40,7 +40,7 @@ def _load(name):
 def test_example_runs(name, capsys):
     assert name in ARGS, f"add smoke-test arguments for examples/{name}.py"
     for module in NEEDS.get(name, ()):
-        pytest.importorskip(module, reason=f"examples/{name}.py needs privfair[dask]")
+        pytest.importorskip(module, reason=f"examples/{name}.py needs {module} (an extra)")
     _load(name).main(ARGS[name])
     out = capsys.readouterr().out
     assert "differentially private" in out or "privacy certificate" in out
