@@ -3,7 +3,7 @@
 Problem.  min_θ max_{λ ≥ 0, ‖λ‖₁ ≤ λ_max}  f(ℓ(θ)) + Σ_j λ_j g_j(ℓ(θ)) for any objective f and
 constraints g_j ≤ 0 of privfair's language (general expressions of ℓ, not only linear rate
 constraints), over a differentiable decision set: ``pf.LinearClassifier`` (numpy; torch is not
-needed), ``pf.SoftmaxClassifier`` (multi-class linear rules in numpy, in memory) or
+needed), ``pf.SoftmaxClassifier`` (multi-class linear rules in numpy, in memory or on Dask) or
 ``pf.TorchModel`` (torch, CPU or CUDA; multi-class labels), any number of groups.
 
 Algorithm.  RaCO-DP (Yaghini, Cebere, Menart, Bellet, Papernot, ICLR 2026, arXiv 2505.22703;
@@ -357,9 +357,8 @@ class LagrangianSGDA(Backend):
         elif type(ds).__name__ == "SoftmaxClassifier":
             if ds.n_classes != r.L:
                 return Verdict(False, f"the model has {ds.n_classes} classes, the data {r.L}")
-            if getattr(r.data, "rows_on_workers", False):
-                return Verdict(False, "pf.SoftmaxClassifier runs in memory only; on a Dask "
-                                      "dataset use pf.TorchModel(torch.nn.Linear(d, L), d, L)")
+            # on a Dask dataset too: each step is a pass on the workers
+            # (models.softmax_batch_pass), only sums come back
         elif type(ds).__name__ == "TorchModel":
             # on a Dask dataset too (#19): each step is a pass on the workers, which compute
             # their sampled rows' per-example gradients on CPU (models.torch_batch_pass); a

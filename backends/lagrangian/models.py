@@ -474,58 +474,33 @@ class LinearAdapter:
         return self.ds.project(np.asarray(theta, dtype=float))
 
 
-class SoftmaxAdapter:
-    """``pf.SoftmaxClassifier`` (L ≥ 2 labels) in numpy, in memory; see the module docstring.
+class SoftmaxTerms:
+    """The per-row arithmetic of :class:`SoftmaxAdapter` with public parameters only (the
+    number of labels and features, the sharpness, the band, the row term's form): what a Dask
+    worker runs on its sampled rows (:func:`softmax_batch_pass`) and what the in-memory adapter
+    runs on a gathered batch — one home.  It holds no row and nothing computed from rows."""
 
-    With s_i = W x̃_i the logits (x̃ = (x, 1)), the constraints read the sharpened prediction
-    p_i = softmax(κ_i·s_i) — κ_i = κ (``soft_scale="fixed"``) or, under "capped", min(κ,
-    κ_a·√(d+1)/(‖θ‖·‖x̃_i‖)) (the binary rule's band, √P per logit as for a ``TorchModel``) —
-    and the "log" objective the unsharpened q_i = softmax(s_i), as the binary rule and the
-    ``TorchModel`` do: ψ_i = u_f·q_i/sg[max(q_i(y_i), p_min)] + u_g·p_i (or (u_f + u_g)·p_i,
-    "linear").  With g(p, a) = p ⊙ (a − (a·p)·1) (the gradient of a·softmax in its logits),
+    def __init__(self, L, d, sharpness, capped, angle_sharpness, log_objective, cost_sensitive):
+        self.L, self.d = int(L), int(d)
+        self.k, self.capped, self.angle_k = float(sharpness), bool(capped), float(angle_sharpness)
+        self.log_objective, self.cost_sensitive = bool(log_objective), bool(cost_sensitive)
 
-        ∇ψ_i = δ_i ⊗ x̃_i − r_i·θ/‖θ‖²,   δ_i = g(q_i, u_f/sg[·]) + κ_i·g(p_i, u_g),
-                                          r_i = κ_i·(s_i·g(p_i, u_g)) on the rows whose κ_i
-                                          reads ‖θ‖ (else 0)
-
-    (the radial term is ∂κ_i/∂θ = −κ_i·θ/‖θ‖²).  Its norm² is ‖δ_i‖²‖x̃_i‖² − 2r_i(δ_i·s_i)/‖θ‖²
-    + r_i²/‖θ‖², so per-example clipping is a factor c_i on (δ_i, r_i) and the batch's clipped
-    sum is Σ c_i δ_i ⊗ x̃_i − (Σ c_i r_i)·θ/‖θ‖²: one (L × m)·(m × (d + 1)) product.  Every
-    factor reads row i, θ and the coefficients (functions of earlier releases) only: the privacy
-    proof of ``solver`` applies unchanged (per-row norm ≤ C; the histogram's p_i on the
-    simplex).  In memory only (a Dask dataset is refused by the backend's ``accepts``)."""
-
-    batch_blas = True      # the solver runs its steps with BLAS on one thread (solver.train)
-    #: no row source: the solver gathers the batches itself (solver.GatheredBatches)
-    rows = None
-
-    def __init__(self, rates, log_objective=True, sharpness=1.0, soft_scale="fixed",
-                 angle_sharpness=10.0, cost_sensitive=False):
-        ds = rates.decisions
-        self.ds, self.rates = ds, rates
-        self.cost_sensitive = bool(cost_sensitive)
-        self.P, self.L, self.d = ds.P, ds.n_classes, ds.n_features
-        self.k = float(sharpness)
-        self.capped = soft_scale == "capped"
-        self.angle_k = float(angle_sharpness)
-        self.log_objective = bool(log_objective)
-        self.X = np.asarray(rates.data.X, dtype=float)
-        self.y = np.asarray(rates.data.y)
-        self.theta0 = np.zeros(self.P)
-        # ‖x̃_i‖ = ‖(x_i, 1)‖ of every row, once (the band and the clipping factor read it)
-        self.xn = np.sqrt(np.einsum("ij,ij->i", self.X, self.X) + 1.0)
-
-    def _logits(self, theta, X):
+    def logits(self, theta, X):
         W = np.asarray(theta, dtype=float).reshape(self.L, self.d + 1)
         return X @ W[:, :-1].T + W[:, -1]
 
     @staticmethod
-    def _softmax(S):
+    def softmax(S):
         S = S - S.max(axis=1, keepdims=True)
         E = np.exp(S)
         return E / E.sum(axis=1, keepdims=True)
 
-    def _kappa(self, theta, xn):
+    @staticmethod
+    def norms(X):
+        """‖x̃_i‖ = ‖(x_i, 1)‖ of every row."""
+        return np.sqrt(np.einsum("ij,ij->i", X, X) + 1.0)
+
+    def kappa(self, theta, xn):
         """(κ_i per row, the mask of rows whose κ_i reads ‖θ‖, ‖θ‖): κ ("fixed"), or
         min(κ, κ_a·√(d+1)/(‖θ‖·‖x̃_i‖)) ("capped")."""
         nt = max(1e-12, float(np.linalg.norm(theta)))
@@ -535,24 +510,25 @@ class SoftmaxAdapter:
         act = ang < self.k
         return np.where(act, ang, self.k), act, nt
 
-    def _probs(self, theta, X, xn):
-        kap, _, _ = self._kappa(theta, xn)
-        return self._softmax(kap[:, None] * self._logits(theta, X))
+    def probs(self, theta, X, xn=None):
+        """(rows, L) sharpened prediction masses."""
+        kap, _, _ = self.kappa(theta, self.norms(X) if xn is None else xn)
+        return self.softmax(kap[:, None] * self.logits(theta, X))
 
-    def step(self, theta, idx, Uf=None, Ug=None, clip=None):
-        """One read of the batch ``idx``: (its sharpened prediction masses (len(idx), L), Σ_i
+    def block(self, theta, X, y, Uf=None, Ug=None, clip=None, xn=None):
+        """One read of the rows (X, y): (their sharpened prediction masses (rows, L), Σ_i
         clip_C(∇ψ_i) as a flat vector of length P (None without ``Uf``), the number of clipped
-        rows)."""
-        idx = np.asarray(idx)
-        k = idx.shape[0]
+        rows) — :class:`SoftmaxAdapter`'s statement."""
+        k = X.shape[0]
+        P = self.L * (self.d + 1)
         want = Uf is not None
         if k == 0:
-            return np.zeros((0, self.L)), (np.zeros(self.P) if want else None), 0
+            return np.zeros((0, self.L)), (np.zeros(P) if want else None), 0
         theta = np.asarray(theta, dtype=float)
-        X, xn = self.X[idx], self.xn[idx]
-        S = self._logits(theta, X)
-        kap, act, nt = self._kappa(theta, xn)
-        p = self._softmax(kap[:, None] * S)
+        xn = self.norms(X) if xn is None else xn
+        S = self.logits(theta, X)
+        kap, act, nt = self.kappa(theta, xn)
+        p = self.softmax(kap[:, None] * S)
         if not want:
             return p, None, 0
         Uf, Ug = np.asarray(Uf, dtype=float), np.asarray(Ug, dtype=float)
@@ -568,24 +544,19 @@ class SoftmaxAdapter:
             # cross-entropy).  Its gradient in s is (Σ_k w_k)·q − w; no band, no radial part.
             cost = Uf + Ug
             w = cost.max(axis=1, keepdims=True) - cost
-            delta = w.sum(axis=1, keepdims=True) * self._softmax(S) - w
+            delta = w.sum(axis=1, keepdims=True) * self.softmax(S) - w
             r = np.zeros(k)
             act = np.zeros(k, dtype=bool)
-            gc = None
         else:
             gc = g(p, Ug)                              # the constraints' part, per κ·s
-        if gc is None:
-            pass
-        elif self.log_objective:
-            q = self._softmax(S)
-            # the positive public weight 1/max(q_i(y_i), p_min), outside the gradient (sg)
-            wt = 1.0 / np.maximum(q[np.arange(k), self.y[idx]], P_MIN)
-            delta = g(q, Uf * wt[:, None]) + kap[:, None] * gc
-        else:
-            gf = g(p, Uf)
-            gc = gc + gf
-            delta = kap[:, None] * gc
-        if gc is not None:
+            if self.log_objective:
+                q = self.softmax(S)
+                # the positive public weight 1/max(q_i(y_i), p_min), outside the gradient (sg)
+                wt = 1.0 / np.maximum(q[np.arange(k), y], P_MIN)
+                delta = g(q, Uf * wt[:, None]) + kap[:, None] * gc
+            else:
+                gc = gc + g(p, Uf)
+                delta = kap[:, None] * gc
             r = np.where(act, kap * np.sum(S * gc, axis=1), 0.0)
         clipped = 0
         if clip is not None:
@@ -601,6 +572,62 @@ class SoftmaxAdapter:
             grad = grad - (float(r.sum()) / nt ** 2) * theta
         return p, grad, clipped
 
+
+class SoftmaxAdapter:
+    """``pf.SoftmaxClassifier`` (L ≥ 2 labels) in numpy; see the module docstring.
+
+    With s_i = W x̃_i the logits (x̃ = (x, 1)), the constraints read the sharpened prediction
+    p_i = softmax(κ_i·s_i) — κ_i = κ (``soft_scale="fixed"``) or, under "capped", min(κ,
+    κ_a·√(d+1)/(‖θ‖·‖x̃_i‖)) (the binary rule's band, √P per logit as for a ``TorchModel``) —
+    and the "log" objective the unsharpened q_i = softmax(s_i), as the binary rule and the
+    ``TorchModel`` do: ψ_i = u_f·q_i/sg[max(q_i(y_i), p_min)] + u_g·p_i (or (u_f + u_g)·p_i,
+    "linear"; or the cost-sensitive −Σ_k w_k log q_k, "cost_log").  With g(p, a) =
+    p ⊙ (a − (a·p)·1) (the gradient of a·softmax in its logits),
+
+        ∇ψ_i = δ_i ⊗ x̃_i − r_i·θ/‖θ‖²,   δ_i = g(q_i, u_f/sg[·]) + κ_i·g(p_i, u_g),
+                                          r_i = κ_i·(s_i·g(p_i, u_g)) on the rows whose κ_i
+                                          reads ‖θ‖ (else 0)
+
+    (the radial term is ∂κ_i/∂θ = −κ_i·θ/‖θ‖²).  Its norm² is ‖δ_i‖²‖x̃_i‖² − 2r_i(δ_i·s_i)/‖θ‖²
+    + r_i²/‖θ‖², so per-example clipping is a factor c_i on (δ_i, r_i) and the batch's clipped
+    sum is Σ c_i δ_i ⊗ x̃_i − (Σ c_i r_i)·θ/‖θ‖²: one (L × m)·(m × (d + 1)) product.  Every
+    factor reads row i, θ and the coefficients (functions of earlier releases) only: the privacy
+    proof of ``solver`` applies unchanged (per-row norm ≤ C; the histogram's p_i on the
+    simplex).  The arithmetic is :class:`SoftmaxTerms`'; on a Dask dataset it runs on the
+    workers (:func:`softmax_batch_pass`: only sums come back), in memory on gathered batches."""
+
+    batch_blas = True      # the solver runs its steps with BLAS on one thread (solver.train)
+
+    def __init__(self, rates, log_objective=True, sharpness=1.0, soft_scale="fixed",
+                 angle_sharpness=10.0, cost_sensitive=False):
+        ds = rates.decisions
+        self.ds, self.rates = ds, rates
+        self.P, self.L, self.d = ds.P, ds.n_classes, ds.n_features
+        self.cost_sensitive = bool(cost_sensitive)
+        self.terms = SoftmaxTerms(self.L, self.d, sharpness, soft_scale == "capped",
+                                  angle_sharpness, log_objective, cost_sensitive)
+        self.theta0 = np.zeros(self.P)
+        #: a Dask dataset's rows stay on its workers: a step is a pass over a Poisson sample
+        #: (``solver.PassBatches``); in memory the solver gathers the batches (rows None)
+        self.on_workers = bool(getattr(rates.data, "rows_on_workers", False))
+        if self.on_workers:
+            self.rows = rows_of(rates.data)
+            self.X = self.y = self.xn = None
+        else:
+            self.rows = None
+            self.X = np.asarray(rates.data.X, dtype=float)
+            self.y = np.asarray(rates.data.y)
+            # ‖x̃_i‖ of every row, once (the band and the clipping factor read it)
+            self.xn = self.terms.norms(self.X)
+
+    def step(self, theta, idx, Uf=None, Ug=None, clip=None):
+        """One read of the batch ``idx``: (its sharpened prediction masses (len(idx), L), Σ_i
+        clip_C(∇ψ_i) as a flat vector of length P (None without ``Uf``), the number of clipped
+        rows)."""
+        idx = np.asarray(idx)
+        return self.terms.block(theta, self.X[idx], self.y[idx], Uf, Ug, clip,
+                                xn=self.xn[idx])
+
     def grad_sum(self, theta, idx, Uf, Ug, clip=None):
         """(Σ_i clip(∇ψ_i), number of clipped rows) over the rows ``idx``."""
         _, g_, clipped = self.step(theta, idx, Uf, Ug, clip)
@@ -609,9 +636,9 @@ class SoftmaxAdapter:
     def probs(self, theta, idx) -> np.ndarray:
         """(len(idx), L) sharpened prediction masses of the rows ``idx`` (None: every row)."""
         if idx is None:
-            return self._probs(theta, self.X, self.xn)
+            return self.terms.probs(theta, self.X, self.xn)
         idx = np.asarray(idx)
-        return self._probs(theta, self.X[idx], self.xn[idx])
+        return self.terms.probs(theta, self.X[idx], self.xn[idx])
 
     def label_totals(self, theta, L) -> np.ndarray:
         """Σ_i e_{y_i} ⊗ p_i(θ) over every row, (L, L)."""
@@ -626,6 +653,36 @@ class SoftmaxAdapter:
     def release(self, theta) -> np.ndarray:
         """θ scaled into the user's ball: the same rule argmax_k (positive scaling)."""
         return self.ds.project(np.asarray(theta, dtype=float))
+
+
+def softmax_batch_pass(chunk, terms, theta, tf, tg, by_group, G, L, clip):
+    """A pass function: one chunk of a step's Poisson batch for a ``pf.SoftmaxClassifier``,
+    read on a Dask worker — :meth:`SoftmaxTerms.block` on the chunk's rows.  Returns the
+    partial sums (C (G, L, L) the batch histogram (G = 1 without ``by_group``), Σ_i clip_C(∇ψ_i)
+    (P,), the number of clipped rows), None for a chunk without rows; they merge by addition.
+    θ and the coefficient tables are functions of earlier releases; no row, index or per-row
+    value leaves the worker."""
+    from .histogram import batch_counts
+
+    y = np.asarray(chunk.y)
+    if y.shape[0] == 0:
+        return None
+    X = np.asarray(chunk.X, dtype=float)
+    grp = np.asarray(chunk.group) if by_group else np.zeros(y.shape[0], np.int64)
+    cell = grp * L + y if by_group else y
+    p, g, clipped = terms.block(theta, X, y, coefficient_rows(tf, cell),
+                                coefficient_rows(tg, cell), clip)
+    return (batch_counts(grp, y, p, G if by_group else 1, L), g, clipped)
+
+
+def softmax_label_totals_pass(chunk, terms, theta, L):
+    """A pass function: Σ_i e_(y_i) ⊗ p_i(θ) over one chunk, (L, L), for a
+    ``pf.SoftmaxClassifier`` (the arithmetic of :meth:`SoftmaxAdapter.label_totals`)."""
+    y = np.asarray(chunk.y)
+    C = np.zeros((L, L))
+    if y.shape[0]:
+        np.add.at(C, y, terms.probs(theta, np.asarray(chunk.X, dtype=float)))
+    return C
 
 
 def coefficient_rows(table, cell):
@@ -682,6 +739,8 @@ def pass_functions(terms):
     :func:`torch_batch_pass` / :func:`torch_label_totals_pass` for a :class:`TorchTerms`."""
     if isinstance(terms, TorchTerms):
         return torch_batch_pass, torch_label_totals_pass
+    if isinstance(terms, SoftmaxTerms):
+        return softmax_batch_pass, softmax_label_totals_pass
     return batch_pass, label_totals_pass
 
 
@@ -689,7 +748,7 @@ def merged_step(terms, theta, part):
     """(C, the batch's clipped gradient sum) from a merged partial of the batch pass of
     ``terms``' kind (:func:`pass_functions`): :func:`batch_pass`'s parts assembled with
     :func:`assemble_gradient`, or :func:`torch_batch_pass`'s gradient sum as it is."""
-    if isinstance(terms, TorchTerms):
+    if isinstance(terms, (TorchTerms, SoftmaxTerms)):
         C, g, _ = part
         return np.asarray(C, dtype=float), np.asarray(g, dtype=float)
     C, w, b, rad, _ = part
