@@ -71,3 +71,56 @@ def solve_parity(data, d, privacy, **kw):
         warnings.simplefilter("ignore")
         return parity_problem(data, d).solve(privacy, backend="lagrangian_sgda", seed=0,
                                              progress=False, **kw)
+
+
+def record_returned_sums(monkeypatch) -> list:
+    """Record what every ``DaskRows.poisson_map_sums`` call sends back to the client (the
+    passes' merged partial sums): the list the Dask tests read to show that nothing per row
+    comes back."""
+    from privfair.data import dask_data
+
+    back = []
+    sums = dask_data.DaskRows.poisson_map_sums
+
+    def recording(self, jobs, source):
+        out = sums(self, jobs, source)
+        back.extend(out)
+        return out
+
+    monkeypatch.setattr(dask_data.DaskRows, "poisson_map_sums", recording)
+    return back
+
+
+def assert_only_sums(back, G, L, P):
+    """What came back (:func:`record_returned_sums`) is sums only: (G, L, L) or (1, L, L)
+    histograms, P-vectors of gradient sums, numbers — nothing of a row's size or per row."""
+    leaves = [np.asarray(v) for part in back for v in part]
+    assert leaves and max(v.size for v in leaves) <= max(G * L * L, P)
+    assert all(v.ndim == 0 or v.shape in ((G, L, L), (1, L, L), (P,)) for v in leaves)
+
+
+def assert_public_batch(adapter, theta, y2, idx2, tables, pub, tot, scale, L, rtol):
+    """B′_t's read (``protect="sensitive"``'s public batch, rows ``idx2`` of labels ``y2``): its
+    unclipped gradient sum and label totals are the in-memory ``adapter``'s on the same rows,
+    times q/q′ (``scale``); the gradient to ``rtol``."""
+    from privfair.backends.lagrangian import histogram as H
+
+    P2, pub_want, _ = adapter.step(theta, idx2, tables[0][y2], tables[1][y2])
+    np.testing.assert_allclose(pub, pub_want * scale, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(tot, H.batch_counts(np.zeros(idx2.size, np.int64), y2, P2, 1,
+                                                   L)[0] * scale, rtol=1e-12, atol=1e-9)
+
+
+def pass_batches(dask_adapter, rates, memory_adapter, memory_rates, seed=7):
+    """The Dask adapter's batch reads — passes over Poisson samples drawn from one seed per
+    partition of ``as_source(seed)``, no row held on the client — checked beside the in-memory
+    adapter's, which gathers its batches."""
+    from privfair.backends.lagrangian import solver
+    from privfair.privacy.randomness import as_source
+
+    assert dask_adapter.X is None and dask_adapter.y is None          # no row on the client
+    batches = solver.batches_for(dask_adapter, rates, None, as_source(seed))
+    assert isinstance(batches, solver.PassBatches)
+    assert isinstance(solver.batches_for(memory_adapter, memory_rates, None),
+                      solver.GatheredBatches)
+    return batches

@@ -25,7 +25,7 @@ from privfair.backends.lagrangian import histogram as H  # noqa: E402
 from privfair.backends.lagrangian import models, solver  # noqa: E402
 from privfair.data import dask_data, passes  # noqa: E402
 from privfair.privacy.randomness import as_source  # noqa: E402
-from _frames import GROUPS, on_dask, sex_income_frame  # noqa: E402
+from _frames import GROUPS, on_dask, sex_income_frame, record_returned_sums  # noqa: E402
 from _frames import parity_problem, solve_parity  # noqa: E402
 from _frames import in_memory as _memory, sampled_rows as _sampled_rows  # noqa: E402
 
@@ -61,15 +61,7 @@ def test_one_steps_passes_are_the_in_memory_sums_on_the_same_rows(client, frame,
     batches = solver.batches_for(ad, rd, None, as_source(7))
     assert isinstance(batches, solver.PassBatches)          # a Dask row source cannot gather
     assert isinstance(solver.batches_for(am, rm, None), solver.GatheredBatches)
-    back = []                                             # what comes back to the client
-    sums = dask_data.DaskRows.poisson_map_sums
-
-    def recording(self, jobs, source):
-        out = sums(self, jobs, source)
-        back.extend(out)
-        return out
-
-    monkeypatch.setattr(dask_data.DaskRows, "poisson_map_sums", recording)
+    back = record_returned_sums(monkeypatch)               # what comes back to the client
     rng = np.random.default_rng(2)
     theta = rng.normal(size=D + 1)
     tf, tg = rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 2, 2))   # (G, L, L) tables

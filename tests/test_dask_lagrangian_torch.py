@@ -27,10 +27,12 @@ import dask.dataframe as dd  # noqa: E402
 
 import privfair as pf  # noqa: E402
 from privfair.backends.lagrangian import histogram as H  # noqa: E402
-from privfair.backends.lagrangian import models, solver  # noqa: E402
+from privfair.backends.lagrangian import models  # noqa: E402
 from privfair.data import dask_data, passes  # noqa: E402
 from privfair.privacy.randomness import as_source  # noqa: E402
 from _frames import GROUPS, on_dask, sex_income_frame  # noqa: E402
+from _frames import assert_only_sums, pass_batches, record_returned_sums  # noqa: E402
+from _frames import assert_public_batch  # noqa: E402
 from _frames import in_memory as _memory, sampled_rows as _sampled_rows  # noqa: E402
 
 N, D, PARTS = 1200, 4, 3
@@ -76,19 +78,8 @@ def test_one_steps_passes_are_the_in_memory_sums_on_the_same_rows(client, frame,
     kw = dict(sharpness=5.0, soft_scale="capped" if capped else "fixed",
               log_objective=log_objective)
     ad, am = models.TorchAdapter(rd, **kw), models.TorchAdapter(rm, **kw)
-    assert ad.X is None and ad.y is None                    # no row on the client
-    batches = solver.batches_for(ad, rd, None, as_source(7))
-    assert isinstance(batches, solver.PassBatches)
-    assert isinstance(solver.batches_for(am, rm, None), solver.GatheredBatches)
-    back = []                                               # what comes back to the client
-    sums = dask_data.DaskRows.poisson_map_sums
-
-    def recording(self, jobs, source):
-        out = sums(self, jobs, source)
-        back.extend(out)
-        return out
-
-    monkeypatch.setattr(dask_data.DaskRows, "poisson_map_sums", recording)
+    batches = pass_batches(ad, rd, am, rm)
+    back = record_returned_sums(monkeypatch)               # what comes back to the client
     rng = np.random.default_rng(2)
     theta = am.theta0 + 0.5 * rng.normal(size=am.P)
     tf, tg = rng.normal(size=(2, 2, 2)), rng.normal(size=(2, 2, 2))   # (G, L, L) tables
@@ -112,19 +103,12 @@ def test_one_steps_passes_are_the_in_memory_sums_on_the_same_rows(client, frame,
     # float32 per-row gradients, summed in another order: float32 rounding of the sum
     np.testing.assert_allclose(g, g_want, rtol=1e-5, atol=1e-5)
     assert np.abs(g).max() > 1e3 * 1e-5                      # the tolerance is meaningful
-    y2 = mem.y[idx2]
-    P2, pub_want, _ = am.step(theta, idx2, rf[y2], rg[y2])
-    np.testing.assert_allclose(pub, pub_want * (q / q_pub), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(tot, H.batch_counts(np.zeros(idx2.size, np.int64), y2, P2, 1,
-                                                   2)[0] * (q / q_pub), rtol=1e-12, atol=1e-9)
+    assert_public_batch(am, theta, mem.y[idx2], idx2, (rf, rg), pub, tot, q / q_pub, 2, 1e-5)
     # the exact group-free totals, a pass over every row (float32 masses: a row's may differ
     # by an ulp with the shape of the product that computes it)
     np.testing.assert_allclose(batches.label_totals(theta), am.label_totals(theta, 2),
                                rtol=1e-6, atol=1e-6)
-    # only sums came back: a (G, L, L) histogram, a P-vector, a count — nothing per row
-    leaves = [np.asarray(v) for part in back for v in part]
-    assert leaves and max(v.size for v in leaves) <= max(8, am.P)
-    assert all(v.ndim == 0 or v.shape in ((2, 2, 2), (1, 2, 2), (am.P,)) for v in leaves)
+    assert_only_sums(back, 2, 2, am.P)          # nothing per row came back
 
 
 @pytest.mark.parametrize("unit,steps,make", [("row", "row", _mlp), ("sensitive", "split", _mlp),
